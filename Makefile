@@ -1,0 +1,134 @@
+# ukprobes: plain make (see README "Build" for why).
+#   make            library: build/libukprobes.so.0, build/libukprobes.a
+#   make test       every test case, each in its own process
+#   make demo       the examples, with readable output
+#   make bench      ns per hit beside same-run floors and peers
+#   make install PREFIX=/usr/local
+
+CC       ?= gcc
+PREFIX   ?= /usr/local
+VERSION  := 0.1.0
+SOVER    := 0
+B        := build
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+BASE_CFLAGS := -std=c11 $(WARN) -D_GNU_SOURCE -Iinclude
+LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden \
+	-ftls-model=initial-exec -fno-strict-aliasing
+LIB_LDLIBS  := -lZydis -lpthread -ldl
+
+LIB_SRCS := $(wildcard src/*.c src/arch/x86_64/*.c)
+LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
+LIB_OBJS := $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.S,$(B)/%.o,$(LIB_ASMS))
+LIB_HDRS := $(wildcard include/*.h include/ukprobes/*.h src/*.h src/arch/x86_64/*.h)
+
+SO      := $(B)/libukprobes.so.$(SOVER)
+AR_LIB  := $(B)/libukprobes.a
+
+# Tests: tests/<group>/<name>.c -> build/tests/<group>-<name>, linked with
+# the runner.  unit tests link the static library (they reach internals);
+# the others link the shared library exactly as users do.
+TEST_SRCS := $(wildcard tests/unit/*.c tests/api/*.c tests/real/*.c tests/stress/*.c)
+TEST_BINS := $(foreach s,$(TEST_SRCS),$(B)/tests/$(subst /,-,$(patsubst tests/%.c,%,$(s))))
+PROG_SRCS := $(wildcard tests/progs/*.c)
+PROG_BINS := $(patsubst tests/progs/%.c,$(B)/progs/%,$(PROG_SRCS))
+PROG_CXX  := $(wildcard tests/progs/*.cc)
+PROG_BINS += $(patsubst tests/progs/%.cc,$(B)/progs/%,$(PROG_CXX))
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
+EX_SRCS   := $(wildcard examples/*.c)
+EX_BINS   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRCS))
+
+USER_CFLAGS := $(BASE_CFLAGS) -O2 -g -pthread
+USER_LINK   := -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread -lm
+
+.PHONY: all lib tests progs bench-bins examples test demo bench install clean deps
+
+all: lib
+
+lib: $(SO) $(B)/libukprobes.so $(AR_LIB)
+
+deps:
+	scripts/install-deps
+
+$(B)/%.o: %.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/%.o: %.S $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(SO): $(LIB_OBJS) ukprobes.map
+	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,-soname,libukprobes.so.$(SOVER) \
+		-Wl,--version-script=ukprobes.map -Wl,-z,now -Wl,-z,noexecstack $(LIB_LDLIBS)
+
+$(B)/libukprobes.so: $(SO)
+	ln -sf libukprobes.so.$(SOVER) $@
+
+$(AR_LIB): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $(LIB_OBJS)
+
+$(B)/ukt_main.o: tests/ukt_main.c tests/ukt.h
+	@mkdir -p $(B)
+	$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(B)/tests/unit-%: tests/unit/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm
+
+define user_test_rule
+$(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) tests/ukt.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(USER_CFLAGS) -Itests -rdynamic -o $$@ $$< $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
+endef
+$(foreach g,api real stress,$(eval $(call user_test_rule,$(g))))
+
+$(B)/progs/%: tests/progs/%.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
+
+$(B)/progs/%: tests/progs/%.cc $(SO)
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -Iinclude -pthread -rdynamic -o $@ $< $(USER_LINK)
+
+$(B)/bench/%: bench/%.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
+
+$(B)/examples/%: examples/%.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LINK)
+
+tests: lib $(TEST_BINS) $(PROG_BINS)
+progs: $(PROG_BINS)
+bench-bins: $(BENCH_BINS)
+examples: $(EX_BINS)
+
+test: deps
+	$(MAKE) tests
+	scripts/run-tests $(B)
+
+demo: deps
+	$(MAKE) examples
+	scripts/demo $(B)
+
+bench: deps
+	$(MAKE) bench-bins
+	scripts/bench $(B)
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include/ukprobes $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/ukprobes.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/ukprobes/*.h $(DESTDIR)$(PREFIX)/include/ukprobes/
+	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/libukprobes.so.$(VERSION)
+	ln -sf libukprobes.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libukprobes.so.$(SOVER)
+	ln -sf libukprobes.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libukprobes.so
+	install -m 644 $(AR_LIB) $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ukprobes.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ukprobes.pc
+
+clean:
+	rm -rf $(B)

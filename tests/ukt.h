@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ukt: the test harness.  A case is one macro; the runner (ukt_main.c)
+ * forks every case into its own process, so a crash in one cannot hide
+ * the others, and bounds each with a timeout.
+ *
+ *	UKT_CASE(register_twice) { ... UKT_ASSERT(x == 1); ... }
+ */
+#ifndef UKT_H
+#define UKT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ukt_case {
+	const char *name;
+	void (*fn)(void);
+	unsigned timeout;	/* seconds; 0 = default */
+};
+
+#define UKT_CASE_T(name_, timeout_)					\
+	static void ukt_fn_##name_(void);				\
+	static const struct ukt_case ukt_case_##name_ = {		\
+		#name_, ukt_fn_##name_, timeout_ };			\
+	static const struct ukt_case *const ukt_ptr_##name_		\
+	__attribute__((used, section("ukt_cases"))) = &ukt_case_##name_; \
+	static void ukt_fn_##name_(void)
+
+#define UKT_CASE(name_) UKT_CASE_T(name_, 0)
+
+#define UKT_FAIL(...) do {						\
+	fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);		\
+	fprintf(stderr, __VA_ARGS__);					\
+	fputc('\n', stderr);						\
+	fflush(stderr);							\
+	_exit(1);							\
+} while (0)
+
+#define UKT_ASSERT(cond) do {						\
+	if (!(cond))							\
+		UKT_FAIL("assertion failed: %s", #cond);		\
+} while (0)
+
+#define UKT_EQ(a, b) do {						\
+	long long ukt_a_ = (long long)(a), ukt_b_ = (long long)(b);	\
+	if (ukt_a_ != ukt_b_)						\
+		UKT_FAIL("%s == %s: %lld != %lld (0x%llx != 0x%llx)",	\
+			 #a, #b, ukt_a_, ukt_b_,			\
+			 (unsigned long long)ukt_a_,			\
+			 (unsigned long long)ukt_b_);			\
+} while (0)
+
+#define UKT_STREQ(a, b) do {						\
+	const char *ukt_a_ = (a), *ukt_b_ = (b);			\
+	if (strcmp(ukt_a_, ukt_b_))					\
+		UKT_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, ukt_a_, ukt_b_); \
+} while (0)
+
+#include <unistd.h>
+
+#endif
