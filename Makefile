@@ -5,7 +5,6 @@
 #   make bench      ns per hit beside same-run floors and peers
 #   make install PREFIX=/usr/local
 
-CC       ?= gcc
 PREFIX   ?= /usr/local
 VERSION  := 0.1.0
 SOVER    := 0
@@ -52,15 +51,19 @@ lib: $(SO) $(B)/libukprobes.so $(AR_LIB)
 deps:
 	scripts/install-deps
 
+# All of ukprobes' code goes to section ukp_text, so the blacklist can
+# cover it by __start_/__stop_ukp_text even when linked statically.
 $(B)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) -fno-reorder-functions -c $< -o $@
+	objcopy --rename-section .text=ukp_text,alloc,load,readonly,code,contents $@
 
 $(B)/%.o: %.S $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(SO): $(LIB_OBJS) ukprobes.map
+	@mkdir -p $(B)
 	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,-soname,libukprobes.so.$(SOVER) \
 		-Wl,--version-script=ukprobes.map -Wl,-z,now -Wl,-z,noexecstack $(LIB_LDLIBS)
 
@@ -68,6 +71,7 @@ $(B)/libukprobes.so: $(SO)
 	ln -sf libukprobes.so.$(SOVER) $@
 
 $(AR_LIB): $(LIB_OBJS)
+	@mkdir -p $(B)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
 

@@ -4,7 +4,9 @@
  * a timeout, prints one line per case and "N passed, N failed" at the end.
  * Usage: test-binary [substring]   runs only cases whose name contains it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* Registers: signal context <-> pt_regs, trap numbers, branch emulation. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ucontext.h>
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cpuid.h>
+#include "arch.h"
+
+/* Read by entry.S: bytes of the XSAVE area (0: use FXSAVE, 512 bytes). */
+unsigned long ukp_xsave_size __attribute__((visibility("hidden")));
+
+void ukp_arch_init(void)
+{
+	unsigned a, b, c, d;
+
+	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
+	    __get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b >= 576)
+		ukp_xsave_size = b;	/* size for the features in XCR0 */
+	else
+		ukp_xsave_size = 0;
+}
+
+#define G(r) uc->uc_mcontext.gregs[REG_##r]
+
+void ukp_arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc)
+{
+	regs->r15 = G(R15); regs->r14 = G(R14); regs->r13 = G(R13);
+	regs->r12 = G(R12); regs->bp = G(RBP); regs->bx = G(RBX);
+	regs->r11 = G(R11); regs->r10 = G(R10); regs->r9 = G(R9);
+	regs->r8 = G(R8); regs->ax = G(RAX); regs->cx = G(RCX);
+	regs->dx = G(RDX); regs->si = G(RSI); regs->di = G(RDI);
+	regs->orig_ax = (unsigned long)-1;
+	regs->ip = G(RIP);
+	regs->flags = G(EFL);
+	regs->sp = G(RSP);
+	/* CSGSFS packs cs, gs, fs, ss as 16-bit fields */
+	unsigned long csgsfs = G(CSGSFS);
+	regs->cs = csgsfs & 0xffff;
+	regs->ss = (csgsfs >> 48) & 0xffff;
+}
+
+/* Flags a user handler may not change: TF (we never single-step), IOPL,
+ * VM, RF and the reserved bits. */
+#define FLAGS_USER_MASK 0x00000dd5UL	/* CF PF AF ZF SF DF OF */
+
+void ukp_arch_regs_to_uc(ucontext_t *uc, const struct pt_regs *regs)
+{
+	G(R15) = regs->r15; G(R14) = regs->r14; G(R13) = regs->r13;
+	G(R12) = regs->r12; G(RBP) = regs->bp; G(RBX) = regs->bx;
+	G(R11) = regs->r11; G(R10) = regs->r10; G(R9) = regs->r9;
+	G(R8) = regs->r8; G(RAX) = regs->ax; G(RCX) = regs->cx;
+	G(RDX) = regs->dx; G(RSI) = regs->si; G(RDI) = regs->di;
+	G(RIP) = regs->ip;
+	G(RSP) = regs->sp;
+	G(EFL) = (G(EFL) & ~FLAGS_USER_MASK) | (regs->flags & FLAGS_USER_MASK);
+}
+
+unsigned long ukp_arch_uc_ip(const ucontext_t *uc) { return G(RIP); }
+void ukp_arch_uc_set_ip(ucontext_t *uc, unsigned long ip) { G(RIP) = ip; }
+unsigned long ukp_arch_uc_sp(const ucontext_t *uc) { return G(RSP); }
+void ukp_arch_uc_set_sp(ucontext_t *uc, unsigned long sp) { G(RSP) = sp; }
+
+int ukp_arch_trapnr(const ucontext_t *uc, int sig)
+{
+	/* the kernel records the hardware vector in the signal frame */
+	long t = G(TRAPNO);
+	if (t > 0 || sig == SIGFPE)
+		return (int)t;
+	switch (sig) {
+	case SIGSEGV: return 14;
+	case SIGBUS: return 14;
+	case SIGILL: return 6;
+	default: return (int)t;
+	}
+}
+
+static int seg_base(int seg, unsigned long *base)
+{
+	long code = seg == 1 ? ARCH_GET_FS : ARCH_GET_GS;
+	return syscall(SYS_arch_prctl, code, base) ? -EFAULT : 0;
+}
+
+static int effective_address(const struct ukp_insn *in, const struct pt_regs *regs,
+			     unsigned long *ea)
+{
+	const unsigned long *r = (const unsigned long *)regs;
+	unsigned long a = (unsigned long)in->mem.disp;
+
+	if (in->mem.base == -2)
+		a += in->addr + in->len;
+	else if (in->mem.base >= 0)
+		a += r[in->mem.base];
+	else if (in->mem.base == -3)
+		return -EFAULT;
+	if (in->mem.index >= 0)
+		a += r[in->mem.index] * in->mem.scale;
+	else if (in->mem.index == -3)
+		return -EFAULT;
+	if (in->mem.seg) {
+		unsigned long base;
+		if (seg_base(in->mem.seg, &base))
+			return -EFAULT;
+		a += base;
+	}
+	*ea = a;
+	return 0;
+}
+
+int ukp_arch_emulate_branch(const struct ukp_insn *in, struct pt_regs *regs)
+{
+	unsigned long target, next = in->addr + in->len;
+	const unsigned long *r = (const unsigned long *)regs;
+
+	switch (in->flow) {
+	case UKP_FLOW_RET:
+		if (ukp_copy_nofault(&target, (void *)regs->sp, 8))
+			return -EFAULT;
+		regs->ip = target;
+		regs->sp += 8 + in->ret_pop;
+		return 0;
+	case UKP_FLOW_JMP_IND:
+	case UKP_FLOW_CALL_IND:
+		if (in->ind_reg >= 0) {
+			target = r[in->ind_reg];
+		} else {
+			unsigned long ea;
+			if (effective_address(in, regs, &ea) ||
+			    ukp_copy_nofault(&target, (void *)ea, 8))
+				return -EFAULT;
+		}
+		if (in->flow == UKP_FLOW_CALL_IND) {
+			/* the push must not fault either: probe the stack first */
+			unsigned long probe;
+			if (ukp_copy_nofault(&probe, (void *)(regs->sp - 8), 8))
+				return -EFAULT;
+			*(unsigned long *)(regs->sp - 8) = next;
+			regs->sp -= 8;
+		}
+		regs->ip = target;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The relocator: builds the out-of-line copy of one probed instruction.
+ * Execution reaches it from the SIGTRAP handler (ip set to the slot) with
+ * every register exactly as at the probe point, so only what depends on
+ * the instruction's own address changes.  Nothing is single-stepped:
+ * every copy ends by going where the instruction would have gone.
+ *
+ *   plain           insn' ; CONT(next)
+ *   rip-relative    insn with disp32 re-aimed at the same target ; CONT(next)
+ *   syscall         syscall ; movabs $next,%rcx ; CONT(next)
+ *   jmp rel         CONT(target)
+ *   jcc/loop/jrcxz/xbegin
+ *                   insn with rel = +2 ; jmp short 1f ; CONT(target) ; 1: CONT(next)
+ *   call rel        push $next.lo ; movl $next.hi,4(%rsp) ; CONT(target)
+ *   call *op        push op ; lea -8(%rsp),%rsp ; push 8(%rsp) ;
+ *                   movl $next.lo,16(%rsp) ; movl $next.hi,20(%rsp) ; ret $8
+ *                   (push op reads op with the original %rsp, like call)
+ *   jmp *op, ret    insn' (rip-relative fixed) - leaves by itself
+ *
+ *   CONT(x), plain: jmp x                    (e9 rel32, or jmp *0(%rip); .quad x)
+ *   CONT(x), post:  lea -0x80(%rsp),%rsp ; call *16(%rip) ;
+ *                   .quad site ; .quad x ; .quad ukp_post_trampoline
+ *                   (steps over the red zone; the pushed return address
+ *                   points at {site, x} for the trampoline)
+ */
+#include <errno.h>
+#include <string.h>
+#include "arch.h"
+
+struct emit {
+	uint8_t *buf;
+	unsigned long at;	/* run-time address of buf[0] */
+	size_t len;
+	int err;
+};
+
+static void put(struct emit *e, const void *p, size_t n)
+{
+	if (e->len + n > UKP_SLOT_MAX) {
+		e->err = -E2BIG;
+		return;
+	}
+	memcpy(e->buf + e->len, p, n);
+	e->len += n;
+}
+
+static void put8(struct emit *e, uint8_t b) { put(e, &b, 1); }
+static void put32(struct emit *e, uint32_t v) { put(e, &v, 4); }
+static void put64(struct emit *e, uint64_t v) { put(e, &v, 8); }
+
+static int fits32(long v) { return v == (long)(int32_t)v; }
+
+static void emit_cont(struct emit *e, unsigned long to, int post, void *site)
+{
+	if (post) {
+		static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };
+		static const uint8_t call_ind[] = { 0xff, 0x15, 16, 0, 0, 0 };
+		put(e, lea_rz, sizeof(lea_rz));
+		put(e, call_ind, sizeof(call_ind));
+		put64(e, (uint64_t)site);
+		put64(e, to);
+		put64(e, (uint64_t)ukp_post_trampoline);
+		return;
+	}
+	long rel = (long)(to - (e->at + e->len + 5));
+	if (fits32(rel)) {
+		put8(e, 0xe9);
+		put32(e, (uint32_t)rel);
+	} else {
+		static const uint8_t jmp_abs[] = { 0xff, 0x25, 0, 0, 0, 0 };
+		put(e, jmp_abs, sizeof(jmp_abs));
+		put64(e, to);
+	}
+}
+
+/* Copy the instruction to the current position, re-aiming a rip-relative
+ * displacement so it reaches the same absolute address. */
+static void emit_copy(struct emit *e, const struct ukp_insn *in,
+		      const uint8_t *bytes)
+{
+	size_t at = e->len;
+	put(e, bytes, in->len);
+	if (e->err || in->disp_off < 0)
+		return;
+	int32_t disp;
+	memcpy(&disp, in->bytes + in->disp_off, 4);
+	unsigned long abs = in->addr + in->len + (long)disp;
+	long nd = (long)(abs - (e->at + at + in->len));
+	if (!fits32(nd)) {
+		e->err = -ERANGE;
+		return;
+	}
+	int32_t d32 = (int32_t)nd;
+	memcpy(e->buf + at + in->disp_off, &d32, 4);
+}
+
+static void mark_sp(int8_t *fix, size_t from, size_t to, int v)
+{
+	for (size_t i = from; i < to && i < UKP_SLOT_MAX; i++)
+		fix[i] = (int8_t)v;
+}
+
+int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
+			unsigned long slot_addr, int post, void *site,
+			int8_t sp_fix[UKP_SLOT_MAX])
+{
+	struct emit e = { .buf = buf, .at = slot_addr };
+	unsigned long next = in->addr + in->len;
+	uint8_t b[UKP_ARCH_MAX_INSN];
+
+	memset(sp_fix, 0, UKP_SLOT_MAX);
+	memcpy(b, in->bytes, in->len);
+
+	switch (in->flow) {
+	case UKP_FLOW_NONE:
+	case UKP_FLOW_STOP:
+		emit_copy(&e, in, b);
+		emit_cont(&e, next, post, site);
+		break;
+	case UKP_FLOW_SYSCALL:
+		emit_copy(&e, in, b);
+		/* the kernel left the slot's address in rcx: put back what the
+		 * instruction in place would have left there */
+		put8(&e, 0x48);
+		put8(&e, 0xb9);
+		put64(&e, next);
+		emit_cont(&e, next, post, site);
+		break;
+	case UKP_FLOW_JMP:
+		emit_cont(&e, in->target, post, site);
+		break;
+	case UKP_FLOW_JCC: {
+		if (in->imm_size != 1 && in->imm_size != 2 && in->imm_size != 4)
+			return -EILSEQ;
+		/* branch over the 2-byte short jmp when taken */
+		memset(b + in->imm_off, 0, in->imm_size);
+		b[in->imm_off] = 2;
+		put(&e, b, in->len);
+		size_t jshort = e.len;
+		put8(&e, 0xeb);
+		put8(&e, 0);
+		size_t taken = e.len;
+		emit_cont(&e, in->target, post, site);
+		if (e.len - taken > 127)
+			return -E2BIG;
+		buf[jshort + 1] = (uint8_t)(e.len - taken);
+		emit_cont(&e, next, post, site);
+		break;
+	}
+	case UKP_FLOW_CALL: {
+		/* push $next.lo (sign-extended), then fix the high half */
+		put8(&e, 0x68);
+		put32(&e, (uint32_t)next);
+		size_t m = e.len;
+		static const uint8_t movl_hi[] = { 0xc7, 0x44, 0x24, 0x04 };
+		put(&e, movl_hi, sizeof(movl_hi));
+		put32(&e, (uint32_t)(next >> 32));
+		mark_sp(sp_fix, m, e.len, 8);
+		emit_cont(&e, in->target, post, site);
+		break;
+	}
+	case UKP_FLOW_CALL_IND: {
+		if (post)
+			return -EOPNOTSUPP;	/* emulated by the trap handler */
+		/* call /2 -> push /6: reads the operand exactly as call would */
+		b[in->modrm_off] = (uint8_t)((b[in->modrm_off] & ~0x38) | (6 << 3));
+		emit_copy(&e, in, b);
+		size_t s1 = e.len;
+		static const uint8_t tail1[] = {
+			0x48, 0x8d, 0x64, 0x24, 0xf8,	/* lea -8(%rsp),%rsp */
+			0xff, 0x74, 0x24, 0x08,		/* push 8(%rsp) */
+		};
+		put(&e, tail1, 5);
+		mark_sp(sp_fix, s1, e.len, 8);
+		size_t s2 = e.len;
+		put(&e, tail1 + 5, 4);
+		mark_sp(sp_fix, s2, e.len, 16);
+		size_t s3 = e.len;
+		static const uint8_t lo[] = { 0xc7, 0x44, 0x24, 0x10 };
+		static const uint8_t hi[] = { 0xc7, 0x44, 0x24, 0x14 };
+		put(&e, lo, 4);
+		put32(&e, (uint32_t)next);
+		put(&e, hi, 4);
+		put32(&e, (uint32_t)(next >> 32));
+		static const uint8_t ret8[] = { 0xc2, 0x08, 0x00 };
+		put(&e, ret8, 3);
+		mark_sp(sp_fix, s3, e.len, 24);
+		break;
+	}
+	case UKP_FLOW_JMP_IND:
+	case UKP_FLOW_RET:
+		if (post)
+			return -EOPNOTSUPP;	/* emulated by the trap handler */
+		emit_copy(&e, in, b);
+		break;
+	}
+	return e.err ? e.err : (int)e.len;
+}

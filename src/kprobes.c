@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry: sites, probe lists, registration, arming, the knobs and
+ * the list.
+ *
+ * Probe states (one struct kprobe):
+ *
+ *   unregistered --register--> registered/armed <--disable/enable--> registered/disabled
+ *        ^                        |     \__ knob off: disarmed, state kept
+ *        |                        |  object unloaded
+ *        +------unregister--------+----> gone (KPROBE_FLAG_GONE, never runs)
+ *
+ * A site (one per address) is armed - its int3 written - exactly when the
+ * knob is on, it is not dead, and it has a hook or a registered probe
+ * that is neither disabled nor gone (site_wants_arm).  The public flags
+ * are the only per-probe state; the site's list says "registered".
+ *
+ * Locking: ukp_lock protects the records, the site table's writers and
+ * every site's armed/orig state.  The hit path takes no lock: it reads the
+ * site table (entries never removed) and a site's probe list (immutable,
+ * swapped whole, freed after ukp_synchronize()).  ukp_synchronize() is
+ * never called with ukp_lock held, because the dlclose hook takes
+ * ukp_lock from inside the hit path.
+ */
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+pthread_mutex_t ukp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ukp_log(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n = snprintf(buf, sizeof(buf), "ukprobes: ");
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (!getenv("UKPROBES_QUIET"))
+		(void)!write(2, buf, n);
+}
+
+/* ---- hash maps ------------------------------------------------------------ */
+
+/*
+ * Open addressing, linear probing.  The site map is read without locks:
+ * entries are never removed (a dead site is replaced in place), an entry
+ * publishes its value before its key, and an outgrown array is kept
+ * (never freed) so a reader can finish its probe sequence in it.
+ */
+struct ent { _Atomic unsigned long key; void *_Atomic val; };
+struct tab { size_t mask, used; struct ent e[]; };
+struct map { struct tab *_Atomic t; };
+
+#define TOMB 1UL
+
+static size_t hash(unsigned long k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdUL;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+static void *map_get(struct map *m, unsigned long key)
+{
+	struct tab *t = atomic_load_explicit(&m->t, memory_order_acquire);
+	if (!t)
+		return NULL;
+	for (size_t i = hash(key) & t->mask;; i = (i + 1) & t->mask) {
+		unsigned long k = atomic_load_explicit(&t->e[i].key, memory_order_acquire);
+		if (k == key)
+			return atomic_load_explicit(&t->e[i].val, memory_order_relaxed);
+		if (!k)
+			return NULL;
+	}
+}
+
+static struct tab *tab_new(size_t n)
+{
+	struct tab *t = calloc(1, sizeof(*t) + n * sizeof(struct ent));
+	if (t)
+		t->mask = n - 1;
+	return t;
+}
+
+static void tab_put(struct tab *t, unsigned long key, void *val)
+{
+	size_t i = hash(key) & t->mask, tomb = (size_t)-1;
+	for (;; i = (i + 1) & t->mask) {
+		unsigned long k = atomic_load(&t->e[i].key);
+		if (k == key) {
+			atomic_store(&t->e[i].val, val);
+			return;
+		}
+		if (k == TOMB && tomb == (size_t)-1)
+			tomb = i;
+		if (!k)
+			break;
+	}
+	if (tomb != (size_t)-1)
+		i = tomb;
+	else
+		t->used++;
+	atomic_store_explicit(&t->e[i].val, val, memory_order_relaxed);
+	atomic_store_explicit(&t->e[i].key, key, memory_order_release);
+}
+
+/* under ukp_lock */
+static int map_put(struct map *m, unsigned long key, void *val, bool free_old)
+{
+	struct tab *t = atomic_load(&m->t);
+	if (!t || (t->used + 1) * 2 > t->mask + 1) {
+		size_t n = t ? 2 * (t->mask + 1) : 1024;
+		struct tab *nt = tab_new(n);
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; t && i <= t->mask; i++) {
+			unsigned long k = atomic_load(&t->e[i].key);
+			if (k && k != TOMB)
+				tab_put(nt, k, atomic_load(&t->e[i].val));
+		}
+		atomic_store_explicit(&m->t, nt, memory_order_release);
+		if (free_old)
+			free(t);	/* only for maps without lock-free readers */
+		t = nt;
+	}
+	tab_put(t, key, val);
+	return 0;
+}
+
+/* under ukp_lock; maps without lock-free readers only */
+static void map_del(struct map *m, unsigned long key)
+{
+	struct tab *t = atomic_load(&m->t);
+	if (!t)
+		return;
+	for (size_t i = hash(key) & t->mask;; i = (i + 1) & t->mask) {
+		unsigned long k = atomic_load(&t->e[i].key);
+		if (k == key) {
+			atomic_store(&t->e[i].key, TOMB);
+			return;
+		}
+		if (!k)
+			return;
+	}
+}
+
+static struct map sites;	/* addr -> struct ukp_site */
+static struct map recs;		/* struct kprobe * -> struct rec */
+
+struct ukp_site *ukp_site_lookup(unsigned long addr)
+{
+	struct ukp_site *s = map_get(&sites, addr);
+	return s && !atomic_load_explicit(&s->dead, memory_order_relaxed) ? s : NULL;
+}
+
+/* ---- registration records ------------------------------------------------- */
+
+struct rec {
+	struct kprobe *p;
+	struct ukp_site *site;
+	char kind;			/* k, r, j */
+	char func[128], object[128];
+	unsigned long off;
+	struct rec *prev, *next;	/* registration order */
+};
+
+static struct rec *rec_head, *rec_tail;	/* under ukp_lock */
+static bool initialised;
+
+static struct rec *rec_of_locked(struct kprobe *p)
+{
+	return map_get(&recs, (unsigned long)p);
+}
+
+/* ---- code as it was ------------------------------------------------------- */
+
+void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n)
+{
+	if (ukp_copy_nofault(buf, (const void *)addr, n)) {
+		/* partially unreadable: copy byte by byte, zero the rest */
+		for (size_t i = 0; i < n; i++)
+			if (ukp_copy_nofault(buf + i, (const void *)(addr + i), 1))
+				buf[i] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ukp_site *s = ukp_site_lookup(addr + i);
+		if (s && s->armed)
+			buf[i] = s->orig;
+	}
+}
+
+/* ---- sites ------------------------------------------------------------------ */
+
+static bool site_wants_arm(const struct ukp_site *s)
+{
+	if (!ukp_knob_enabled || atomic_load(&s->dead))
+		return false;
+	if (s->hook)
+		return true;
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	for (unsigned i = 0; l && i < l->n; i++)
+		if (!(l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE)))
+			return true;
+	return false;
+}
+
+struct pokes { struct ukp_poke *v; size_t n, cap; };
+
+static int pokes_add(struct pokes *pk, unsigned long addr, uint8_t byte)
+{
+	if (pk->n == pk->cap) {
+		size_t nc = pk->cap ? 2 * pk->cap : 16;
+		struct ukp_poke *nv = realloc(pk->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		pk->v = nv;
+		pk->cap = nc;
+	}
+	pk->v[pk->n++] = (struct ukp_poke){ addr, byte };
+	return 0;
+}
+
+/* Queue the int3 write or removal that makes the site match its state. */
+static int site_update_locked(struct ukp_site *s, struct pokes *pk)
+{
+	bool want = site_wants_arm(s);
+	if (want == s->armed)
+		return 0;
+	int err = pokes_add(pk, s->addr, want ? UKP_ARCH_BREAKPOINT : s->orig);
+	if (!err)
+		s->armed = want;
+	return err;
+}
+
+static int build_slot(struct ukp_site *s, bool post, uint8_t **out)
+{
+	uint8_t code[UKP_SLOT_MAX];
+	int8_t fix[UKP_SLOT_MAX];
+
+	*out = NULL;
+	/* size it at the probed address, then allow for far forms */
+	int len = ukp_arch_build_slot(&s->insn, code, s->addr, post, s, fix);
+	if (len == -EOPNOTSUPP && post)
+		return 0;	/* dynamic branch: post is emulated */
+	if (len < 0)
+		return len;
+	uint8_t *slot = ukp_slot_alloc(s->addr, (size_t)len + 32);
+	if (!slot)
+		return -ENOMEM;
+	len = ukp_arch_build_slot(&s->insn, code, (unsigned long)slot, post, s, fix);
+	if (len < 0)
+		return len;
+	*out = slot;
+	if (post)
+		s->slot_post = slot;
+	else
+		s->slot = slot;
+	return ukp_slot_write(slot, code, (size_t)len, s, fix);
+}
+
+/* Find or create the site at addr (under ukp_lock). */
+static int site_get_locked(unsigned long addr, const struct ukp_where *w,
+			   struct ukp_site **out)
+{
+	struct ukp_site *s = ukp_site_lookup(addr);
+	if (s) {
+		*out = s;
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->addr = addr;
+	s->obj = w->obj;
+	s->obj_base = w->obj_base;
+	uint8_t code[UKP_ARCH_MAX_INSN];
+	size_t avail = w->func_end > addr ? w->func_end - addr : UKP_ARCH_MAX_INSN;
+	if (avail > sizeof(code))
+		avail = sizeof(code);
+	ukp_read_text(addr, code, avail);
+	int err = ukp_arch_decode(code, avail, addr, &s->insn);
+	if (err < 0) {
+		free(s);
+		return err;
+	}
+	s->orig = code[0];
+	uint8_t *slot;
+	err = build_slot(s, false, &slot);
+	if (!err)
+		err = build_slot(s, true, &slot);
+	if (!err)
+		err = map_put(&sites, addr, s, false);
+	if (err) {
+		/* slot memory, if any, stays unused; nothing ran in it */
+		free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *add,
+				    struct kprobe *drop)
+{
+	unsigned n = old ? old->n : 0;
+	struct ukp_plist *l = malloc(sizeof(*l) + (n + 1) * sizeof(l->p[0]));
+	if (!l)
+		return NULL;
+	l->n = 0;
+	l->any_post = false;
+	for (unsigned i = 0; i < n; i++)
+		if (old->p[i] != drop)
+			l->p[l->n++] = old->p[i];
+	if (add)
+		l->p[l->n++] = add;
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->p[i]->post_handler)
+			l->any_post = true;
+	return l;
+}
+
+/* ---- garbage freed after a grace period ---------------------------------- */
+
+struct garbage { void **v; size_t n, cap; };
+
+static void garbage_add(struct garbage *g, void *p)
+{
+	if (!p)
+		return;
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? 2 * g->cap : 16;
+		void **nv = realloc(g->v, nc * sizeof(*nv));
+		if (!nv)
+			return;	/* leak rather than free too early */
+		g->v = nv;
+		g->cap = nc;
+	}
+	g->v[g->n++] = p;
+}
+
+static void garbage_free_after_grace(struct garbage *g)
+{
+	if (g->n)
+		ukp_synchronize();
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+}
+
+/* ---- initialisation ------------------------------------------------------- */
+
+static void dl_hook(void);
+
+static void init_once(void)
+{
+	ukp_arch_init();
+	ukp_sync_init();
+	ukp_text_init();
+	ukp_trap_init();
+	ukp_sym_init();
+
+	/* Watch the dynamic linker's r_brk (what debuggers watch) so probes
+	 * in an unloaded object become gone before dlclose returns. */
+	unsigned long brk = _r_debug.r_brk;
+	struct ukp_where w;
+	struct ukp_site *s;
+	if (brk && ukp_sym_where(brk, &w) == 0) {
+		struct pokes pk = { 0 };
+		pthread_mutex_lock(&ukp_lock);
+		if (site_get_locked(brk, &w, &s) == 0) {
+			s->hook = dl_hook;
+			site_update_locked(s, &pk);
+			ukp_text_poke_batch(pk.v, pk.n);
+		}
+		pthread_mutex_unlock(&ukp_lock);
+		free(pk.v);
+	}
+	initialised = true;
+}
+
+void ukp_init_once(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, init_once);
+}
+
+/* r_brk: called by the dynamic linker around every change of the list. */
+static void dl_hook(void)
+{
+	if (_r_debug.r_state != RT_CONSISTENT)
+		return;
+	ukp_sym_refresh();
+	pthread_mutex_lock(&ukp_lock);
+	ukp_objects_changed();
+	pthread_mutex_unlock(&ukp_lock);
+}
+
+/* under ukp_lock: probes whose object went away are gone */
+void ukp_objects_changed(void)
+{
+	struct ukp_site *last = NULL;
+	for (struct rec *r = rec_head; r; r = r->next) {
+		struct ukp_site *s = r->site;
+		if (!s->obj || ukp_sym_object_alive(s->obj, s->obj_base))
+			continue;
+		__atomic_fetch_or(&r->p->flags, KPROBE_FLAG_GONE, __ATOMIC_RELAXED);
+		if (s != last && !atomic_load(&s->dead)) {
+			/* its int3 went with the mapping; forget it */
+			atomic_store(&s->dead, true);
+			s->armed = false;
+		}
+		last = s;
+	}
+}
+
+/* ---- registration ----------------------------------------------------------- */
+
+struct prep {
+	unsigned long addr;
+	struct ukp_where w;
+};
+
+static const char *probe_name(const struct kprobe *p, char *buf, size_t n)
+{
+	if (p->symbol_name)
+		snprintf(buf, n, "'%s+0x%x'", p->symbol_name, p->offset);
+	else
+		snprintf(buf, n, "at %p", (void *)((unsigned long)p->addr + p->offset));
+	return buf;
+}
+
+/* Resolve and check one probe; no lock of ours held (dl calls inside). */
+static int prepare(struct kprobe *p, struct prep *pr)
+{
+	char nm[200];
+	const char *why;
+	int err;
+
+	if (!p)
+		return -EINVAL;
+	probe_name(p, nm, sizeof(nm));
+	if ((p->addr && p->symbol_name) || (!p->addr && !p->symbol_name)) {
+		ukp_log("kprobe %s: set exactly one of addr and symbol_name", nm);
+		return -EINVAL;
+	}
+	if (p->symbol_name) {
+		err = ukp_sym_resolve(p->symbol_name, &pr->addr);
+		if (err)
+			return err;
+	} else {
+		ukp_sym_refresh();
+		pr->addr = (unsigned long)p->addr;
+	}
+	pr->addr += p->offset;
+	if (ukp_slot_owner(pr->addr, NULL, NULL) || ukp_sym_blacklisted(pr->addr, &why)) {
+		ukp_log("kprobe %s: blacklisted (%s)", nm,
+			ukp_slot_owner(pr->addr, NULL, NULL) ? "ukprobes' own code" : why);
+		return -EINVAL;
+	}
+	if (ukp_sym_where(pr->addr, &pr->w) != 0 && !ukp_text_is_exec(pr->addr)) {
+		ukp_log("kprobe %s: %#lx is not in executable code", nm, pr->addr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
+			       struct rec **out)
+{
+	char nm[200];
+	int err;
+
+	probe_name(p, nm, sizeof(nm));
+	if (rec_of_locked(p)) {
+		ukp_log("kprobe %s: already registered", nm);
+		return -EINVAL;
+	}
+	if (pr->w.func_start &&
+	    ukp_arch_check_boundary(pr->w.func_start, pr->w.func_end, pr->addr)) {
+		ukp_log("kprobe %s: %s+0x%lx is not an instruction boundary", nm,
+			pr->w.func, pr->addr - pr->w.func_start);
+		return -EILSEQ;
+	}
+	struct ukp_site *s;
+	err = site_get_locked(pr->addr, &pr->w, &s);
+	if (err) {
+		ukp_log("kprobe %s: cannot prepare the instruction at %#lx: %s", nm,
+			pr->addr, strerror(-err));
+		return err;
+	}
+	struct rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->p = p;
+	r->site = s;
+	r->kind = kind;
+	snprintf(r->func, sizeof(r->func), "%s", pr->w.func);
+	snprintf(r->object, sizeof(r->object), "%s", pr->w.object);
+	r->off = pr->w.func_start ? pr->addr - pr->w.func_start : 0;
+	*out = r;
+	return 0;
+}
+
+static void rec_link_locked(struct rec *r)
+{
+	r->prev = rec_tail;
+	if (rec_tail)
+		rec_tail->next = r;
+	else
+		rec_head = r;
+	rec_tail = r;
+}
+
+static void rec_unlink_locked(struct rec *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		rec_head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		rec_tail = r->prev;
+	map_del(&recs, (unsigned long)r->p);
+}
+
+int ukp_register_kind(struct kprobe **kps, int num, char kind)
+{
+	struct prep *pr;
+	struct rec **rs;
+	struct pokes pk = { 0 };
+	struct garbage g = { 0 };
+	int err = 0, i;
+
+	if (num <= 0 || !kps)
+		return -EINVAL;
+	ukp_init_once();
+	ukp_trap_ensure();
+	pr = calloc(num, sizeof(*pr));
+	rs = calloc(num, sizeof(*rs));
+	if (!pr || !rs) {
+		free(pr);
+		free(rs);
+		return -ENOMEM;
+	}
+	/* 1. resolve and check, without our lock */
+	for (i = 0; i < num && !err; i++)
+		err = prepare(kps[i], &pr[i]);
+	pthread_mutex_lock(&ukp_lock);
+	/* 2. build sites and records; nothing visible to the hit path yet
+	 *    (the record map also catches the same struct twice) */
+	for (i = 0; i < num && !err; i++) {
+		err = register_one_locked(kps[i], &pr[i], kind, &rs[i]);
+		if (!err && (err = map_put(&recs, (unsigned long)kps[i], rs[i], true))) {
+			free(rs[i]);
+			rs[i] = NULL;
+		}
+	}
+	if (err) {
+		for (i = 0; i < num; i++) {
+			if (rs[i]) {
+				map_del(&recs, (unsigned long)kps[i]);
+				free(rs[i]);
+			}
+		}
+		pthread_mutex_unlock(&ukp_lock);
+		free(pr);
+		free(rs);
+		return err;
+	}
+	/* 3. publish: probe lists, then arm in one batch */
+	for (i = 0; i < num; i++) {
+		struct rec *r = rs[i];
+		struct kprobe *p = kps[i];
+		struct ukp_site *s = r->site;
+		struct ukp_plist *old = atomic_load(&s->probes);
+		struct ukp_plist *l = plist_with(old, p, NULL);
+		if (!l) {
+			/* Out of memory for a few bytes: undo, as a batch must. */
+			for (int j = i; j < num; j++) {
+				map_del(&recs, (unsigned long)kps[j]);
+				free(rs[j]);
+			}
+			err = -ENOMEM;
+			break;
+		}
+		p->addr = (kprobe_opcode_t *)pr[i].addr;
+		p->flags &= KPROBE_FLAG_DISABLED;
+		p->nmissed = 0;
+		p->__ukp_priv[0] = r;
+		rec_link_locked(r);
+		atomic_store_explicit(&s->probes, l, memory_order_release);
+		garbage_add(&g, old);
+		site_update_locked(s, &pk);
+	}
+	int published = i;
+	int perr = ukp_text_poke_batch(pk.v, pk.n);
+	pthread_mutex_unlock(&ukp_lock);
+	free(pk.v);
+	free(pr);
+	free(rs);
+	garbage_free_after_grace(&g);
+	if (!err && perr) {
+		ukp_log("kprobe: writing the breakpoints failed: %s", strerror(-perr));
+		err = perr;
+	}
+	if (err)
+		ukp_unregister_kind(kps, published);
+	return err;
+}
+
+void ukp_unregister_kind(struct kprobe **kps, int num)
+{
+	struct pokes pk = { 0 };
+	struct garbage g = { 0 };
+
+	if (!kps || num <= 0 || !initialised)  {
+		for (int i = 0; kps && i < num; i++)
+			if (kps[i])
+				kps[i]->addr = NULL;
+		return;
+	}
+	pthread_mutex_lock(&ukp_lock);
+	/* 1. unlink: new lists without the probes; disarm sites left empty */
+	for (int i = 0; i < num; i++) {
+		struct kprobe *p = kps[i];
+		struct rec *r = p ? rec_of_locked(p) : NULL;
+		if (!r) {
+			if (p)
+				p->addr = NULL;
+			continue;
+		}
+		struct ukp_site *s = r->site;
+		struct ukp_plist *old = atomic_load(&s->probes);
+		struct ukp_plist *l = plist_with(old, NULL, p);
+		if (l && !l->n) {
+			free(l);
+			l = NULL;
+		}
+		atomic_store_explicit(&s->probes, l, memory_order_release);
+		garbage_add(&g, old);
+		site_update_locked(s, &pk);
+		rec_unlink_locked(r);
+		garbage_add(&g, r);
+		p->__ukp_priv[0] = NULL;
+	}
+	ukp_text_poke_batch(pk.v, pk.n);
+	pthread_mutex_unlock(&ukp_lock);
+	free(pk.v);
+	/* 2. wait once for every thread to leave; 3. free */
+	garbage_free_after_grace(&g);
+}
+
+int register_kprobe(struct kprobe *p)
+{
+	return ukp_register_kind(&p, 1, 'k');
+}
+
+int register_kprobes(struct kprobe **kps, int num)
+{
+	return ukp_register_kind(kps, num, 'k');
+}
+
+void unregister_kprobe(struct kprobe *p)
+{
+	ukp_unregister_kind(&p, 1);
+}
+
+void unregister_kprobes(struct kprobe **kps, int num)
+{
+	ukp_unregister_kind(kps, num);
+}
+
+static int set_disabled(struct kprobe *p, bool disabled)
+{
+	struct pokes pk = { 0 };
+	int err = 0;
+
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&ukp_lock);
+	struct rec *r = rec_of_locked(p);
+	if (!r) {
+		err = -EINVAL;
+	} else if (!disabled && (p->flags & KPROBE_FLAG_GONE)) {
+		err = -EINVAL;	/* its code is gone */
+	} else {
+		if (disabled)
+			__atomic_fetch_or(&p->flags, KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
+		err = site_update_locked(r->site, &pk);
+		if (!err)
+			err = ukp_text_poke_batch(pk.v, pk.n);
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	free(pk.v);
+	return err;
+}
+
+int disable_kprobe(struct kprobe *p) { return set_disabled(p, true); }
+int enable_kprobe(struct kprobe *p) { return set_disabled(p, false); }
+
+int kprobes_set_enabled(int on)
+{
+	struct pokes pk = { 0 };
+	int err = 0;
+
+	ukp_init_once();
+	pthread_mutex_lock(&ukp_lock);
+	ukp_knob_enabled = !!on;
+	for (struct rec *r = rec_head; r && !err; r = r->next)
+		err = site_update_locked(r->site, &pk);
+	if (!err)
+		err = ukp_text_poke_batch(pk.v, pk.n);
+	pthread_mutex_unlock(&ukp_lock);
+	free(pk.v);
+	return err;
+}
+
+int kprobes_get_enabled(void)
+{
+	return ukp_knob_enabled;
+}
+
+int kprobes_list(FILE *out)
+{
+	if (!out)
+		return -EINVAL;
+	pthread_mutex_lock(&ukp_lock);
+	for (struct rec *r = rec_head; r; r = r->next) {
+		unsigned f = r->p->flags;
+		fprintf(out, "%016lx  %c  %s+0x%lx", r->site->addr, r->kind,
+			r->func[0] ? r->func : "?", r->off);
+		if (r->object[0])
+			fprintf(out, " [%s]", r->object);
+		if (f & KPROBE_FLAG_GONE)
+			fputs(" [GONE]", out);
+		else if (f & KPROBE_FLAG_DISABLED)
+			fputs(" [DISABLED]", out);
+		if (f & KPROBE_FLAG_OPTIMIZED)
+			fputs(" [OPTIMIZED]", out);
+		if (f & KPROBE_FLAG_FTRACE)
+			fputs(" [FTRACE]", out);
+		fputc('\n', out);
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	return ferror(out) ? -EIO : 0;
+}
+
+long copy_from_user_nofault(void *dst, const void *src, size_t size)
+{
+	ukp_init_once();	/* the fault handler must be there */
+	return ukp_copy_nofault(dst, src, size);
+}

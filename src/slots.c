@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Executable memory for out-of-line copies, within reach (rel32) of the
+ * probed code.  Slots are never freed or reused for other code: a thread
+ * that trapped may still be about to run a slot long after its probe is
+ * gone (a site keeps its slots for the life of the process, and a site is
+ * per address, so re-registering at an address reuses the same slots and
+ * memory stays bounded by the number of distinct probed addresses).
+ *
+ * A chunk is CHUNK_SIZE bytes of code plus, elsewhere, a table saying
+ * which site each slot belongs to (for faults and signals taken inside a
+ * slot).  Chunks are only appended, readers need no lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define CHUNK_SIZE (256UL << 10)
+#define REACH (1UL << 30)
+#define META_MAX (CHUNK_SIZE / 8)
+
+struct slot_meta {
+	uint32_t off, len;
+	struct ukp_site *site;
+	int8_t *sp_fix;		/* NULL when all zero */
+	bool post;
+};
+
+struct chunk {
+	unsigned long base;
+	size_t used;		/* under ukp_lock */
+	struct slot_meta *meta;
+	_Atomic unsigned nmeta;
+	struct chunk *_Atomic next;
+};
+
+static struct chunk *_Atomic chunks;
+
+static unsigned long dist(unsigned long a, unsigned long b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Find free address space near `near` from /proc/self/maps. */
+static unsigned long find_gap(unsigned long near, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long prev_end = 0x10000, best = 0, bestd = ~0UL;
+	unsigned long lo, hi;
+	char line[512];
+
+	if (!f)
+		return 0;
+	for (;;) {
+		int more = fgets(line, sizeof(line), f) != NULL;
+		if (more && sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		if (!more)
+			lo = 0x7ffffffff000UL;
+		/* gap [prev_end, lo) */
+		if (lo > prev_end && lo - prev_end >= size + 2 * 4096) {
+			/* below near: top of the gap; above: bottom of it,
+			 * one page of distance from the neighbours */
+			unsigned long cand[2] = { lo - size - 4096, prev_end + 4096 };
+			for (int i = 0; i < 2; i++) {
+				unsigned long c = cand[i];
+				unsigned long d = dist(c, near) > dist(c + size, near) ?
+						  dist(c, near) : dist(c + size, near);
+				/* prefer below the code: above the main
+				 * executable is where brk grows the heap */
+				if (c > near)
+					d += 64UL << 20;
+				if (d < REACH && d < bestd) {
+					bestd = d;
+					best = c;
+				}
+			}
+		}
+		if (!more)
+			break;
+		if (hi > prev_end)
+			prev_end = hi;
+	}
+	fclose(f);
+	return best;
+}
+
+static struct chunk *new_chunk(unsigned long near)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		unsigned long at = find_gap(near, CHUNK_SIZE);
+		if (!at)
+			return NULL;
+		void *m = mmap((void *)at, CHUNK_SIZE, PROT_READ | PROT_EXEC,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		if (m == MAP_FAILED)
+			continue;	/* raced with another mapping */
+		if ((unsigned long)m != at) {
+			munmap(m, CHUNK_SIZE);
+			continue;
+		}
+		struct chunk *c = calloc(1, sizeof(*c));
+		void *meta = mmap(NULL, META_MAX * sizeof(struct slot_meta),
+				  PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (!c || meta == MAP_FAILED) {
+			free(c);
+			munmap(m, CHUNK_SIZE);
+			return NULL;
+		}
+		c->base = at;
+		c->meta = meta;
+		c->next = atomic_load(&chunks);
+		atomic_store(&chunks, c);
+		return c;
+	}
+	return NULL;
+}
+
+uint8_t *ukp_slot_alloc(unsigned long near, size_t size)
+{
+	size = (size + 15) & ~15UL;	/* keep copies 16-byte aligned */
+	for (struct chunk *c = atomic_load(&chunks); c; c = c->next) {
+		if (c->used + size > CHUNK_SIZE || atomic_load(&c->nmeta) >= META_MAX)
+			continue;
+		unsigned long s = c->base + c->used;
+		if (dist(s, near) < REACH && dist(s + size, near) < REACH) {
+			c->used += size;
+			return (uint8_t *)s;
+		}
+	}
+	struct chunk *c = new_chunk(near);
+	if (!c)
+		return NULL;
+	c->used = size;
+	return (uint8_t *)c->base;
+}
+
+static struct chunk *chunk_of(unsigned long a)
+{
+	for (struct chunk *c = atomic_load(&chunks); c; c = atomic_load(&c->next))
+		if (a >= c->base && a < c->base + CHUNK_SIZE)
+			return c;
+	return NULL;
+}
+
+int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
+		   struct ukp_site *site, const int8_t *sp_fix)
+{
+	struct chunk *c = chunk_of((unsigned long)slot);
+	unsigned long pg = (unsigned long)slot & ~4095UL;
+	size_t plen = (((unsigned long)slot + len + 4095) & ~4095UL) - pg;
+	int8_t *fix = NULL;
+
+	if (!c)
+		return -EINVAL;
+	for (size_t i = 0; i < len && sp_fix; i++) {
+		if (sp_fix[i]) {
+			fix = malloc(len);
+			if (!fix)
+				return -ENOMEM;
+			memcpy(fix, sp_fix, len);
+			break;
+		}
+	}
+	/* Other slots on these pages may be running: keep them executable. */
+	if (mprotect((void *)pg, plen, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+		free(fix);
+		return -errno;
+	}
+	memcpy(slot, code, len);
+	mprotect((void *)pg, plen, PROT_READ | PROT_EXEC);
+	__builtin___clear_cache((char *)slot, (char *)slot + len);
+
+	unsigned n = atomic_load(&c->nmeta);
+	c->meta[n] = (struct slot_meta){
+		.off = (uint32_t)((unsigned long)slot - c->base),
+		.len = (uint32_t)len, .site = site, .sp_fix = fix,
+		.post = slot == site->slot_post,
+	};
+	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
+	return 0;
+}
+
+struct ukp_site *ukp_slot_owner(unsigned long ip, int *sp_fix, bool *post)
+{
+	struct chunk *c = chunk_of(ip);
+	if (!c)
+		return NULL;
+	unsigned long off = ip - c->base;
+	unsigned n = atomic_load_explicit(&c->nmeta, memory_order_acquire);
+	/* slots are laid out in allocation order: binary search by offset */
+	unsigned lo = 0, hi = n;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (c->meta[mid].off + c->meta[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n || off < c->meta[lo].off)
+		return NULL;
+	const struct slot_meta *m = &c->meta[lo];
+	if (sp_fix)
+		*sp_fix = m->sp_fix ? m->sp_fix[off - m->off] : 0;
+	if (post)
+		*post = m->post;
+	return m->site;
+}

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ELF symbols of the main executable and every shared object, loaded now
+ * or later: "func" and "object:func" resolution, function bounds for the
+ * instruction-boundary check, names for kprobes_list(), the blacklist
+ * (ukprobes itself, its signal path, NOKPROBE_SYMBOL functions).
+ *
+ * .symtab is used where present, else the separate debug file found by
+ * build-id under /usr/lib/debug/.build-id (Debian's -dbg packages), else
+ * .dynsym.  Files are mapped read-only once and kept.
+ *
+ * Lock order: no lock of ours is held while calling into the dynamic
+ * linker (dl_iterate_phdr, dlopen, dlsym), because the dynamic linker
+ * calls us (the r_brk probe in trap.c) with its own lock held.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "internal.h"
+
+struct sym {
+	unsigned long addr, size;
+	const char *name;
+	unsigned char bind, type;
+};
+
+struct range { unsigned long lo, hi; };
+
+struct ukp_object {
+	char path[PATH_MAX];
+	const char *base;		/* base name; "" for the main executable */
+	unsigned long bias;		/* l_addr */
+	struct range exec;		/* union of PF_X segments */
+	bool is_main, alive, loaded;
+	struct sym *syms;		/* FUNC/IFUNC, by address */
+	struct sym **byname;		/* same, by name */
+	size_t nsyms;
+	struct range *nokprobe;
+	size_t nnokprobe;
+	struct ukp_object *next;
+};
+
+static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER; /* objects */
+static struct ukp_object *objects;	/* under sym_lock; never freed */
+static struct range self_range;		/* ukprobes' own object */
+static struct range extra_bl[4];	/* restorer, __errno_location */
+static const char *extra_bl_why[4];
+static unsigned nextra;
+
+extern char __start_ukp_text[] __attribute__((weak, visibility("hidden")));
+extern char __stop_ukp_text[] __attribute__((weak, visibility("hidden")));
+
+/* ---- loading one object's symbols ------------------------------------ */
+
+static const void *map_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	void *m = MAP_FAILED;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+		m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	const Elf64_Ehdr *eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > (size_t)st.st_size) {
+		munmap(m, st.st_size);
+		return NULL;
+	}
+	*len = st.st_size;
+	return m;
+}
+
+static const Elf64_Shdr *find_section(const void *f, size_t len, unsigned type,
+				      const char *name)
+{
+	const Elf64_Ehdr *eh = f;
+	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
+	const char *shstr = NULL;
+	if (eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < len)
+		shstr = (const char *)f + sh[eh->e_shstrndx].sh_offset;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (type && sh[i].sh_type != type)
+			continue;
+		if (name && (!shstr || strcmp(shstr + sh[i].sh_name, name)))
+			continue;
+		return &sh[i];
+	}
+	return NULL;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* aliases: the global name first, then the one with a size */
+	int bx = x->bind == STB_GLOBAL ? 0 : x->bind == STB_WEAK ? 1 : 2;
+	int by = y->bind == STB_GLOBAL ? 0 : y->bind == STB_WEAK ? 1 : 2;
+	if (bx != by)
+		return bx - by;
+	return (y->size > 0) - (x->size > 0);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct sym *x = *(struct sym *const *)a, *y = *(struct sym *const *)b;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	int bx = x->bind == STB_LOCAL, by = y->bind == STB_LOCAL;
+	return bx - by;
+}
+
+/* Appends the FUNC/IFUNC symbols of one symbol table. */
+static void add_symtab(struct ukp_object *o, const void *f, size_t len,
+		       const Elf64_Shdr *symsh)
+{
+	const Elf64_Ehdr *eh = f;
+	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
+	if (symsh->sh_link >= eh->e_shnum || symsh->sh_offset + symsh->sh_size > len)
+		return;
+	const Elf64_Shdr *strsh = &sh[symsh->sh_link];
+	if (strsh->sh_offset + strsh->sh_size > len)
+		return;
+	const Elf64_Sym *s = (const void *)((const char *)f + symsh->sh_offset);
+	const char *str = (const char *)f + strsh->sh_offset;
+	size_t n = symsh->sh_size / sizeof(*s);
+	struct sym *v = realloc(o->syms, (o->nsyms + n) * sizeof(*v));
+	if (!v)
+		return;
+	o->syms = v;
+	for (size_t i = 0; i < n; i++) {
+		unsigned t = ELF64_ST_TYPE(s[i].st_info);
+		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s[i].st_shndx == SHN_UNDEF ||
+		    !s[i].st_value || s[i].st_name >= strsh->sh_size)
+			continue;
+		v[o->nsyms++] = (struct sym){
+			.addr = s[i].st_value + o->bias, .size = s[i].st_size,
+			.name = str + s[i].st_name,
+			.bind = ELF64_ST_BIND(s[i].st_info), .type = (unsigned char)t,
+		};
+	}
+}
+
+/* The separate debug file of a stripped object, by build-id. */
+static const void *debug_file(const void *f, size_t len, size_t *dlen)
+{
+	const Elf64_Shdr *nsh = find_section(f, len, SHT_NOTE, ".note.gnu.build-id");
+	if (!nsh || nsh->sh_offset + nsh->sh_size > len || nsh->sh_size < 16)
+		return NULL;
+	const Elf64_Nhdr *nh = (const void *)((const char *)f + nsh->sh_offset);
+	const unsigned char *id = (const unsigned char *)(nh + 1) + ((nh->n_namesz + 3) & ~3U);
+	if (nh->n_type != NT_GNU_BUILD_ID || nh->n_descsz < 2 || nh->n_descsz > 64 ||
+	    (const char *)id + nh->n_descsz > (const char *)f + len)
+		return NULL;
+	char path[256];
+	int k = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (unsigned i = 1; i < nh->n_descsz; i++)
+		k += snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
+	snprintf(path + k, sizeof(path) - k, ".debug");
+	return map_file(path, dlen);
+}
+
+static const Elf64_Shdr *pick_symtab(const void *f, size_t len)
+{
+	const Elf64_Shdr *sh = find_section(f, len, SHT_SYMTAB, NULL);
+	return sh && sh->sh_size > sizeof(Elf64_Sym) ? sh : NULL;
+}
+
+static void load_object_locked(struct ukp_object *o)
+{
+	size_t len = 0, dlen = 0;
+	const void *f, *d = NULL;
+
+	if (o->loaded)
+		return;
+	o->loaded = true;
+	f = map_file(o->is_main ? "/proc/self/exe" : o->path, &len);
+	if (!f)
+		return;
+	const Elf64_Shdr *st = pick_symtab(f, len);
+	if (st) {
+		add_symtab(o, f, len, st);
+	} else if ((d = debug_file(f, len, &dlen)) && (st = pick_symtab(d, dlen))) {
+		add_symtab(o, d, dlen, st);
+	} else {
+		const Elf64_Shdr *dyn = find_section(f, len, SHT_DYNSYM, NULL);
+		if (dyn)
+			add_symtab(o, f, len, dyn);
+	}
+	qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_addr);
+	o->byname = malloc((o->nsyms + 1) * sizeof(*o->byname));
+	if (o->byname) {
+		for (size_t i = 0; i < o->nsyms; i++)
+			o->byname[i] = &o->syms[i];
+		qsort(o->byname, o->nsyms, sizeof(*o->byname), cmp_name);
+	}
+	/* NOKPROBE_SYMBOL(): the section holds relocated function pointers;
+	 * read them from memory, where the dynamic linker relocated them. */
+	const Elf64_Shdr *nk = find_section(f, len, 0, "ukp_nokprobe");
+	if (nk && nk->sh_addr) {
+		size_t n = nk->sh_size / sizeof(void *);
+		const unsigned long *ptrs = (const void *)(nk->sh_addr + o->bias);
+		o->nokprobe = calloc(n ? n : 1, sizeof(*o->nokprobe));
+		for (size_t i = 0; o->nokprobe && i < n; i++) {
+			unsigned long a = ptrs[i];
+			struct range r = { a, a + 1 };
+			for (size_t j = 0; j < o->nsyms; j++)
+				if (o->syms[j].addr <= a && a < o->syms[j].addr + o->syms[j].size) {
+					r.lo = o->syms[j].addr;
+					r.hi = r.lo + o->syms[j].size;
+					break;
+				}
+			o->nokprobe[o->nnokprobe++] = r;
+		}
+	}
+}
+
+/* ---- the list of objects --------------------------------------------- */
+
+struct snap { char path[PATH_MAX]; unsigned long bias; struct range exec; bool is_main; };
+struct snap_vec { struct snap *v; size_t n, cap; };
+
+static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct snap_vec *sv = arg;
+	struct snap s = { .bias = info->dlpi_addr, .exec = { ~0UL, 0 } };
+	(void)size;
+	if (sv->n == 0) {
+		s.is_main = true;	/* the first entry is the executable */
+	} else if (!info->dlpi_name || !info->dlpi_name[0] ||
+		   !strncmp(info->dlpi_name, "linux-vdso", 10)) {
+		return 0;
+	}
+	snprintf(s.path, sizeof(s.path), "%s", s.is_main ? "" : info->dlpi_name);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		unsigned long lo = info->dlpi_addr + ph->p_vaddr;
+		if (lo < s.exec.lo)
+			s.exec.lo = lo;
+		if (lo + ph->p_memsz > s.exec.hi)
+			s.exec.hi = lo + ph->p_memsz;
+	}
+	if (sv->n == sv->cap) {
+		size_t nc = sv->cap ? 2 * sv->cap : 32;
+		struct snap *nv = realloc(sv->v, nc * sizeof(*nv));
+		if (!nv)
+			return 1;
+		sv->v = nv;
+		sv->cap = nc;
+	}
+	sv->v[sv->n++] = s;
+	return 0;
+}
+
+static char main_path[PATH_MAX];
+
+/* Snapshot (no lock held), then merge under sym_lock. */
+void ukp_sym_refresh(void)
+{
+	struct snap_vec sv = { 0 };
+	dl_iterate_phdr(snap_cb, &sv);
+
+	pthread_mutex_lock(&sym_lock);
+	if (!main_path[0]) {
+		ssize_t k = readlink("/proc/self/exe", main_path, sizeof(main_path) - 1);
+		if (k > 0)
+			main_path[k] = 0;
+	}
+	for (struct ukp_object *o = objects; o; o = o->next)
+		o->alive = false;
+	for (size_t i = 0; i < sv.n; i++) {
+		struct ukp_object *o;
+		for (o = objects; o; o = o->next)
+			if (o->bias == sv.v[i].bias && o->is_main == sv.v[i].is_main &&
+			    !strcmp(o->path, sv.v[i].is_main ? main_path : sv.v[i].path))
+				break;
+		if (!o) {
+			o = calloc(1, sizeof(*o));
+			if (!o)
+				continue;
+			o->is_main = sv.v[i].is_main;
+			snprintf(o->path, sizeof(o->path), "%s",
+				 o->is_main ? main_path : sv.v[i].path);
+			const char *b = strrchr(o->path, '/');
+			o->base = b ? b + 1 : o->path;
+			o->bias = sv.v[i].bias;
+			o->exec = sv.v[i].exec;
+			/* append: load order decides "func" lookups */
+			struct ukp_object **pp = &objects;
+			while (*pp)
+				pp = &(*pp)->next;
+			*pp = o;
+		}
+		o->alive = true;
+	}
+	pthread_mutex_unlock(&sym_lock);
+	free(sv.v);
+}
+
+bool ukp_sym_object_alive(struct ukp_object *obj, unsigned long base)
+{
+	(void)base;
+	return obj && obj->alive;
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+static const struct sym *sym_by_name_locked(struct ukp_object *o, const char *name)
+{
+	load_object_locked(o);
+	size_t lo = 0, hi = o->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(o->byname[mid]->name, name);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < o->nsyms && !strcmp(o->byname[lo]->name, name) ? o->byname[lo] : NULL;
+}
+
+static const struct sym *sym_by_addr_locked(struct ukp_object *o, unsigned long a)
+{
+	load_object_locked(o);
+	/* last symbol starting at or below a */
+	size_t lo = 0, hi = o->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (o->syms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* walk back over aliases and nested local symbols */
+	for (size_t i = lo; i-- > 0;) {
+		const struct sym *s = &o->syms[i];
+		if (a >= s->addr && a < s->addr + (s->size ? s->size : 1)) {
+			/* prefer the best-ranked alias at that address */
+			while (i > 0 && o->syms[i - 1].addr == s->addr)
+				s = &o->syms[--i];
+			return s;
+		}
+		if (a - s->addr > (1UL << 24))
+			break;
+	}
+	return NULL;
+}
+
+static struct ukp_object *object_of_locked(unsigned long a)
+{
+	for (struct ukp_object *o = objects; o; o = o->next)
+		if (o->alive && a >= o->exec.lo && a < o->exec.hi)
+			return o;
+	return NULL;
+}
+
+static bool object_matches(const struct ukp_object *o, const char *name, size_t n)
+{
+	return (strlen(o->base) == n && !strncmp(o->base, name, n)) ||
+	       (strlen(o->path) == n && !strncmp(o->path, name, n));
+}
+
+/* IFUNC: the implementation the dynamic linker chose, as calls reach it. */
+static unsigned long resolve_ifunc(const char *path, bool is_main, const char *name)
+{
+	void *h = dlopen(is_main ? NULL : path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *p = dlsym(h, name);
+	dlclose(h);
+	return (unsigned long)p;
+}
+
+int ukp_sym_resolve(const char *spec, unsigned long *addr)
+{
+	const char *colon = strchr(spec, ':');
+	const char *name = colon ? colon + 1 : spec;
+	size_t objlen = colon ? (size_t)(colon - spec) : 0;
+	const struct sym *found = NULL;
+	char path[PATH_MAX] = "";
+	bool is_main = false, any_object = !colon;
+
+	if (!*name || (colon && !objlen))
+		return -EINVAL;
+	ukp_sym_refresh();
+	pthread_mutex_lock(&sym_lock);
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (struct ukp_object *o = objects; o && !found; o = o->next) {
+			if (!o->alive)
+				continue;
+			if (colon && !object_matches(o, spec, objlen))
+				continue;
+			any_object = true;
+			const struct sym *s = sym_by_name_locked(o, name);
+			/* pass 0: global/weak only, pass 1: locals too */
+			if (s && (pass == 1 || s->bind != STB_LOCAL)) {
+				found = s;
+				snprintf(path, sizeof(path), "%s", o->path);
+				is_main = o->is_main;
+			}
+		}
+	}
+	unsigned long a = found ? found->addr : 0;
+	bool ifunc = found && found->type == STT_GNU_IFUNC;
+	pthread_mutex_unlock(&sym_lock);
+	if (!any_object) {
+		ukp_log("symbol '%s': no loaded object '%.*s'", spec, (int)objlen, spec);
+		return -ENOENT;
+	}
+	if (!found) {
+		ukp_log("symbol '%s': not found", spec);
+		return -ENOENT;
+	}
+	if (ifunc) {
+		unsigned long impl = resolve_ifunc(path, is_main, name);
+		if (impl)
+			a = impl;
+	}
+	*addr = a;
+	return 0;
+}
+
+int ukp_sym_where(unsigned long addr, struct ukp_where *w)
+{
+	memset(w, 0, sizeof(*w));
+	pthread_mutex_lock(&sym_lock);
+	struct ukp_object *o = object_of_locked(addr);
+	if (!o) {
+		pthread_mutex_unlock(&sym_lock);
+		return -ENOENT;
+	}
+	w->obj = o;
+	w->obj_base = o->bias;
+	snprintf(w->object, sizeof(w->object), "%s", o->is_main ? "" : o->base);
+	const struct sym *s = sym_by_addr_locked(o, addr);
+	if (s) {
+		w->func_start = s->addr;
+		w->func_end = s->addr + s->size;
+		snprintf(w->func, sizeof(w->func), "%s", s->name);
+	}
+	pthread_mutex_unlock(&sym_lock);
+	return 0;
+}
+
+bool ukp_sym_blacklisted(unsigned long a, const char **why)
+{
+	bool bl = false;
+	if ((a >= self_range.lo && a < self_range.hi) ||
+	    (__start_ukp_text && a >= (unsigned long)__start_ukp_text &&
+	     a < (unsigned long)__stop_ukp_text)) {
+		*why = "ukprobes' own code";
+		return true;
+	}
+	for (unsigned i = 0; i < nextra; i++)
+		if (a >= extra_bl[i].lo && a < extra_bl[i].hi) {
+			*why = extra_bl_why[i];
+			return true;
+		}
+	pthread_mutex_lock(&sym_lock);
+	struct ukp_object *o = object_of_locked(a);
+	if (o) {
+		load_object_locked(o);
+		for (size_t i = 0; i < o->nnokprobe && !bl; i++)
+			if (a >= o->nokprobe[i].lo && a < o->nokprobe[i].hi) {
+				*why = "NOKPROBE_SYMBOL";
+				bl = true;
+			}
+	}
+	pthread_mutex_unlock(&sym_lock);
+	return bl;
+}
+
+static void blacklist_function(unsigned long a, const char *why)
+{
+	struct ukp_where w;
+	if (!a || nextra >= sizeof(extra_bl) / sizeof(extra_bl[0]))
+		return;
+	struct range r = { a, a + 16 };
+	if (ukp_sym_where(a, &w) == 0 && w.func_start && w.func_end > w.func_start) {
+		r.lo = w.func_start;
+		r.hi = w.func_end;
+	}
+	extra_bl_why[nextra] = why;
+	extra_bl[nextra++] = r;
+}
+
+/* Called once, with no lock held. */
+void ukp_sym_init(void)
+{
+	Dl_info di;
+	struct sigaction sa;
+
+	ukp_sym_refresh();
+	/* ukprobes itself: its whole object when it is a shared library */
+	if (dladdr((void *)register_kprobe, &di) && di.dli_fbase) {
+		pthread_mutex_lock(&sym_lock);
+		for (struct ukp_object *o = objects; o; o = o->next)
+			if (o->alive && !o->is_main && o->bias == (unsigned long)di.dli_fbase)
+				self_range = o->exec;
+		pthread_mutex_unlock(&sym_lock);
+	}
+	/* the signal return trampoline our handlers return through */
+	if (sigaction(SIGTRAP, NULL, &sa) == 0)
+		blacklist_function((unsigned long)sa.sa_restorer, "the signal return trampoline");
+	/* what the trap path calls outside ukp_text */
+	blacklist_function((unsigned long)dlsym(RTLD_DEFAULT, "__errno_location"),
+			   "called on the trap path");
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Threads and grace periods.
+ *
+ * The hit path (SIGTRAP handler, post trampoline) reads sites' probe
+ * lists without locks.  A writer that unlinks a list waits, once per
+ * batch, until every thread that might still be reading it has left the
+ * hit path (ukp_synchronize), and only then frees it: the kernel's
+ * "unlink, synchronize_rcu, free".
+ *
+ * Each thread owns a struct ukp_thread from a pool that is never
+ * unmapped, so the writer can always read every block.  A thread takes
+ * its block the first time it enters the hit path (no malloc: the pool
+ * grows by mmap, which is async-signal-safe); a pthread key destructor
+ * gives it back at thread exit.
+ */
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define POOL_CHUNK 256			/* blocks per mmap */
+#define POOL_CHUNKS 4096		/* up to a million threads */
+
+static struct ukp_thread *_Atomic pool[POOL_CHUNKS];
+static _Atomic unsigned pool_used;	/* blocks handed out so far */
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+static __thread struct ukp_thread *self
+	__attribute__((tls_model("initial-exec")));
+
+static void thread_exit(void *arg)
+{
+	struct ukp_thread *t = arg;
+	/* a thread that dies inside a handler (pthread_exit) leaves it */
+	atomic_store(&t->seq, (atomic_load(&t->seq) + 1) & ~1UL);
+	t->nest = 0;
+	t->in_handler = 0;
+	self = NULL;
+	atomic_store(&t->free, 1);
+}
+
+void ukp_sync_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+static struct ukp_thread *block(unsigned i)
+{
+	struct ukp_thread *c = atomic_load(&pool[i / POOL_CHUNK]);
+	return c ? &c[i % POOL_CHUNK] : NULL;
+}
+
+static struct ukp_thread *attach(void)
+{
+	struct ukp_thread *t = NULL;
+	unsigned used = atomic_load(&pool_used);
+
+	/* reuse a block whose thread has exited */
+	for (unsigned i = 0; i < used && !t; i++) {
+		struct ukp_thread *b = block(i);
+		int one = 1;
+		if (b && atomic_load(&b->free) &&
+		    atomic_compare_exchange_strong(&b->free, &one, 0))
+			t = b;
+	}
+	while (!t) {
+		unsigned i = atomic_fetch_add(&pool_used, 1);
+		if (i >= POOL_CHUNK * POOL_CHUNKS)
+			return NULL;
+		struct ukp_thread *_Atomic *slot = &pool[i / POOL_CHUNK];
+		if (!atomic_load(slot)) {
+			void *m = mmap(NULL, POOL_CHUNK * sizeof(struct ukp_thread),
+				       PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED)
+				return NULL;
+			struct ukp_thread *expect = NULL;
+			if (!atomic_compare_exchange_strong(slot, &expect, m))
+				munmap(m, POOL_CHUNK * sizeof(struct ukp_thread));
+		}
+		t = block(i);
+	}
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->nest = 0;
+	t->in_handler = 0;
+	t->cur = NULL;
+	t->in_fault = 0;
+	self = t;
+	/* Glibc keeps the first 32 keys' values inline in the thread
+	 * descriptor, so for an early key this does not allocate. */
+	if (exit_key_ok && exit_key < 32)
+		pthread_setspecific(exit_key, t);
+	return t;
+}
+
+struct ukp_thread *ukp_thread_self(void)
+{
+	struct ukp_thread *t = self;
+	return t ? t : attach();
+}
+
+struct ukp_thread *ukp_thread_peek(void)
+{
+	return self;
+}
+
+void ukp_read_lock(struct ukp_thread *t)
+{
+	if (t->nest++ == 0) {
+		atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed);
+		/* order the odd seq before any load of a probe list */
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+}
+
+void ukp_read_unlock(struct ukp_thread *t)
+{
+	if (--t->nest == 0)
+		atomic_fetch_add_explicit(&t->seq, 1, memory_order_release);
+}
+
+void ukp_synchronize(void)
+{
+	struct ukp_thread *me = self;
+	unsigned used = atomic_load(&pool_used);
+
+	/* order the writer's unlink before reading any seq */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned i = 0; i < used; i++) {
+		struct ukp_thread *t = block(i);
+		if (!t || t == me)
+			continue;
+		unsigned long s = atomic_load(&t->seq);
+		if (!(s & 1))
+			continue;
+		for (unsigned spin = 0; atomic_load(&t->seq) == s; spin++) {
+			if (atomic_load(&t->free))
+				break;
+			if (spin < 100) {
+				sched_yield();
+			} else {
+				struct timespec ts = { 0, 100000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+}

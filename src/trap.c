@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signal entry: the breakpoint hit path, fault routing, and chaining to
+ * the program's own handlers.
+ *
+ * Hit path (SIGTRAP, si_code SI_KERNEL, at a site's int3):
+ *   1. enter the read side (sync.c), find the site (lock-free table);
+ *   2. with the thread already inside a handler: count nmissed, skip;
+ *   3. run the pre_handlers in registration order on a pt_regs built
+ *      from the signal context; one returning non-zero redirects;
+ *   4. resume in the site's out-of-line copy (the post variant when a
+ *      probe has a post_handler: the copy continues into the post
+ *      trampoline, no second trap); dynamic branches with a post_handler
+ *      are emulated here instead;
+ *   5. sigreturn restores everything else, including the vector state the
+ *      kernel saved in the signal frame.
+ *
+ * Handlers are SA_NODEFER: a probe hit inside a handler must trap again
+ * (and count as missed), and a fault inside a handler must reach us; a
+ * blocked SIGTRAP/SIGSEGV would make the kernel kill the process instead.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+int ukp_knob_enabled = 1;
+
+static const int fault_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+static struct sigaction prog_act[NSIG];	/* the program's, chained to */
+
+static void trap_handler(int sig, siginfo_t *si, void *ctx);
+static void fault_handler(int sig, siginfo_t *si, void *ctx);
+
+/* ---- chaining ----------------------------------------------------------- */
+
+static __attribute__((noreturn)) void die(int sig, siginfo_t *si)
+{
+	struct sigaction dfl;
+	sigset_t set;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	/* re-deliver the same siginfo, so a core or a parent sees the truth */
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), syscall(SYS_gettid), sig, si);
+	for (;;)
+		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGKILL);
+}
+
+/* Run what the program had installed for sig, as the kernel would have. */
+static void chain(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	const struct sigaction *a = &prog_act[sig];
+	bool sync_fault = si->si_code > 0 || si->si_code == SI_KERNEL;
+	sigset_t old, mask;
+
+	if (!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL)
+		die(sig, si);
+	if (!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN) {
+		if (sync_fault)
+			die(sig, si);	/* the kernel does not let a fault be ignored */
+		return;
+	}
+	mask = a->sa_mask;
+	if (!(a->sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, si, uc);
+	else
+		a->sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static bool ours(const struct sigaction *a, int sig)
+{
+	void (*h)(int, siginfo_t *, void *) = sig == SIGTRAP ? trap_handler : fault_handler;
+	return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == h;
+}
+
+static void install(int sig)
+{
+	struct sigaction sa, cur;
+
+	if (sigaction(sig, NULL, &cur) == 0 && ours(&cur, sig))
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sig == SIGTRAP ? trap_handler : fault_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, &prog_act[sig]);
+}
+
+/* Installs our handlers, or re-installs them over ones the program set
+ * since (which then become the ones we chain to).  Registration calls it. */
+void ukp_trap_ensure(void)
+{
+	install(SIGTRAP);
+	for (size_t i = 0; i < sizeof(fault_sigs) / sizeof(fault_sigs[0]); i++)
+		install(fault_sigs[i]);
+}
+
+void ukp_trap_init(void)
+{
+	ukp_trap_ensure();
+}
+
+/* ---- running handlers ---------------------------------------------------- */
+
+static bool probe_live(const struct kprobe *p)
+{
+	return !(__atomic_load_n(&p->flags, __ATOMIC_RELAXED) &
+		 (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE));
+}
+
+/*
+ * One handler call with a recovery point: a fault inside the handler that
+ * its fault_handler takes resumes here (ukp_longjmp from fault_handler),
+ * as if the handler had returned 0.  Kept out of line so no caller's
+ * locals live across the setjmp.
+ */
+static __attribute__((noinline)) int call_handler(struct ukp_thread *t,
+						  struct kprobe *p,
+						  struct pt_regs *regs, bool pre)
+{
+	struct ukp_jmpbuf jb;
+	int r = 0;
+
+	t->cur = p;
+	t->cur_regs = regs;
+	t->cur_jb = &jb;
+	if (ukp_setjmp(&jb) == 0) {
+		if (pre)
+			r = p->pre_handler(p, regs);
+		else
+			p->post_handler(p, regs, 0);
+	}
+	t->cur = NULL;
+	return r;
+}
+
+/* Returns non-zero when a pre_handler redirected. */
+static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
+		   struct pt_regs *regs)
+{
+	int ret = 0;
+
+	t->in_handler = 1;
+	t->abandon = 0;
+	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
+		struct kprobe *p = l->p[i];
+		if (p->pre_handler && probe_live(p) && call_handler(t, p, regs, true)) {
+			ret = 1;
+			break;
+		}
+	}
+	t->in_handler = 0;
+	return ret;
+}
+
+static void run_post(struct ukp_thread *t, const struct ukp_plist *l,
+		     struct pt_regs *regs)
+{
+	t->in_handler = 1;
+	t->abandon = 0;
+	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
+		struct kprobe *p = l->p[i];
+		if (p->post_handler && probe_live(p))
+			call_handler(t, p, regs, false);
+	}
+	t->in_handler = 0;
+}
+
+static void count_missed(const struct ukp_plist *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		__atomic_fetch_add(&l->p[i]->nmissed, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the breakpoint ----------------------------------------------------- */
+
+static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
+{
+	struct ukp_site *s = ukp_site_lookup(bp);
+	if (!s)
+		return false;
+	struct ukp_thread *t = ukp_thread_self();
+	if (!t) {
+		/* no thread block (pool exhausted): run the copy, no handlers */
+		ukp_arch_uc_set_ip(uc, (unsigned long)s->slot);
+		return true;
+	}
+	int saved_errno = errno;
+	unsigned long resume = (unsigned long)s->slot;
+	ukp_read_lock(t);
+	if (s->hook && !t->in_hook) {
+		t->in_hook = 1;
+		s->hook();
+		t->in_hook = 0;
+	}
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (!l || !l->n || !ukp_knob_enabled) {
+		ukp_arch_uc_set_ip(uc, resume);
+	} else if (t->in_handler) {
+		count_missed(l);
+		ukp_arch_uc_set_ip(uc, resume);
+	} else {
+		struct pt_regs regs;
+		ukp_arch_regs_from_uc(&regs, uc);
+		regs.ip = bp;
+		if (!run_pre(t, l, &regs)) {
+			if (l->any_post && s->slot_post) {
+				resume = (unsigned long)s->slot_post;
+			} else if (l->any_post && ukp_arch_emulate_branch(&s->insn, &regs) == 0) {
+				run_post(t, l, &regs);
+				resume = regs.ip;
+			}
+			regs.ip = resume;
+		}
+		ukp_arch_regs_to_uc(uc, &regs);
+	}
+	ukp_read_unlock(t);
+	errno = saved_errno;
+	return true;
+}
+
+/* The post trampoline's exit when a handler moved sp: %rsp = pt_regs. */
+static void post_slow_exit(ucontext_t *uc)
+{
+	const struct pt_regs *regs = (const void *)ukp_arch_uc_sp(uc);
+	ukp_arch_regs_to_uc(uc, regs);
+}
+
+static void trap_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	unsigned long bp = ukp_arch_uc_ip(uc) - UKP_ARCH_BP_LEN;
+
+	if (si->si_code == SI_KERNEL) {
+		if (bp == (unsigned long)ukp_post_slow_trap) {
+			post_slow_exit(uc);
+			return;
+		}
+		if (kprobe_hit(bp, uc))
+			return;
+		/* an int3 that was probed itself, trapping in its copy:
+		 * show the program the address it would have seen */
+		int fix;
+		struct ukp_site *s = ukp_slot_owner(bp, &fix, NULL);
+		if (s) {
+			ukp_arch_uc_set_ip(uc, s->addr + s->insn.len);
+			ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + fix);
+		}
+	}
+	chain(sig, si, uc);
+}
+
+void ukp_post_dispatch(void *cont, struct pt_regs *regs)
+{
+	struct ukp_site *s = *(struct ukp_site **)cont;
+	struct ukp_thread *t = ukp_thread_self();
+	int saved_errno = errno;
+
+	if (!t)
+		return;
+	ukp_read_lock(t);
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (l && ukp_knob_enabled) {
+		if (t->in_handler)
+			count_missed(l);
+		else
+			run_post(t, l, regs);
+	}
+	ukp_read_unlock(t);
+	errno = saved_errno;
+}
+
+/* ---- faults --------------------------------------------------------------- */
+
+/*
+ * A fault inside a handler that its fault_handler did not take: the
+ * program sees it as if no probe were there, at the probed instruction
+ * with the probed thread's registers.  The program's handler may
+ * longjmp away, so the thread leaves the hit path first; if it returns,
+ * the faulting handler is abandoned and the probed code goes on with the
+ * registers the program's handler left.
+ */
+static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si,
+				    ucontext_t *uc)
+{
+	ucontext_t pc = *uc;
+	unsigned nest = t->nest;
+
+	ukp_arch_regs_to_uc(&pc, t->cur_regs);
+	t->cur = NULL;
+	t->in_handler = 0;
+	t->nest = 1;
+	ukp_read_unlock(t);
+	chain(sig, si, &pc);
+	ukp_read_lock(t);
+	t->nest = nest;
+	t->in_handler = 1;
+	t->abandon = 1;		/* the list may be gone: stop after this one */
+	ukp_arch_regs_from_uc(t->cur_regs, &pc);
+	ukp_longjmp(t->cur_jb, 1);
+}
+
+static void slot_fault(struct ukp_site *s, int fix, bool post, int sig,
+		       siginfo_t *si, ucontext_t *uc)
+{
+	struct ukp_thread *t = ukp_thread_self();
+	unsigned long slot = (unsigned long)(post ? s->slot_post : s->slot);
+	int handled = 0;
+
+	/* the state the instruction had in place */
+	ukp_arch_uc_set_ip(uc, s->addr);
+	ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + fix);
+	if (t && !t->in_handler) {
+		struct pt_regs regs;
+		int trapnr = ukp_arch_trapnr(uc, sig);
+		ukp_read_lock(t);
+		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+		ukp_arch_regs_from_uc(&regs, uc);
+		t->in_handler = 1;
+		for (unsigned i = 0; l && i < l->n && !handled; i++) {
+			struct kprobe *p = l->p[i];
+			if (!p->fault_handler || !probe_live(p))
+				continue;
+			t->in_fault = 1;
+			handled = p->fault_handler(p, &regs, trapnr);
+			t->in_fault = 0;
+		}
+		t->in_handler = 0;
+		ukp_read_unlock(t);
+		if (handled) {
+			ukp_arch_regs_to_uc(uc, &regs);
+			/* unchanged ip: run the instruction again, out of line */
+			if (regs.ip == s->addr && regs.sp == ukp_arch_uc_sp(uc))
+				ukp_arch_uc_set_ip(uc, slot);
+			return;
+		}
+	}
+	chain(sig, si, uc);
+	if (ukp_arch_uc_ip(uc) == s->addr)
+		ukp_arch_uc_set_ip(uc, slot);	/* retry without a second hit */
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	unsigned long ip = ukp_arch_uc_ip(uc);
+	int saved_errno = errno;
+
+	/* copy_from_user_nofault: an exception table of one */
+	if (ip >= (unsigned long)ukp_nofault_begin && ip < (unsigned long)ukp_nofault_end &&
+	    (sig == SIGSEGV || sig == SIGBUS)) {
+		ukp_arch_uc_set_ip(uc, (unsigned long)ukp_nofault_fixup);
+		return;
+	}
+	struct ukp_thread *t = ukp_thread_peek();
+	if (t && t->cur && !t->in_fault) {
+		struct kprobe *p = t->cur;
+		t->in_fault = 1;
+		int handled = p->fault_handler &&
+			      p->fault_handler(p, t->cur_regs, ukp_arch_trapnr(uc, sig));
+		t->in_fault = 0;
+		errno = saved_errno;
+		if (handled) {
+			t->cur = NULL;
+			ukp_longjmp(t->cur_jb, 1);
+		}
+		handler_fault_unhandled(t, sig, si, uc);
+	}
+	int fix;
+	bool post;
+	struct ukp_site *s = ukp_slot_owner(ip, &fix, &post);
+	if (s)
+		slot_fault(s, fix, post, sig, si, uc);
+	else
+		chain(sig, si, uc);
+	errno = saved_errno;
+}
