@@ -34,6 +34,8 @@ PROG_SRCS := $(wildcard tests/progs/*.c)
 PROG_BINS := $(patsubst tests/progs/%.c,$(B)/progs/%,$(PROG_SRCS))
 PROG_CXX  := $(wildcard tests/progs/*.cc)
 PROG_BINS += $(patsubst tests/progs/%.cc,$(B)/progs/%,$(PROG_CXX))
+SOLIB_SRCS := $(wildcard tests/solibs/*.c)
+SOLIB_BINS := $(patsubst tests/solibs/%.c,$(B)/solibs/%.so,$(SOLIB_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 EX_SRCS   := $(wildcard examples/*.c)
@@ -98,6 +100,11 @@ $(B)/progs/%: tests/progs/%.cc $(SO)
 	@mkdir -p $(dir $@)
 	g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -Iinclude -pthread -rdynamic -o $@ $< $(USER_LINK)
 
+# shared objects the tests dlopen and dlclose
+$(B)/solibs/%.so: tests/solibs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $<
+
 $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
@@ -106,7 +113,7 @@ $(B)/examples/%: examples/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LINK)
 
-tests: lib $(TEST_BINS) $(PROG_BINS)
+tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS)
 progs: $(PROG_BINS)
 bench-bins: $(BENCH_BINS)
 examples: $(EX_BINS)

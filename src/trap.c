@@ -318,7 +318,10 @@ static void slot_fault(struct ukp_site *s, int fix, bool post, int sig,
 	unsigned long slot = (unsigned long)(post ? s->slot_post : s->slot);
 	int handled = 0;
 
-	/* the state the instruction had in place */
+	/* the state the instruction had in place; for faults that report
+	 * the instruction's address (SIGFPE, SIGILL), that address too */
+	if ((unsigned long)si->si_addr == ukp_arch_uc_ip(uc))
+		si->si_addr = (void *)s->addr;
 	ukp_arch_uc_set_ip(uc, s->addr);
 	ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + fix);
 	if (t && !t->in_handler) {

@@ -64,7 +64,8 @@ int main(int argc, char **argv)
 	int passed = 0, failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (const struct ukt_case *const *c = __start_ukt_cases; c < __stop_ukt_cases; c++) {
+	/* compilers emit the section in reverse: run in file order */
+	for (const struct ukt_case *const *c = __stop_ukt_cases; c-- > __start_ukt_cases;) {
 		if (filter && !strstr((*c)->name, filter))
 			continue;
 		if (run_one(*c, prog))
