@@ -408,6 +408,8 @@ static void dl_hook(void)
 void ukp_objects_changed(void)
 {
 	struct ukp_site *last = NULL;
+
+	ukp_arch_forget_boundaries();	/* new code may come at old addresses */
 	for (struct rec *r = rec_head; r; r = r->next) {
 		struct ukp_site *s = r->site;
 		if (!s->obj || ukp_sym_object_alive(s->obj, s->obj_base))
@@ -484,7 +486,7 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 		ukp_log("kprobe %s: already registered", nm);
 		return -EINVAL;
 	}
-	if (pr->w.func_start &&
+	if (pr->w.func_end > pr->w.func_start &&
 	    ukp_arch_check_boundary(pr->w.func_start, pr->w.func_end, pr->addr)) {
 		ukp_log("kprobe %s: %s+0x%lx is not an instruction boundary", nm,
 			pr->w.func, pr->addr - pr->w.func_start);

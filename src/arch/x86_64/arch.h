@@ -65,9 +65,11 @@ struct ukp_insn {
 int ukp_arch_decode(const void *code, size_t avail, unsigned long addr,
 		    struct ukp_insn *insn);
 
-/* Does every instruction from func_start reach addr exactly?  0, -EILSEQ. */
+/* Does decoding from func_start reach addr exactly?  0, -EILSEQ.
+ * Caches the last function's boundaries (callers hold the registry lock). */
 int ukp_arch_check_boundary(unsigned long func_start, unsigned long func_end,
 			    unsigned long addr);
+void ukp_arch_forget_boundaries(void);
 
 /*
  * Build the out-of-line copy of insn into buf (at least UKP_SLOT_MAX

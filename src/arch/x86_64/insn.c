@@ -5,6 +5,7 @@
  * relocator and the emulator need; Zydis types never leave this file.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <Zydis/Zydis.h>
 #include "arch.h"
@@ -165,22 +166,61 @@ int ukp_arch_decode(const void *code, size_t avail, unsigned long addr,
 	return d.length;
 }
 
+/*
+ * Instruction boundaries of the function being probed, decoded once:
+ * registering a probe on every instruction of a function would otherwise
+ * decode it from the start for each one (quadratic).  Callers hold the
+ * registry lock; ukp_arch_forget_boundaries() drops the cache when code
+ * may have changed (an object was unloaded).
+ */
+static struct {
+	unsigned long start, end, stop;	/* stop: first undecodable byte */
+	uint8_t *bits;
+} bcache;
+
+void ukp_arch_forget_boundaries(void)
+{
+	free(bcache.bits);
+	memset(&bcache, 0, sizeof(bcache));
+}
+
+static int fill_boundaries(unsigned long start, unsigned long end)
+{
+	size_t n = end - start;
+	uint8_t *bits = calloc((n + 8) / 8, 1);
+	uint8_t buf[UKP_ARCH_MAX_INSN];
+	struct ukp_insn insn;
+	unsigned long pc = start;
+
+	if (!bits)
+		return -ENOMEM;
+	while (pc < end) {
+		size_t avail = end - pc < sizeof(buf) ? end - pc : sizeof(buf);
+		bits[(pc - start) / 8] |= (uint8_t)(1u << ((pc - start) % 8));
+		ukp_read_text(pc, buf, avail);
+		if (ukp_arch_decode(buf, avail, pc, &insn) < 0)
+			break;
+		pc += insn.len;
+	}
+	ukp_arch_forget_boundaries();
+	bcache.start = start;
+	bcache.end = end;
+	bcache.stop = pc;
+	bcache.bits = bits;
+	return 0;
+}
+
 int ukp_arch_check_boundary(unsigned long func_start, unsigned long func_end,
 			    unsigned long addr)
 {
-	unsigned long pc = func_start;
-	struct ukp_insn insn;
-
-	uint8_t buf[UKP_ARCH_MAX_INSN];
-
-	while (pc < addr) {
-		size_t avail = func_end > pc ? func_end - pc : UKP_ARCH_MAX_INSN;
-		if (avail > sizeof(buf))
-			avail = sizeof(buf);
-		ukp_read_text(pc, buf, avail);
-		if (ukp_arch_decode(buf, avail, pc, &insn) < 0)
-			return -EILSEQ;
-		pc += insn.len;
-	}
-	return pc == addr ? 0 : -EILSEQ;
+	if (addr < func_start || addr >= func_end)
+		return -EILSEQ;
+	if ((bcache.start != func_start || bcache.end != func_end || !bcache.bits) &&
+	    fill_boundaries(func_start, func_end))
+		return -ENOMEM;
+	/* a boundary reached by decoding, not past an undecodable byte */
+	if (addr > bcache.stop)
+		return -EILSEQ;
+	unsigned long o = addr - func_start;
+	return bcache.bits[o / 8] & (1u << (o % 8)) ? 0 : -EILSEQ;
 }
