@@ -16,6 +16,9 @@ BASE_CFLAGS := -std=c11 $(WARN) -D_GNU_SOURCE -Iinclude
 LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden \
 	-ftls-model=initial-exec -fno-strict-aliasing
 LIB_LDLIBS  := -lZydis -lpthread -ldl
+# gcc: keep every function in .text (no .text.unlikely split); clang has no
+# such split by default and no such flag
+NO_REORDER  := $(shell $(CC) -fno-reorder-functions -E -x c /dev/null >/dev/null 2>&1 && echo -fno-reorder-functions)
 
 LIB_SRCS := $(wildcard src/*.c src/arch/x86_64/*.c)
 LIB_ASMS := $(wildcard src/arch/x86_64/*.S)
@@ -57,8 +60,8 @@ deps:
 # cover it by __start_/__stop_ukp_text even when linked statically.
 $(B)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) $(CFLAGS) -fno-reorder-functions -c $< -o $@
-	objcopy --rename-section .text=ukp_text,alloc,load,readonly,code,contents $@
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) $(NO_REORDER) -c $< -o $@
+	objcopy $(foreach t,.text .text.unlikely .text.hot .text.startup,--rename-section $(t)=ukp_text,alloc,load,readonly,code,contents) $@
 
 $(B)/%.o: %.S $(LIB_HDRS)
 	@mkdir -p $(dir $@)
