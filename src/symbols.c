@@ -270,10 +270,26 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 static char main_path[PATH_MAX];
 
-/* Snapshot (no lock held), then merge under sym_lock. */
+static int gen_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *g = arg;
+	(void)size;
+	g[0] = info->dlpi_adds;
+	g[1] = info->dlpi_subs;
+	return 1;	/* the counters are the same in every entry: stop */
+}
+
+/* Snapshot (no lock held), then merge under sym_lock.  Skipped when the
+ * dynamic linker's load/unload counters say nothing changed. */
 void ukp_sym_refresh(void)
 {
+	static _Atomic unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
+	unsigned long long g[2] = { 0, 0 };
 	struct snap_vec sv = { 0 };
+
+	dl_iterate_phdr(gen_cb, g);
+	if (g[0] == seen_adds && g[1] == seen_subs)
+		return;
 	dl_iterate_phdr(snap_cb, &sv);
 
 	pthread_mutex_lock(&sym_lock);
@@ -309,6 +325,8 @@ void ukp_sym_refresh(void)
 		}
 		o->alive = true;
 	}
+	seen_adds = g[0];
+	seen_subs = g[1];
 	pthread_mutex_unlock(&sym_lock);
 	free(sv.v);
 }
