@@ -22,6 +22,9 @@
  * Exits 0 once the probe has fired and been removed; non-zero if
  * registration failed or the probe never fired.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

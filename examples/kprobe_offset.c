@@ -20,6 +20,9 @@
  *
  * Exits 0 if every step behaved as the kprobes documentation says.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
