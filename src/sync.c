@@ -31,6 +31,8 @@ static _Atomic unsigned pool_used;	/* blocks handed out so far */
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
+static struct ukp_thread *block(unsigned i);
+
 static __thread struct ukp_thread *self
 	__attribute__((tls_model("initial-exec")));
 
@@ -45,9 +47,26 @@ static void thread_exit(void *arg)
 	atomic_store(&t->free, 1);
 }
 
+/* In a fork child only the forking thread exists: the others' blocks
+ * must not hold up a grace period forever. */
+static void fork_child(void)
+{
+	unsigned used = atomic_load(&pool_used);
+	for (unsigned i = 0; i < used; i++) {
+		struct ukp_thread *t = block(i);
+		if (t && t != self) {
+			atomic_store(&t->seq, 0);
+			atomic_store(&t->free, 1);
+		}
+	}
+	if (self)
+		self->tid = (pid_t)syscall(SYS_gettid);
+}
+
 void ukp_sync_init(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+	pthread_atfork(NULL, NULL, fork_child);
 }
 
 static struct ukp_thread *block(unsigned i)

@@ -772,3 +772,66 @@ UKT_CASE(dlopen_after_start_and_dlclose_makes_gone)
 	}
 	unregister_kprobe(&k0);
 }
+
+/* ---- a breakpoint that outlives its probe -------------------------------------- */
+
+/*
+ * A thread can fetch the int3 just before unregister removes it and trap
+ * after the probe is gone.  Make that state on purpose: leave an int3 at
+ * an address whose probe was unregistered.  The trap must resume the
+ * original instruction, with no handler and no signal to the program.
+ */
+UKT_CASE(trap_on_a_removed_probe_resumes_correctly)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_trap;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGTRAP, &sa, NULL);
+	struct kprobe kp = { .addr = (void *)t_sub, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(t_sub(9, 4), 5);
+	UKT_EQ(hits, 1);
+	unregister_kprobe(&kp);
+	unsigned char *code = (unsigned char *)t_sub;
+	UKT_ASSERT(code[0] != 0xcc);
+	unsigned long pg = (unsigned long)code & ~4095UL;
+	UKT_EQ(mprotect((void *)pg, 8192, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+	unsigned char orig = code[0];
+	code[0] = 0xcc;				/* the stale breakpoint */
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(t_sub(9, 4), 5);
+	code[0] = orig;
+	UKT_EQ(hits, 1);
+	UKT_EQ(trap_seen, 0);
+}
+
+static int fork_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return 0;
+}
+
+UKT_CASE(fork_child_keeps_probes_and_can_unregister)
+{
+	struct kprobe kp = { .addr = (void *)t_add, .pre_handler = fork_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(t_add(1, 2), 3);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (t_add(2, 2) != 4 || hits != 2)
+			_exit(1);
+		unregister_kprobe(&kp);
+		if (t_add(2, 2) != 4 || hits != 2)
+			_exit(2);
+		_exit(0);
+	}
+	int st;
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	UKT_ASSERT(WIFEXITED(st));
+	UKT_EQ(WEXITSTATUS(st), 0);
+	UKT_EQ(t_add(1, 2), 3);
+	UKT_EQ(hits, 2);
+	unregister_kprobe(&kp);
+}
