@@ -98,6 +98,9 @@ __asm__(
 	UKPB_TARGET(ukpb_tgt_uprobe, 12, LEA_RET)
 	UKPB_TARGET(ukpb_tgt_b, 6, LEA_RET)
 	UKPB_TARGET(ukpb_tgt_k, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_b100k, 6, LEA_RET)
+	/* 100,000 one-byte nops: the other probes of the "b100k" row */
+	UKPB_TARGET(ukpb_nop_sled, 6, "	.rept 100000\n	nop\n	.endr\n	ret\n")
 );
 
 typedef long (*target_fn)(long);
@@ -106,6 +109,8 @@ long ukpb_tgt_int3(long);
 long ukpb_tgt_uprobe(long);
 long ukpb_tgt_b(long);
 long ukpb_tgt_k(long);
+long ukpb_tgt_b100k(long);
+void ukpb_nop_sled(void);
 
 /* The measured loop, the same for every row. */
 static __attribute__((noinline)) long run_loop(target_fn fn, long n)
@@ -575,6 +580,55 @@ static void kp_teardown(struct row *r)
 		kprobes_set_optimization(c->opt_saved);
 }
 
+/* --- b100k: the "b" probe with 100,000 other probes registered --- */
+
+#define CROWD 100000
+static struct kprobe *crowd;
+static struct kprobe **crowd_v;
+
+static int crowd_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p, (void)regs;
+	return 0;
+}
+
+static int crowd_setup(struct row *r, char *msg)
+{
+	int ret;
+
+	if (!crowd) {
+		crowd = calloc(CROWD, sizeof(*crowd));
+		crowd_v = calloc(CROWD, sizeof(*crowd_v));
+		if (!crowd || !crowd_v) {
+			msgf(msg, "out of memory");
+			return ST_NA;
+		}
+	}
+	for (int i = 0; i < CROWD; i++) {
+		memset(&crowd[i], 0, sizeof(crowd[i]));
+		crowd[i].addr = (kprobe_opcode_t *)(void *)ukpb_nop_sled + i;
+		crowd[i].pre_handler = crowd_pre;
+		crowd_v[i] = &crowd[i];
+	}
+	ret = register_kprobes(crowd_v, CROWD);
+	if (ret < 0) {
+		msgf(msg, "registering %d probes: error %d %s", CROWD, ret,
+		     errname(-ret));
+		return ST_NA;
+	}
+	ret = kp_setup(r, msg);
+	if (ret)
+		unregister_kprobes(crowd_v, CROWD);
+	return ret;
+}
+
+static void crowd_teardown(struct row *r)
+{
+	kp_teardown(r);
+	unregister_kprobes(crowd_v, CROWD);
+}
+
+static struct kp_ctx kp_b100k = { .post = 0, .opt = 0 };
 static struct kp_ctx kp_b = { .post = 0, .opt = 0 };
 static struct kp_ctx kp_k = { .post = 1, .opt = 0 };
 
@@ -603,6 +657,11 @@ static struct row rows[] = {
 	  .what = "ukprobe, pre_handler + post_handler",
 	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
 	  .ctx = &kp_k },
+	{ .name = "b100k", .target = ukpb_tgt_b100k, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "the b probe with 100,000 other probes registered (O(1) lookup)",
+	  .setup = crowd_setup, .check = kp_check, .teardown = crowd_teardown,
+	  .ctx = &kp_b100k },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 

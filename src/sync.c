@@ -132,16 +132,19 @@ struct ukp_thread *ukp_thread_peek(void)
 void ukp_read_lock(struct ukp_thread *t)
 {
 	if (t->nest++ == 0) {
-		atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed);
-		/* order the odd seq before any load of a probe list */
-		atomic_thread_fence(memory_order_seq_cst);
+		/* only this thread writes seq; xchg is a full barrier, which
+		 * orders the odd seq before any load of a probe list */
+		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		atomic_exchange_explicit(&t->seq, s + 1, memory_order_seq_cst);
 	}
 }
 
 void ukp_read_unlock(struct ukp_thread *t)
 {
-	if (--t->nest == 0)
-		atomic_fetch_add_explicit(&t->seq, 1, memory_order_release);
+	if (--t->nest == 0) {
+		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
+	}
 }
 
 void ukp_synchronize(void)
