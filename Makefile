@@ -47,7 +47,7 @@ EX_BINS   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRCS))
 USER_CFLAGS := $(BASE_CFLAGS) -O2 -g -pthread
 USER_LINK   := -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread -lm
 
-.PHONY: all lib tests progs bench-bins examples test demo bench install clean deps
+.PHONY: sanitize all lib tests progs bench-bins examples test demo bench install clean deps
 
 all: lib
 
@@ -69,7 +69,7 @@ $(B)/%.o: %.S $(LIB_HDRS)
 
 $(SO): $(LIB_OBJS) ukprobes.map
 	@mkdir -p $(B)
-	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,-soname,libukprobes.so.$(SOVER) \
+	$(CC) $(CFLAGS) -shared -o $@ $(LIB_OBJS) -Wl,-soname,libukprobes.so.$(SOVER) \
 		-Wl,--version-script=ukprobes.map -Wl,-z,now -Wl,-z,noexecstack $(LIB_LDLIBS)
 
 $(B)/libukprobes.so: $(SO)
@@ -132,6 +132,14 @@ demo: deps
 bench: deps
 	$(MAKE) bench-bins
 	scripts/bench $(B)
+
+# The library under UBSan (every undefined behaviour fatal), with the API
+# tests.  ASan does not apply: it cannot follow stacks abandoned by the
+# fault path's longjmp out of a signal handler.
+sanitize: deps
+	$(MAKE) B=build-ubsan CFLAGS="-O1 -g -fsanitize=undefined -fno-sanitize-recover=all" \
+		lib $(subst $(B)/,build-ubsan/,$(filter $(B)/tests/api-kprobes,$(TEST_BINS))) build-ubsan/solibs/ukptarget.so
+	UKPROBES_QUIET=1 build-ubsan/tests/api-kprobes
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include/ukprobes $(DESTDIR)$(PREFIX)/lib/pkgconfig

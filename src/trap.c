@@ -263,7 +263,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ctx)
 
 void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 {
-	struct ukp_site *s = *(struct ukp_site **)cont;
+	struct ukp_site *s;
+	memcpy(&s, cont, sizeof(s));	/* the record in the slot is unaligned */
 	struct ukp_thread *t = ukp_thread_self();
 	int saved_errno = errno;
 
