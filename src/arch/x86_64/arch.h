@@ -38,6 +38,7 @@ struct ukp_mem {
 	unsigned scale;
 	int64_t disp;
 	int rip_relative;
+	int addr32;		/* 0x67: eip-relative, wraps at 4 GiB */
 	int seg;		/* 0 none, 1 fs, 2 gs */
 };
 

@@ -70,13 +70,16 @@ int ukp_arch_decode(const void *code, size_t avail, unsigned long addr,
 		const ZydisDecodedOperand *op = &ops[i];
 		if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
 			continue;
-		if (op->mem.base == ZYDIS_REGISTER_RIP) {
+		if (op->mem.base == ZYDIS_REGISTER_RIP ||
+		    op->mem.base == ZYDIS_REGISTER_EIP) {
+			/* with 0x67, eip-relative: the address wraps at 4 GiB */
 			insn->mem.rip_relative = 1;
+			insn->mem.addr32 = op->mem.base == ZYDIS_REGISTER_EIP;
 			insn->disp_off = d.raw.disp.offset;
 		}
 		if (op->mem.base == ZYDIS_REGISTER_RSP)
 			insn->uses_rsp_base = 1;
-		insn->mem.base = op->mem.base == ZYDIS_REGISTER_RIP ? -2 :
+		insn->mem.base = insn->mem.rip_relative ? -2 :
 				 op->mem.base == ZYDIS_REGISTER_NONE ? -1 :
 				 reg_index(op->mem.base);
 		if (insn->mem.base == -1 && op->mem.base != ZYDIS_REGISTER_NONE)
@@ -130,7 +133,8 @@ int ukp_arch_decode(const void *code, size_t avail, unsigned long addr,
 		}
 		break;
 	case ZYDIS_CATEGORY_RET:
-		if (d.mnemonic != ZYDIS_MNEMONIC_RET)
+		if (d.mnemonic != ZYDIS_MNEMONIC_RET ||
+		    d.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
 			return -EILSEQ;	/* iret, far ret: never in user code */
 		insn->flow = UKP_FLOW_RET;
 		if (d.raw.imm[0].size)
@@ -158,7 +162,13 @@ int ukp_arch_decode(const void *code, size_t avail, unsigned long addr,
 			if (insn->ind_reg < 0)
 				return -EILSEQ;
 		}
-		/* the relocator rewrites the ModRM reg field (/2 -> /6) */
+		/* the relocator rewrites the ModRM reg field (/2 -> /6); with
+		 * 0x66 and no REX.W that push would be 16-bit (and AMD reads
+		 * such a call as 16-bit too): no compiler emits it, refuse */
+		if (insn->flow == UKP_FLOW_CALL_IND &&
+		    (d.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE) &&
+		    !(d.attributes & ZYDIS_ATTRIB_HAS_REX && (d.raw.rex.W)))
+			return -EILSEQ;
 		insn->modrm_off = d.raw.modrm.offset;
 		if (insn->bytes[insn->modrm_off - 1] != 0xff)
 			return -EILSEQ;

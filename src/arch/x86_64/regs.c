@@ -106,7 +106,7 @@ static int effective_address(const struct ukp_insn *in, const struct pt_regs *re
 			return -EFAULT;
 		a += base;
 	}
-	*ea = a;
+	*ea = in->mem.addr32 ? (uint32_t)a : a;
 	return 0;
 }
 

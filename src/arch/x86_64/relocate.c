@@ -87,6 +87,8 @@ static void emit_copy(struct emit *e, const struct ukp_insn *in,
 	memcpy(&disp, in->bytes + in->disp_off, 4);
 	unsigned long abs = in->addr + in->len + (long)disp;
 	long nd = (long)(abs - (e->at + at + in->len));
+	if (in->mem.addr32)	/* eip-relative: any disp32 reaches, mod 4 GiB */
+		nd = (int32_t)(uint32_t)((uint32_t)abs - (uint32_t)(e->at + at + in->len));
 	if (!fits32(nd)) {
 		e->err = -ERANGE;
 		return;
