@@ -835,3 +835,71 @@ UKT_CASE(fork_child_keeps_probes_and_can_unregister)
 	UKT_EQ(hits, 2);
 	unregister_kprobe(&kp);
 }
+
+/* ---- sp changed by a handler; emulated dynamic branches ----------------------- */
+
+static int pre_sp(struct kprobe *p, struct pt_regs *r) { (void)p; r->sp -= 32; return 0; }
+static void post_sp(struct kprobe *p, struct pt_regs *r, unsigned long f)
+{
+	(void)p; (void)f;
+	r->sp += 64;	/* undo the lea: takes the trampoline's slow exit */
+	post_hits++;
+}
+
+UKT_CASE(handlers_move_the_stack_pointer)
+{
+	UKT_EQ(t_sp(), 64);
+	struct kprobe kp = { .addr = (void *)t_sp_insn, .pre_handler = pre_sp };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(t_sp(), 96);
+	unregister_kprobe(&kp);
+	struct kprobe kq = { .addr = (void *)t_sp_insn, .post_handler = post_sp };
+	UKT_EQ(register_kprobe(&kq), 0);
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(t_sp(), 0);
+	UKT_EQ(post_hits, 3);
+	unregister_kprobe(&kq);
+	UKT_EQ(t_sp(), 64);
+}
+
+UKT_CASE(post_handler_on_indirect_call)
+{
+	struct kprobe kp = { .addr = (void *)t_callr_insn, .pre_handler = count_pre,
+			     .post_handler = save_post };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(t_callr(41), 42);
+	UKT_EQ(hits, 1);
+	UKT_EQ(post_hits, 1);
+	UKT_EQ(post_regs.ip, post_regs.ax);	/* at the callee, rax held it */
+	UKT_EQ(*(unsigned long *)post_regs.sp, (unsigned long)t_callr_insn + 2);
+	unregister_kprobe(&kp);
+	UKT_EQ(t_callr(1), 2);
+}
+
+UKT_CASE(trap_numbers_gp_and_ud)
+{
+	install_prog_handler(SIGSEGV);
+	install_prog_handler(SIGILL);
+	struct kprobe kg = { .addr = (void *)t_gp_insn, .fault_handler = fault_pass };
+	struct kprobe ku = { .addr = (void *)t_ud_insn, .fault_handler = fault_pass };
+	UKT_EQ(register_kprobe(&kg), 0);
+	UKT_EQ(register_kprobe(&ku), 0);
+	if (!sigsetjmp(prog_jb, 1)) {
+		t_gp();
+		UKT_FAIL("no fault");
+	}
+	UKT_EQ(last_trapnr, 13);
+	UKT_EQ(prog_sig, SIGSEGV);
+	UKT_EQ(prog_ip, (unsigned long)t_gp_insn);
+	if (!sigsetjmp(prog_jb, 1)) {
+		t_ud();
+		UKT_FAIL("no fault");
+	}
+	UKT_EQ(last_trapnr, 6);
+	UKT_EQ(prog_sig, SIGILL);
+	UKT_EQ(prog_ip, (unsigned long)t_ud_insn);
+	UKT_EQ(prog_addr, (unsigned long)t_ud_insn);
+	UKT_EQ(fault_hits, 2);
+	unregister_kprobe(&kg);
+	unregister_kprobe(&ku);
+}

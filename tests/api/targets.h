@@ -36,4 +36,17 @@ extern char t_call_insn[];
 long t_int3(void);
 extern char t_int3_insn[];
 
+/* long t_sp(void): mov %rsp,%rax; t_sp_insn: lea -64(%rsp),%rsp;
+ * sub %rsp,%rax; add %rax,%rsp; ret -> 64 unless a handler moves sp */
+long t_sp(void);
+extern char t_sp_insn[];
+/* long t_callr(long x): t_callr_insn: call *%rax (t_add1) -> x + 1 */
+long t_callr(long x);
+extern char t_callr_insn[];
+/* t_gp: load from a non-canonical address (#GP); t_ud: ud2 (#UD) */
+long t_gp(void);
+extern char t_gp_insn[];
+void t_ud(void);
+extern char t_ud_insn[];
+
 #endif
