@@ -43,6 +43,7 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 EX_SRCS   := $(wildcard examples/*.c)
 EX_BINS   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRCS))
+EX_PRELOAD := $(patsubst examples/preload/%.c,$(B)/examples/%.so,$(wildcard examples/preload/*.c))
 
 USER_CFLAGS := $(BASE_CFLAGS) -O2 -g -pthread
 USER_LINK   := -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread -lm
@@ -116,10 +117,14 @@ $(B)/examples/%: examples/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LINK)
 
+$(B)/examples/%.so: examples/preload/%.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..'
+
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS)
 progs: $(PROG_BINS)
 bench-bins: $(BENCH_BINS)
-examples: $(EX_BINS)
+examples: $(EX_BINS) $(EX_PRELOAD)
 
 test: deps
 	$(MAKE) tests

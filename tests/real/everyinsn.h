@@ -40,9 +40,12 @@
 #include <ukprobes.h>
 #include "ukt.h"
 
+/* not every test uses every helper */
+#define EI_FN static __attribute__((unused))
+
 /* ---- time ------------------------------------------------------------- */
 
-static double ei_now(void)
+EI_FN double ei_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -56,7 +59,7 @@ struct ei_sink {
 	size_t n, cap;
 };
 
-static void ei_sink_init(struct ei_sink *s, size_t cap)
+EI_FN void ei_sink_init(struct ei_sink *s, size_t cap)
 {
 	s->p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(s->p != MAP_FAILED);
@@ -64,13 +67,13 @@ static void ei_sink_init(struct ei_sink *s, size_t cap)
 	s->cap = cap;
 }
 
-static void ei_sink_reset(struct ei_sink *s)
+EI_FN void ei_sink_reset(struct ei_sink *s)
 {
 	s->n = 0;
 }
 
 /* volatile: keeps the compiler from turning the loop into a memcpy call */
-static void ei_put(struct ei_sink *s, const void *src, size_t n)
+EI_FN void ei_put(struct ei_sink *s, const void *src, size_t n)
 {
 	const volatile unsigned char *a = src;
 	volatile unsigned char *d = s->p + s->n;
@@ -82,13 +85,13 @@ static void ei_put(struct ei_sink *s, const void *src, size_t n)
 	s->n += n;
 }
 
-static void ei_put_long(struct ei_sink *s, long v)
+EI_FN void ei_put_long(struct ei_sink *s, long v)
 {
 	ei_put(s, &v, sizeof(v));
 }
 
 /* Compares two sinks; on a difference says where, with some context. */
-static void ei_sink_expect_same(const struct ei_sink *ref, const struct ei_sink *got,
+EI_FN void ei_sink_expect_same(const struct ei_sink *ref, const struct ei_sink *got,
 				const char *what)
 {
 	const volatile unsigned char *a = ref->p, *b = got->p;
@@ -117,7 +120,7 @@ static void ei_sink_expect_same(const struct ei_sink *ref, const struct ei_sink 
 struct ei_fn {
 	unsigned long start, size;	/* run-time address */
 	char name[64];
-	unsigned char global;	/* named by a GLOBAL/WEAK symbol */
+	unsigned char global;	/* 2 GLOBAL, 1 WEAK, 0 LOCAL symbol */
 };
 
 struct ei_obj {
@@ -136,7 +139,7 @@ struct ei_find {
 	int found;
 };
 
-static int ei_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+EI_FN int ei_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct ei_find *f = arg;
 	(void)size;
@@ -148,7 +151,7 @@ static int ei_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static const void *ei_map_file(const char *path, size_t *len)
+EI_FN const void *ei_map_file(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -168,7 +171,7 @@ static const void *ei_map_file(const char *path, size_t *len)
 	return m;
 }
 
-static const Elf64_Shdr *ei_section(const void *f, const char *name, unsigned type)
+EI_FN const Elf64_Shdr *ei_section(const void *f, const char *name, unsigned type)
 {
 	const Elf64_Ehdr *eh = f;
 	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
@@ -184,16 +187,30 @@ static const Elf64_Shdr *ei_section(const void *f, const char *name, unsigned ty
 	return NULL;
 }
 
-static int ei_cmp_fn(const void *a, const void *b)
+EI_FN int ei_name_rank(const struct ei_fn *f)
+{
+	int r = f->global * 100, u = 0;
+	while (f->name[u] == '_')
+		u++;
+	r -= u * 10;
+	if (strchr(f->name, '@') || strchr(f->name, '.'))
+		r -= 5;
+	return r;
+}
+
+EI_FN int ei_cmp_fn(const void *a, const void *b)
 {
 	const struct ei_fn *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	/* same start: the larger first (kept), aliases after */
-	return x->size > y->size ? -1 : x->size < y->size;
+	/* same start: the larger first (kept), then the best name:
+	 * GLOBAL, WEAK, LOCAL; fewer leading underscores; unversioned */
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return ei_name_rank(y) - ei_name_rank(x);
 }
 
-static void ei_add_fn(struct ei_obj *o, size_t *cap, unsigned long start,
+EI_FN void ei_add_fn(struct ei_obj *o, size_t *cap, unsigned long start,
 		      unsigned long size, const char *name)
 {
 	if (o->nfns == *cap) {
@@ -209,7 +226,7 @@ static void ei_add_fn(struct ei_obj *o, size_t *cap, unsigned long start,
 }
 
 /* FUNC symbols with a size, run-time addresses. */
-static void ei_add_symtab(struct ei_obj *o, size_t *cap, const void *f,
+EI_FN void ei_add_symtab(struct ei_obj *o, size_t *cap, const void *f,
 			  const Elf64_Shdr *symsh)
 {
 	const Elf64_Ehdr *eh = f;
@@ -223,12 +240,13 @@ static void ei_add_symtab(struct ei_obj *o, size_t *cap, const void *f,
 		    s[i].st_shndx == SHN_UNDEF || !s[i].st_value)
 			continue;
 		ei_add_fn(o, cap, s[i].st_value + o->bias, s[i].st_size, str + s[i].st_name);
-		o->fns[o->nfns - 1].global = ELF64_ST_BIND(s[i].st_info) != STB_LOCAL;
+		o->fns[o->nfns - 1].global = ELF64_ST_BIND(s[i].st_info) == STB_GLOBAL ? 2 :
+					     ELF64_ST_BIND(s[i].st_info) == STB_WEAK ? 1 : 0;
 	}
 }
 
 /* Reads a DWARF-encoded pointer of .eh_frame (the encodings gcc uses). */
-static int ei_read_enc(const unsigned char **pp, unsigned enc, unsigned long here,
+EI_FN int ei_read_enc(const unsigned char **pp, unsigned enc, unsigned long here,
 		       unsigned long *out)
 {
 	const unsigned char *p = *pp;
@@ -252,7 +270,7 @@ static int ei_read_enc(const unsigned char **pp, unsigned enc, unsigned long her
 	return 0;
 }
 
-static unsigned long ei_uleb(const unsigned char **pp)
+EI_FN unsigned long ei_uleb(const unsigned char **pp)
 {
 	unsigned long v = 0;
 	int shift = 0;
@@ -270,7 +288,7 @@ static unsigned long ei_uleb(const unsigned char **pp)
  * FDEs of .eh_frame, file addresses: the bounds of every function that
  * has unwind information, static ones included, with no symbol at all.
  */
-static void ei_add_fdes(struct ei_obj *o, size_t *cap, const void *f, unsigned long lo,
+EI_FN void ei_add_fdes(struct ei_obj *o, size_t *cap, const void *f, unsigned long lo,
 			unsigned long hi)
 {
 	const Elf64_Shdr *ehs = ei_section(f, ".eh_frame", 0);
@@ -333,7 +351,7 @@ static void ei_add_fdes(struct ei_obj *o, size_t *cap, const void *f, unsigned l
  * With use_fdes, the bounds come from .eh_frame and .dynsym only names
  * them (for objects without symbols, like Debian's libz).
  */
-static void ei_obj_load(struct ei_obj *o, const char *needle, int use_fdes)
+EI_FN void ei_obj_load(struct ei_obj *o, const char *needle, int use_fdes)
 {
 	struct ei_find fd = { .needle = needle };
 	size_t len, dlen, cap = 0;
@@ -403,12 +421,8 @@ static void ei_obj_load(struct ei_obj *o, const char *needle, int use_fdes)
 	size_t w = 0;
 	for (size_t i = 0; i < o->nfns; i++) {
 		struct ei_fn *c = &o->fns[i];
-		if (w && c->start == o->fns[w - 1].start) {
-			if (c->global && !o->fns[w - 1].global &&
-			    c->size == o->fns[w - 1].size)
-				o->fns[w - 1] = *c;
-			continue;
-		}
+		if (w && c->start == o->fns[w - 1].start)
+			continue;	/* an alias, or nested: sorted after */
 		if (w && c->start < o->fns[w - 1].start + o->fns[w - 1].size)
 			continue;
 		o->fns[w++] = *c;
@@ -419,7 +433,7 @@ static void ei_obj_load(struct ei_obj *o, const char *needle, int use_fdes)
 		munmap((void *)d, dlen);
 }
 
-static const struct ei_fn *ei_fn_at(const struct ei_obj *o, unsigned long a)
+EI_FN const struct ei_fn *ei_fn_at(const struct ei_obj *o, unsigned long a)
 {
 	size_t lo = 0, hi = o->nfns;
 	while (lo < hi) {
@@ -435,7 +449,7 @@ static const struct ei_fn *ei_fn_at(const struct ei_obj *o, unsigned long a)
 	return a < f->start + f->size ? f : NULL;
 }
 
-static const struct ei_fn *ei_fn_named(const struct ei_obj *o, const char *name)
+EI_FN const struct ei_fn *ei_fn_named(const struct ei_obj *o, const char *name)
 {
 	for (size_t i = 0; i < o->nfns; i++)
 		if (!strcmp(o->fns[i].name, name))
@@ -459,7 +473,7 @@ static ZydisDecoder ei_decoder;
  * Fails the case on bytes Zydis cannot decode or an instruction running
  * past the end.  Returns the number found; *out is malloc'd.
  */
-static size_t ei_sweep(const struct ei_fn *fn, struct ei_insn **out)
+EI_FN size_t ei_sweep(const struct ei_fn *fn, struct ei_insn **out)
 {
 	static int ready;
 	size_t n = 0, cap = 64;
@@ -504,7 +518,7 @@ struct ei_fnset {
 	size_t n;
 };
 
-static int ei_fnset_has(const struct ei_fnset *s, const struct ei_fn *f)
+EI_FN int ei_fnset_has(const struct ei_fnset *s, const struct ei_fn *f)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i] == f)
@@ -512,7 +526,7 @@ static int ei_fnset_has(const struct ei_fnset *s, const struct ei_fn *f)
 	return 0;
 }
 
-static int ei_denied(const char *name, const char *const *deny)
+EI_FN int ei_denied(const char *name, const char *const *deny)
 {
 	for (size_t i = 0; deny && deny[i]; i++) {
 		size_t k = strlen(deny[i]);
@@ -528,7 +542,7 @@ static int ei_denied(const char *name, const char *const *deny)
  * depth levels away (0: the roots alone), except those named in deny
  * (a trailing '*' matches a prefix).
  */
-static void ei_closure(const struct ei_obj *o, const unsigned long *roots, size_t nroots,
+EI_FN void ei_closure(const struct ei_obj *o, const unsigned long *roots, size_t nroots,
 		       int depth, const char *const *deny, struct ei_fnset *out)
 {
 	size_t cap = 16;
@@ -581,7 +595,7 @@ struct ei_probe {
 static unsigned long ei_bad_ip;		/* pre_handler saw ip != addr */
 static unsigned long ei_bad_post;	/* post_handler before its pre */
 
-static int ei_pre(struct kprobe *p, struct pt_regs *regs)
+EI_FN int ei_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	struct ei_probe *e = (struct ei_probe *)p;
 	if (regs->ip != e->addr)
@@ -590,7 +604,7 @@ static int ei_pre(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-static void ei_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+EI_FN void ei_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
 	struct ei_probe *e = (struct ei_probe *)p;
 	(void)regs;
@@ -616,7 +630,7 @@ struct ei_set {
  * (sym_spec, e.g. "libc.so.6:qsort") + offset instead of addr; the
  * symbol must resolve to that function's start.
  */
-static void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnset fns,
+EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnset fns,
 			 int post, const char *sym_spec, unsigned long sym_addr, int by_name)
 {
 	size_t cap = 1024;
@@ -661,7 +675,7 @@ static void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fns
 		s->kps[i] = &s->pr[i].kp;
 }
 
-static void ei_set_register(struct ei_set *s)
+EI_FN void ei_set_register(struct ei_set *s)
 {
 	int ret = register_kprobes(s->kps, (int)s->n);
 	if (ret)
@@ -675,7 +689,7 @@ static void ei_set_register(struct ei_set *s)
 	}
 }
 
-static void ei_set_zero(struct ei_set *s)
+EI_FN void ei_set_zero(struct ei_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		__atomic_store_n(&s->pr[i].hits, 0, __ATOMIC_RELAXED);
@@ -685,13 +699,13 @@ static void ei_set_zero(struct ei_set *s)
 	__atomic_store_n(&ei_bad_post, 0, __ATOMIC_RELAXED);
 }
 
-static void ei_set_snapshot(struct ei_set *s)
+EI_FN void ei_set_snapshot(struct ei_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		s->snap[i] = __atomic_load_n(&s->pr[i].hits, __ATOMIC_RELAXED);
 }
 
-static unsigned long ei_set_total(const struct ei_set *s, size_t *distinct)
+EI_FN unsigned long ei_set_total(const struct ei_set *s, size_t *distinct)
 {
 	unsigned long t = 0;
 	size_t d = 0;
@@ -704,7 +718,7 @@ static unsigned long ei_set_total(const struct ei_set *s, size_t *distinct)
 	return t;
 }
 
-static struct ei_probe *ei_set_probe_at(struct ei_set *s, unsigned long addr)
+EI_FN struct ei_probe *ei_set_probe_at(struct ei_set *s, unsigned long addr)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->pr[i].addr == addr)
@@ -713,7 +727,7 @@ static struct ei_probe *ei_set_probe_at(struct ei_set *s, unsigned long addr)
 }
 
 /* Prints one line per function: instructions, how many ran, hits. */
-static void ei_set_report(const struct ei_set *s, const char *what, int verbose)
+EI_FN void ei_set_report(const struct ei_set *s, const char *what, int verbose)
 {
 	size_t distinct;
 	unsigned long total = ei_set_total(s, &distinct);
@@ -736,7 +750,7 @@ static void ei_set_report(const struct ei_set *s, const char *what, int verbose)
 }
 
 /* Checks after a probed run: handlers saw sane state, nothing missed. */
-static void ei_set_check(struct ei_set *s, int post)
+EI_FN void ei_set_check(struct ei_set *s, int post)
 {
 	UKT_EQ(__atomic_load_n(&ei_bad_ip, __ATOMIC_RELAXED), 0);
 	UKT_EQ(__atomic_load_n(&ei_bad_post, __ATOMIC_RELAXED), 0);
@@ -752,7 +766,7 @@ static void ei_set_check(struct ei_set *s, int post)
 	}
 }
 
-static void ei_set_unregister(struct ei_set *s)
+EI_FN void ei_set_unregister(struct ei_set *s)
 {
 	unregister_kprobes(s->kps, (int)s->n);
 }
