@@ -35,6 +35,14 @@ static struct ukp_thread *block(unsigned i);
 
 static __thread struct ukp_thread *self
 	__attribute__((tls_model("initial-exec")));
+static __thread int attaching __attribute__((tls_model("initial-exec")));
+
+static void *raw_mmap(size_t len)
+{
+	long r = ukp_raw_syscall(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
 
 static void thread_exit(void *arg)
 {
@@ -75,11 +83,19 @@ static struct ukp_thread *block(unsigned i)
 	return c ? &c[i % POOL_CHUNK] : NULL;
 }
 
+/*
+ * Runs in the hit path, before the thread has a block: it calls nothing a
+ * user could have probed until `self` is set (raw system calls only), and
+ * a hit that nests anyway finds `attaching` and runs without handlers.
+ */
 static struct ukp_thread *attach(void)
 {
 	struct ukp_thread *t = NULL;
 	unsigned used = atomic_load(&pool_used);
 
+	if (attaching)
+		return NULL;
+	attaching = 1;
 	/* reuse a block whose thread has exited */
 	for (unsigned i = 0; i < used && !t; i++) {
 		struct ukp_thread *b = block(i);
@@ -90,29 +106,34 @@ static struct ukp_thread *attach(void)
 	}
 	while (!t) {
 		unsigned i = atomic_fetch_add(&pool_used, 1);
-		if (i >= POOL_CHUNK * POOL_CHUNKS)
+		if (i >= POOL_CHUNK * POOL_CHUNKS) {
+			attaching = 0;
 			return NULL;
+		}
 		struct ukp_thread *_Atomic *slot = &pool[i / POOL_CHUNK];
 		if (!atomic_load(slot)) {
-			void *m = mmap(NULL, POOL_CHUNK * sizeof(struct ukp_thread),
-				       PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (m == MAP_FAILED)
+			void *m = raw_mmap(POOL_CHUNK * sizeof(struct ukp_thread));
+			if (m == MAP_FAILED) {
+				attaching = 0;
 				return NULL;
+			}
 			struct ukp_thread *expect = NULL;
 			if (!atomic_compare_exchange_strong(slot, &expect, m))
-				munmap(m, POOL_CHUNK * sizeof(struct ukp_thread));
+				ukp_raw_syscall(SYS_munmap, (long)m,
+						POOL_CHUNK * sizeof(struct ukp_thread), 0, 0, 0, 0);
 		}
 		t = block(i);
 	}
-	t->tid = (pid_t)syscall(SYS_gettid);
+	t->tid = (pid_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	t->nest = 0;
 	t->in_handler = 0;
 	t->cur = NULL;
 	t->in_fault = 0;
 	self = t;
-	/* Glibc keeps the first 32 keys' values inline in the thread
-	 * descriptor, so for an early key this does not allocate. */
+	attaching = 0;
+	/* From here a nested hit finds its block.  Glibc keeps the first 32
+	 * keys' values inline in the thread descriptor, so for an early key
+	 * this does not allocate. */
 	if (exit_key_ok && exit_key < 32)
 		pthread_setspecific(exit_key, t);
 	return t;

@@ -103,6 +103,23 @@ int ukp_arch_emulate_branch(const struct ukp_insn *insn, struct pt_regs *regs);
 /* Provided by generic code: reads code as it was before any probe. */
 void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n);
 
+/* A system call without libc: the hit path must not call functions a
+ * user may have probed (a probe on mmap() hit while attaching a thread
+ * would recurse forever). */
+static inline long ukp_raw_syscall(long nr, long a, long b, long c, long d,
+				   long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* Machine features, probed once. */
 void ukp_arch_init(void);
 
