@@ -72,7 +72,6 @@ struct ukp_site {
 	uint8_t *slot;				/* out-of-line copy, no post */
 	uint8_t *slot_post;			/* with the post trampoline */
 	struct ukp_object *obj;
-	unsigned long obj_base;			/* identity of the object */
 	void (*hook)(void);			/* internal: runs before probes */
 	/* protected by ukp_lock: */
 	bool armed;
@@ -109,7 +108,6 @@ struct ukp_where {
 	unsigned long func_start, func_end;	/* 0 if unknown */
 	char func[128];
 	char object[128];		/* base name; "" for the main executable */
-	unsigned long obj_base;
 	struct ukp_object *obj;
 };
 
@@ -118,7 +116,7 @@ int ukp_sym_where(unsigned long addr, struct ukp_where *w);
 bool ukp_sym_blacklisted(unsigned long addr, const char **why);
 void ukp_sym_init(void);
 /* after a dlclose: is this object still mapped? (under ukp_lock) */
-bool ukp_sym_object_alive(struct ukp_object *obj, unsigned long base);
+bool ukp_sym_object_alive(struct ukp_object *obj);
 void ukp_sym_refresh(void);
 
 /* ------------------------------------------------------------------ */

@@ -281,7 +281,6 @@ static int site_get_locked(unsigned long addr, const struct ukp_where *w,
 		return -ENOMEM;
 	s->addr = addr;
 	s->obj = w->obj;
-	s->obj_base = w->obj_base;
 	uint8_t code[UKP_ARCH_MAX_INSN];
 	size_t avail = w->func_end > addr ? w->func_end - addr : UKP_ARCH_MAX_INSN;
 	if (avail > sizeof(code))
@@ -412,7 +411,7 @@ void ukp_objects_changed(void)
 	ukp_arch_forget_boundaries();	/* new code may come at old addresses */
 	for (struct rec *r = rec_head; r; r = r->next) {
 		struct ukp_site *s = r->site;
-		if (!s->obj || ukp_sym_object_alive(s->obj, s->obj_base))
+		if (!s->obj || ukp_sym_object_alive(s->obj))
 			continue;
 		__atomic_fetch_or(&r->p->flags, KPROBE_FLAG_GONE, __ATOMIC_RELAXED);
 		if (s != last && !atomic_load(&s->dead)) {

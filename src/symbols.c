@@ -331,9 +331,8 @@ void ukp_sym_refresh(void)
 	free(sv.v);
 }
 
-bool ukp_sym_object_alive(struct ukp_object *obj, unsigned long base)
+bool ukp_sym_object_alive(struct ukp_object *obj)
 {
-	(void)base;
 	return obj && obj->alive;
 }
 
@@ -465,7 +464,6 @@ int ukp_sym_where(unsigned long addr, struct ukp_where *w)
 		return -ENOENT;
 	}
 	w->obj = o;
-	w->obj_base = o->bias;
 	snprintf(w->object, sizeof(w->object), "%s", o->is_main ? "" : o->base);
 	const struct sym *s = sym_by_addr_locked(o, addr);
 	if (s) {

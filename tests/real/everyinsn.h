@@ -625,13 +625,15 @@ struct ei_set {
 };
 
 /*
- * One probe per instruction boundary of every function of fns.  by_name:
- * for up to that many boundaries of the first function, use symbol_name
- * (sym_spec, e.g. "libc.so.6:qsort") + offset instead of addr; the
- * symbol must resolve to that function's start.
+ * One probe per instruction boundary of every function of fns (with
+ * stride k > 1: every k-th of each function, and sym_addr).  by_name: for
+ * up to that many boundaries from sym_addr on, in the function holding
+ * it, use symbol_name (sym_spec, e.g. "libc.so.6:qsort") + offset instead
+ * of addr; sym_spec must resolve to sym_addr.
  */
-EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnset fns,
-			 int post, const char *sym_spec, unsigned long sym_addr, int by_name)
+EI_FN void ei_set_build_stride(struct ei_set *s, const struct ei_obj *o,
+				struct ei_fnset fns, int post, const char *sym_spec,
+				unsigned long sym_addr, int by_name, unsigned stride)
 {
 	size_t cap = 1024;
 	memset(s, 0, sizeof(*s));
@@ -645,6 +647,8 @@ EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnse
 		size_t n = ei_sweep(fns.v[i], &ins);
 		s->fn_ninsn[i] = n;
 		for (size_t k = 0; k < n; k++) {
+			if (stride > 1 && k % stride && ins[k].addr != sym_addr)
+				continue;
 			if (s->n == cap) {
 				cap *= 2;
 				s->pr = realloc(s->pr, cap * sizeof(*s->pr));
@@ -657,8 +661,10 @@ EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnse
 			e->kp.pre_handler = ei_pre;
 			if (post)
 				e->kp.post_handler = ei_post;
-			if (i == 0 && sym_spec && (int)k < by_name &&
-			    ins[k].addr >= sym_addr) {
+			if (sym_spec && by_name > 0 && ins[k].addr >= sym_addr &&
+			    sym_addr >= fns.v[i]->start &&
+			    sym_addr < fns.v[i]->start + fns.v[i]->size) {
+				by_name--;
 				e->kp.symbol_name = sym_spec;
 				e->kp.offset = (unsigned)(ins[k].addr - sym_addr);
 			} else {
@@ -673,6 +679,12 @@ EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnse
 	UKT_ASSERT(s->kps && s->snap);
 	for (size_t i = 0; i < s->n; i++)
 		s->kps[i] = &s->pr[i].kp;
+}
+
+EI_FN void ei_set_build(struct ei_set *s, const struct ei_obj *o, struct ei_fnset fns,
+			 int post, const char *sym_spec, unsigned long sym_addr, int by_name)
+{
+	ei_set_build_stride(s, o, fns, post, sym_spec, sym_addr, by_name, 1);
 }
 
 EI_FN void ei_set_register(struct ei_set *s)

@@ -35,9 +35,13 @@
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <wchar.h>
 #include "everyinsn.h"
 
@@ -1130,6 +1134,158 @@ static void wl_malloc(struct ei_sink *s)
 	f_free(NULL);
 }
 
+/* ---- setjmp / longjmp, ucontext: code that moves the stack pointer --------------------- */
+
+static sigjmp_buf sjb;
+
+static __attribute__((noinline)) void jump_from(int depth, int val, int sig)
+{
+	if (depth > 0) {
+		jump_from(depth - 1, val, sig);
+		__asm__ volatile("" ::: "memory");	/* not a tail call */
+		return;
+	}
+	if (sig)
+		siglongjmp(sjb, val);
+	longjmp(*(jmp_buf *)&sjb, val);
+}
+
+static void setjmp_setup(void)
+{
+}
+
+static __attribute__((noinline)) void one_setjmp(struct ei_sink *s, int i)
+{
+	volatile int tries = 0;
+	calls++;
+	int r = setjmp(*(jmp_buf *)&sjb);
+	tries++;
+	ei_put_long(s, r);
+	ei_put_long(s, tries);
+	if (r == 0)
+		jump_from(i % 9, i % 5 == 0 ? 0 : i + 1, 0);
+}
+
+/* with the signal mask saved and restored: rt_sigprocmask syscalls */
+static __attribute__((noinline)) void one_sigsetjmp(struct ei_sink *s, int i)
+{
+	sigset_t set, old;
+	volatile int blocked = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1 + (i & 1));
+	int r = sigsetjmp(sjb, 1);
+	ei_put_long(s, r);
+	if (r == 0) {
+		pthread_sigmask(SIG_BLOCK, &set, &old);
+		blocked = 1;
+		jump_from(i % 4, i + 7, 1);
+	}
+	pthread_sigmask(SIG_BLOCK, NULL, &old);
+	ei_put_long(s, blocked);
+	ei_put_long(s, sigismember(&old, SIGUSR1 + (i & 1)));
+}
+
+static void wl_setjmp(struct ei_sink *s)
+{
+	for (int i = 0; i < 600; i++)
+		one_setjmp(s, i);
+	for (int i = 0; i < 200; i++)
+		one_sigsetjmp(s, i);
+}
+
+static ucontext_t uc_main, uc_co;
+static char co_stack[64 << 10] __attribute__((aligned(16)));
+static volatile long co_val;
+static int (*volatile f_swapcontext)(ucontext_t *, const ucontext_t *);
+
+static void co_fn(int start, int n)
+{
+	for (int i = 0; i < n; i++) {
+		co_val = (long)start * 1000 + i;
+		calls++;
+		f_swapcontext(&uc_co, &uc_main);
+	}
+	co_val = -1;
+	/* returning resumes uc_link */
+}
+
+static void ctx_setup(void)
+{
+	f_swapcontext = (int (*)(ucontext_t *, const ucontext_t *))libc_sym("swapcontext");
+}
+
+static __attribute__((noinline)) void one_context(struct ei_sink *s, int round)
+{
+	UKT_EQ(getcontext(&uc_co), 0);
+	uc_co.uc_stack.ss_sp = co_stack;
+	uc_co.uc_stack.ss_size = sizeof(co_stack);
+	uc_co.uc_link = &uc_main;
+	makecontext(&uc_co, (void (*)(void))co_fn, 2, round, round % 7 + 1);
+	for (;;) {
+		calls++;
+		UKT_EQ(f_swapcontext(&uc_main, &uc_co), 0);
+		ei_put_long(s, co_val);
+		if (co_val < 0)
+			break;
+	}
+}
+
+static void wl_context(struct ei_sink *s)
+{
+	for (int round = 0; round < 20; round++)
+		one_context(s, round);
+}
+
+static int (*volatile f_memcmp)(const void *, const void *, size_t);
+
+static void memcmp_setup(void)
+{
+	f_memcmp = (int (*)(const void *, const void *, size_t))libc_sym("memcmp");
+	mbuf = guarded(MBUF / 4096);
+}
+
+static void wl_memcmp(struct ei_sink *s)
+{
+	unsigned char *a = mbuf, *b = mbuf + MBUF / 2;
+
+	rng_seed(14);
+	for (size_t len = 0; len <= 300; len++)
+		for (int k = 0; k < 6; k++) {
+			size_t oa = rng_below(64), ob = rng_below(64);
+			fill(a + oa, len + 1, (unsigned)len);
+			fill(b + ob, len + 1, (unsigned)len);
+			volatile unsigned char *vb = b + ob;
+			if (k >= 2 && len)
+				vb[rng_below((unsigned)len)] += (unsigned char)(k == 2 ? 1 : 0x80);
+			int r = f_memcmp(a + oa, b + ob, len);
+			calls++;
+			ei_put_long(s, r);
+		}
+	/* ending at a guard page */
+	for (size_t len = 1; len <= 300; len += 3) {
+		unsigned char *pa = mbuf + MBUF / 2 - len, *pb = mbuf + MBUF - len;
+		fill(pa, len, 3);
+		fill(pb, len, 3);
+		int r = f_memcmp(pa, pb, len);
+		calls++;
+		ei_put_long(s, r);
+		pb[len - 1] ^= 0x40;
+		r = f_memcmp(pb, pa, len);
+		calls++;
+		ei_put_long(s, r);
+	}
+	for (size_t i = 0; i < sizeof(big_lens) / sizeof(big_lens[0]); i++) {
+		size_t len = big_lens[i];
+		fill(a + 5, len, 9);
+		fill(b + 13, len, 9);
+		b[13 + len - 1 - (i & 3)] ^= 1;
+		int r = f_memcmp(a + 5, b + 13, len);
+		calls++;
+		ei_put_long(s, r);
+	}
+}
+
 /* ---- the generic case ------------------------------------------------------------ */
 
 struct target {
@@ -1177,15 +1333,25 @@ static void warm_up(void)
 	}								\
 } while (0)
 
-static void run_target(const struct target *t, int post)
+enum mode {
+	M_PRE,		/* pre_handler on every instruction */
+	M_POST,		/* pre_handler and post_handler on every instruction */
+	M_SPARSE,	/* every 4th instruction, pre only, after the optimizer */
+	M_TWO,		/* two probes on every instruction: pre, then pre+post */
+};
+
+static const char *const mode_name[] = { "", " (pre+post)", " (every 4th)", " (two sets)" };
+
+static void run_target(const struct target *t, enum mode mode)
 {
 	static struct ei_sink ref, got;
 	static struct ei_obj libc;
 	struct ei_fnset fns;
-	struct ei_set set;
+	struct ei_set set, set2;
 	unsigned long roots[6], ref_calls;
 	size_t nroots = 0;
 	double t0, t1, t2, t3;
+	int post = mode == M_POST;
 
 	ei_sink_init(&ref, 64UL << 20);
 	ei_sink_init(&got, 64UL << 20);
@@ -1210,7 +1376,10 @@ static void run_target(const struct target *t, int post)
 	for (; nroots < 6 && t->roots[nroots]; nroots++)
 		roots[nroots] = (unsigned long)libc_sym(t->roots[nroots]);
 	ei_closure(&libc, roots, nroots, t->depth, t->deny, &fns);
-	ei_set_build(&set, &libc, fns, post, t->spec, roots[0], 8);
+	ei_set_build_stride(&set, &libc, fns, post, t->spec, roots[0], 8,
+			    mode == M_SPARSE ? 4 : 1);
+	if (mode == M_TWO)
+		ei_set_build(&set2, &libc, fns, 1, NULL, 0, 0);
 	struct ei_probe *entry = ei_set_probe_at(&set, roots[0]);
 	if (!entry)
 		UKT_FAIL("%s at %#lx is not an instruction boundary of %s", t->roots[0],
@@ -1228,30 +1397,80 @@ static void run_target(const struct target *t, int post)
 	STAGE("registering %zu probes", set.n);
 	t2 = ei_now();
 	ei_set_register(&set);
+	if (mode == M_TWO)
+		ei_set_register(&set2);
 	t3 = ei_now();
 	printf("  %s%s: %s is %s+%#lx; %zu functions, %zu probes registered in %.2f s\n",
-	       t->name, post ? " (pre+post)" : "", t->roots[0], fns.v[0]->name,
-	       roots[0] - fns.v[0]->start, fns.n, set.n, t3 - t2);
+	       t->name, mode_name[mode], t->roots[0], fns.v[0]->name,
+	       roots[0] - fns.v[0]->start, fns.n, set.n * (mode == M_TWO ? 2 : 1), t3 - t2);
+	if (mode == M_SPARSE) {
+		size_t opt = 0;
+		wait_for_kprobe_optimizer();
+		for (size_t i = 0; i < set.n; i++)
+			opt += !!(set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED);
+		printf("  %s: %zu of %zu probes optimized\n", t->name, opt, set.n);
+	}
 
 	/* the probed run */
 	STAGE("probed run");
 	ei_set_zero(&set);
+	if (mode == M_TWO)
+		ei_set_zero(&set2);
 	ei_sink_reset(&got);
 	calls = 0;
 	t2 = ei_now();
 	t->run(&got);
 	t3 = ei_now();
 	ei_set_snapshot(&set);
+	if (mode == M_TWO)
+		ei_set_snapshot(&set2);
 	ei_sink_expect_same(&ref, &got, "probed run");
 	UKT_EQ(calls, ref_calls);
 	size_t distinct;
 	unsigned long total = ei_set_total(&set, &distinct);
 	ei_set_report(&set, t->name, verbose());
 	printf("  %s: %lu calls; unprobed %.3f s, probed %.3f s (%.2f us per hit)\n",
-	       t->name, calls, t1 - t0, t3 - t2, total ? (t3 - t2) * 1e6 / total : 0.0);
+	       t->name, calls, t1 - t0, t3 - t2,
+	       total ? (t3 - t2) * 1e6 / total / (mode == M_TWO ? 2 : 1) : 0.0);
 	UKT_EQ(set.snap[entry - set.pr], calls);
 	UKT_ASSERT(total > calls);
 	ei_set_check(&set, post);
+	if (mode == M_TWO) {
+		/* both probes of every address fired, every time */
+		ei_set_check(&set2, 1);
+		for (size_t i = 0; i < set.n; i++)
+			if (set.snap[i] != set2.snap[i])
+				UKT_FAIL("%#lx: first probe %lu hits, second %lu", set.pr[i].addr,
+					 set.snap[i], set2.snap[i]);
+		/* the first set goes; the second one keeps counting alone */
+		ei_set_unregister(&set);
+		ei_set_snapshot(&set);
+		ei_set_zero(&set2);
+		ei_sink_reset(&got);
+		calls = 0;
+		t->run(&got);
+		ei_set_snapshot(&set2);
+		ei_sink_expect_same(&ref, &got, "run with the second set only");
+		ei_set_check(&set2, 1);
+		/* (hits per instruction may differ from the first run: malloc's
+		 * paths depend on the heap the engine's own allocations left) */
+		UKT_EQ(set2.snap[entry - set.pr], calls);
+		for (size_t i = 0; i < set.n; i++) {
+			if (__atomic_load_n(&set.pr[i].hits, __ATOMIC_RELAXED) != set.snap[i])
+				UKT_FAIL("probe at %#lx ran after unregister_kprobes()",
+					 set.pr[i].addr);
+		}
+		ei_set_unregister(&set2);
+		ei_set_snapshot(&set2);
+		ei_sink_reset(&got);
+		t->run(&got);
+		ei_sink_expect_same(&ref, &got, "run after unregister");
+		for (size_t i = 0; i < set2.n; i++)
+			if (__atomic_load_n(&set2.pr[i].hits, __ATOMIC_RELAXED) != set2.snap[i])
+				UKT_FAIL("probe at %#lx ran after unregister_kprobes()",
+					 set2.pr[i].addr);
+		return;
+	}
 
 	/* unregistered: same results, no handler runs */
 	STAGE("unregistering");
@@ -1314,31 +1533,64 @@ static const struct target t_malloc = {
 	malloc_setup, wl_malloc,
 };
 
-UKT_CASE_T(libc_memmove, 120) { run_target(&t_memmove, 0); }
-UKT_CASE_T(libc_memcpy, 120) { run_target(&t_memcpy, 0); }
-UKT_CASE_T(libc_memset, 120) { run_target(&t_memset, 0); }
-UKT_CASE_T(libc_memchr, 120) { run_target(&t_memchr, 0); }
-UKT_CASE_T(libc_strlen, 120) { run_target(&t_strlen, 0); }
-UKT_CASE_T(libc_strchr, 120) { run_target(&t_strchr, 0); }
-UKT_CASE_T(libc_strcmp, 120) { run_target(&t_strcmp, 0); }
-UKT_CASE_T(libc_strstr, 120) { run_target(&t_strstr, 0); }
-UKT_CASE_T(libc_strtod, 120) { run_target(&t_strtod, 0); }
-UKT_CASE_T(libc_strtol, 120) { run_target(&t_strtol, 0); }
-UKT_CASE_T(libc_atoi, 120) { run_target(&t_atoi, 0); }
-UKT_CASE_T(libc_qsort, 120) { run_target(&t_qsort, 0); }
-UKT_CASE_T(libc_bsearch, 120) { run_target(&t_bsearch, 0); }
-UKT_CASE_T(libc_snprintf, 120) { run_target(&t_snprintf, 0); }
-UKT_CASE_T(libc_malloc, 120) { run_target(&t_malloc, 0); }
+static const struct target t_setjmp = {
+	"setjmp", { "_setjmp", "__sigsetjmp", "longjmp", "siglongjmp" }, "libc.so.6:_setjmp", 2,
+	NULL, setjmp_setup, wl_setjmp,
+};
+static const struct target t_context = {
+	"swapcontext", { "swapcontext", "getcontext", "makecontext", "setcontext" },
+	"libc.so.6:swapcontext", 2, NULL, ctx_setup, wl_context,
+};
+static const struct target t_memcmp = {
+	"memcmp", { "memcmp" }, "libc.so.6:memcmp", 1, NULL, memcmp_setup, wl_memcmp,
+};
+
+UKT_CASE_T(libc_memmove, 120) { run_target(&t_memmove, M_PRE); }
+UKT_CASE_T(libc_memcpy, 120) { run_target(&t_memcpy, M_PRE); }
+UKT_CASE_T(libc_memset, 120) { run_target(&t_memset, M_PRE); }
+UKT_CASE_T(libc_memchr, 120) { run_target(&t_memchr, M_PRE); }
+UKT_CASE_T(libc_memcmp, 120) { run_target(&t_memcmp, M_PRE); }
+UKT_CASE_T(libc_strlen, 120) { run_target(&t_strlen, M_PRE); }
+UKT_CASE_T(libc_strchr, 120) { run_target(&t_strchr, M_PRE); }
+UKT_CASE_T(libc_strcmp, 120) { run_target(&t_strcmp, M_PRE); }
+UKT_CASE_T(libc_strstr, 120) { run_target(&t_strstr, M_PRE); }
+UKT_CASE_T(libc_strtod, 120) { run_target(&t_strtod, M_PRE); }
+UKT_CASE_T(libc_strtol, 120) { run_target(&t_strtol, M_PRE); }
+UKT_CASE_T(libc_atoi, 120) { run_target(&t_atoi, M_PRE); }
+UKT_CASE_T(libc_qsort, 120) { run_target(&t_qsort, M_PRE); }
+UKT_CASE_T(libc_bsearch, 120) { run_target(&t_bsearch, M_PRE); }
+UKT_CASE_T(libc_snprintf, 120) { run_target(&t_snprintf, M_PRE); }
+UKT_CASE_T(libc_malloc, 120) { run_target(&t_malloc, M_PRE); }
+UKT_CASE_T(libc_setjmp, 120) { run_target(&t_setjmp, M_PRE); }
+UKT_CASE_T(libc_swapcontext, 120) { run_target(&t_context, M_PRE); }
 
 /* post_handler on every instruction: the other out-of-line path (the copy
  * continues into the post trampoline; ret and indirect branches are
  * emulated) */
-UKT_CASE_T(libc_memmove_post, 120) { run_target(&t_memmove, 1); }
-UKT_CASE_T(libc_strcmp_post, 120) { run_target(&t_strcmp, 1); }
-UKT_CASE_T(libc_strtod_post, 120) { run_target(&t_strtod, 1); }
-UKT_CASE_T(libc_qsort_post, 120) { run_target(&t_qsort, 1); }
-UKT_CASE_T(libc_snprintf_post, 120) { run_target(&t_snprintf, 1); }
-UKT_CASE_T(libc_malloc_post, 120) { run_target(&t_malloc, 1); }
+UKT_CASE_T(libc_memmove_post, 120) { run_target(&t_memmove, M_POST); }
+UKT_CASE_T(libc_memset_post, 120) { run_target(&t_memset, M_POST); }
+UKT_CASE_T(libc_memchr_post, 120) { run_target(&t_memchr, M_POST); }
+UKT_CASE_T(libc_strlen_post, 120) { run_target(&t_strlen, M_POST); }
+UKT_CASE_T(libc_strcmp_post, 120) { run_target(&t_strcmp, M_POST); }
+UKT_CASE_T(libc_strtod_post, 120) { run_target(&t_strtod, M_POST); }
+UKT_CASE_T(libc_qsort_post, 120) { run_target(&t_qsort, M_POST); }
+UKT_CASE_T(libc_bsearch_post, 120) { run_target(&t_bsearch, M_POST); }
+UKT_CASE_T(libc_snprintf_post, 120) { run_target(&t_snprintf, M_POST); }
+UKT_CASE_T(libc_malloc_post, 120) { run_target(&t_malloc, M_POST); }
+UKT_CASE_T(libc_setjmp_post, 120) { run_target(&t_setjmp, M_POST); }
+UKT_CASE_T(libc_swapcontext_post, 120) { run_target(&t_context, M_POST); }
+
+/* every 4th instruction: room for a jump, once the optimizer exists */
+UKT_CASE_T(libc_strtod_sparse, 120) { run_target(&t_strtod, M_SPARSE); }
+UKT_CASE_T(libc_snprintf_sparse, 120) { run_target(&t_snprintf, M_SPARSE); }
+UKT_CASE_T(libc_memmove_sparse, 120) { run_target(&t_memmove, M_SPARSE); }
+
+/* two probes on every address, fired in registration order */
+UKT_CASE_T(libc_strchr_two_sets, 120) { run_target(&t_strchr, M_TWO); }
+UKT_CASE_T(libc_setjmp_two_sets, 120) { run_target(&t_setjmp, M_TWO); }
+/* the second batch registers through the probed malloc: the engine's own
+ * allocations hit the first set's probes */
+UKT_CASE_T(libc_malloc_two_sets, 120) { run_target(&t_malloc, M_TWO); }
 
 /*
  * Engine bug repro (minimal): a thread's first probe hit attaches it
@@ -1379,4 +1631,24 @@ UKT_CASE_T(libc_syscall_probe_first_hit, 30)
 	UKT_EQ(syscall(SYS_getpid), getpid());
 	UKT_EQ(rep_hits, before + 1);
 	unregister_kprobe(&kp);
+}
+
+/*
+ * Engine bug repro: posix_spawn (system, popen) runs its child with every
+ * signal blocked until execve; a probe on execve traps there, the blocked
+ * SIGTRAP is forced with its default action and the child dies of SIGTRAP
+ * instead of running the command.  (The same for any probe hit with
+ * SIGTRAP blocked: see tests/stress/threads.c bug_probe_hit_with_*.)
+ */
+UKT_CASE_T(libc_execve_probe_system_child, 30)
+{
+	struct kprobe kp = { .symbol_name = "libc.so.6:execve", .pre_handler = rep_pre };
+
+	UKT_EQ(register_kprobe(&kp), 0);
+	int st = system("exit 7");
+	unregister_kprobe(&kp);
+	if (WIFSIGNALED(st))
+		UKT_FAIL("system(\"exit 7\"): the child was killed by signal %d", WTERMSIG(st));
+	UKT_ASSERT(WIFEXITED(st));
+	UKT_EQ(WEXITSTATUS(st), 7);
 }
