@@ -462,9 +462,9 @@ static int prepare(struct kprobe *p, struct prep *pr)
 		pr->addr = (unsigned long)p->addr;
 	}
 	pr->addr += p->offset;
+	why = "ukprobes' own code (an out-of-line copy)";
 	if (ukp_slot_owner(pr->addr, NULL, NULL) || ukp_sym_blacklisted(pr->addr, &why)) {
-		ukp_log("kprobe %s: blacklisted (%s)", nm,
-			ukp_slot_owner(pr->addr, NULL, NULL) ? "ukprobes' own code" : why);
+		ukp_log("kprobe %s: blacklisted (%s)", nm, why);
 		return -EINVAL;
 	}
 	if (ukp_sym_where(pr->addr, &pr->w) != 0 && !ukp_text_is_exec(pr->addr)) {
