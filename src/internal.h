@@ -24,6 +24,17 @@ void ukp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * unmapped (so the grace-period scan can always read it).  Only its own
  * thread writes it, except `free`, which the pool reclaims.
  */
+/* A hit that will run post_handlers later: which probes were live when
+ * it trapped (a probe registered or enabled while the instruction runs,
+ * e.g. a blocking system call, must not get a post without its pre). */
+#define UKP_PENDING_PROBES 8
+struct ukp_pending {
+	const struct ukp_site *site;
+	unsigned n;			/* > UKP_PENDING_PROBES: too many, all live */
+	struct kprobe *p[UKP_PENDING_PROBES];
+};
+#define UKP_PENDING_DEPTH 4
+
 struct ukp_thread {
 	_Atomic unsigned long seq;	/* odd while inside the hit path */
 	unsigned nest;			/* hit-path nesting (signals in handlers) */
@@ -35,6 +46,8 @@ struct ukp_thread {
 	struct ukp_jmpbuf *cur_jb;	/* where a handled fault resumes */
 	int in_fault;
 	int abandon;			/* stop running this hit's handlers */
+	unsigned npending;		/* ring of hits awaiting their post */
+	struct ukp_pending pending[UKP_PENDING_DEPTH];
 	int in_hook;
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
@@ -44,6 +57,10 @@ struct ukp_thread *ukp_thread_peek(void);	/* NULL if never attached */
 /* Enter/leave the hit path: readers of sites' probe lists. */
 void ukp_read_lock(struct ukp_thread *t);
 void ukp_read_unlock(struct ukp_thread *t);
+/* A hit with no thread block (nested in the block's own attach): enough
+ * of a reader to count nmissed on the site's list. */
+void ukp_anon_read_lock(void);
+void ukp_anon_read_unlock(void);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
 void ukp_sync_init(void);
@@ -84,6 +101,7 @@ struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
 /* ------------------------------------------------------------------ */
 /* Out-of-line slots (slots.c)                                         */
 
+void ukp_slots_init(void);
 /* Executable memory within +-1 GiB of near.  NULL on failure. */
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 /* Copy code into slot memory (makes it writable for the duration). */
@@ -118,6 +136,9 @@ void ukp_sym_init(void);
 /* after a dlclose: is this object still mapped? (under ukp_lock) */
 bool ukp_sym_object_alive(struct ukp_object *obj);
 void ukp_sym_refresh(void);
+void ukp_sym_fork_prepare(void);
+void ukp_sym_fork_parent(void);
+void ukp_sym_fork_child(void);
 
 /* ------------------------------------------------------------------ */
 /* Signals (trap.c)                                                    */

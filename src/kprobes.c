@@ -359,10 +359,36 @@ static void garbage_free_after_grace(struct garbage *g)
 
 static void dl_hook(void);
 
+/*
+ * fork() while another thread registers: the child would inherit a held
+ * lock and a half-done batch.  Take both locks around fork (lock order:
+ * ukp_lock, then the symbol lock), so the child starts from a quiet
+ * registry.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ukp_lock);
+	ukp_sym_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	ukp_sym_fork_parent();
+	pthread_mutex_unlock(&ukp_lock);
+}
+
+static void fork_child(void)
+{
+	ukp_sym_fork_child();
+	pthread_mutex_init(&ukp_lock, NULL);
+}
+
 static void init_once(void)
 {
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	ukp_arch_init();
 	ukp_sync_init();
+	ukp_slots_init();
 	ukp_text_init();
 	ukp_trap_init();
 	ukp_sym_init();

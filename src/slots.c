@@ -45,6 +45,37 @@ struct chunk {
 
 static struct chunk *_Atomic chunks;
 
+/*
+ * A fork child inherits the slot memory as MAP_SHARED: parent and child
+ * would write their next slots into the same bytes.  In the child, give
+ * every chunk memory of its own (a new memfd with the same contents,
+ * mapped over both views) before fork() returns there.
+ */
+static void fork_child(void)
+{
+	for (struct chunk *c = atomic_load(&chunks); c; c = atomic_load(&c->next)) {
+		int fd = memfd_create("ukprobes-slots", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, CHUNK_SIZE) ||
+		    pwrite(fd, (void *)c->base, CHUNK_SIZE, 0) != (ssize_t)CHUNK_SIZE ||
+		    mmap((void *)c->base, CHUNK_SIZE, PROT_READ | PROT_EXEC,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
+		    mmap(c->rw, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+			/* keep the child safe: no more slots in this chunk */
+			c->used = CHUNK_SIZE;
+			ukp_log("fork child: cannot copy the slot memory at %#lx: %s",
+				c->base, strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+void ukp_slots_init(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
 static unsigned long dist(unsigned long a, unsigned long b)
 {
 	return a > b ? a - b : b - a;

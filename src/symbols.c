@@ -52,8 +52,8 @@ struct ukp_object {
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER; /* objects */
 static struct ukp_object *objects;	/* under sym_lock; never freed */
 static struct range self_range;		/* ukprobes' own object */
-static struct range extra_bl[4];	/* restorer, __errno_location */
-static const char *extra_bl_why[4];
+static struct range extra_bl[16];	/* restorer, __errno_location, exec */
+static const char *extra_bl_why[16];
 static unsigned nextra;
 
 extern char __start_ukp_text[] __attribute__((weak, visibility("hidden")));
@@ -517,6 +517,11 @@ static void blacklist_function(unsigned long a, const char *why)
 	extra_bl[nextra++] = r;
 }
 
+/* fork(): the child must not inherit the lock held by another thread */
+void ukp_sym_fork_prepare(void) { pthread_mutex_lock(&sym_lock); }
+void ukp_sym_fork_parent(void) { pthread_mutex_unlock(&sym_lock); }
+void ukp_sym_fork_child(void) { pthread_mutex_init(&sym_lock, NULL); }
+
 /* Called once, with no lock held. */
 void ukp_sym_init(void)
 {
@@ -538,4 +543,11 @@ void ukp_sym_init(void)
 	/* what the trap path calls outside ukp_text */
 	blacklist_function((unsigned long)dlsym(RTLD_DEFAULT, "__errno_location"),
 			   "called on the trap path");
+	/* glibc's posix_spawn (system, popen) child shares our memory, but
+	 * resets signal handlers to their defaults before it execs: a
+	 * breakpoint there kills the child with SIGTRAP */
+	static const char *const exec_fns[] = { "execve", "execveat", "fexecve" };
+	for (size_t i = 0; i < sizeof(exec_fns) / sizeof(exec_fns[0]); i++)
+		blacklist_function((unsigned long)dlsym(RTLD_DEFAULT, exec_fns[i]),
+				   "runs in posix_spawn children, whose signal handlers are reset");
 }

@@ -168,6 +168,18 @@ void ukp_read_unlock(struct ukp_thread *t)
 	}
 }
 
+static _Atomic long anon_readers;
+
+void ukp_anon_read_lock(void)
+{
+	atomic_fetch_add(&anon_readers, 1);	/* lock xadd: a full barrier */
+}
+
+void ukp_anon_read_unlock(void)
+{
+	atomic_fetch_sub_explicit(&anon_readers, 1, memory_order_release);
+}
+
 void ukp_synchronize(void)
 {
 	struct ukp_thread *me = self;
@@ -193,4 +205,7 @@ void ukp_synchronize(void)
 			}
 		}
 	}
+	/* anonymous readers are brief (a few instructions): wait them out */
+	while (atomic_load(&anon_readers))
+		sched_yield();
 }

@@ -164,14 +164,56 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 	return ret;
 }
 
+/* Remember which probes were live at this hit, for its post dispatch. */
+static void pending_push(struct ukp_thread *t, const struct ukp_site *s,
+			 const struct ukp_plist *l)
+{
+	struct ukp_pending *e = &t->pending[t->npending++ % UKP_PENDING_DEPTH];
+	e->site = s;
+	e->n = 0;
+	for (unsigned i = 0; i < l->n; i++) {
+		if (!probe_live(l->p[i]))
+			continue;
+		if (e->n < UKP_PENDING_PROBES)
+			e->p[e->n] = l->p[i];
+		e->n++;
+	}
+}
+
+/* The most recent pending hit at s, taken off the ring with anything
+ * stacked above it (hits whose post never came: a fault, a longjmp). */
+static bool pending_pop(struct ukp_thread *t, const struct ukp_site *s,
+			struct ukp_pending *out)
+{
+	for (unsigned k = 0; k < UKP_PENDING_DEPTH && t->npending; k++) {
+		struct ukp_pending *e = &t->pending[--t->npending % UKP_PENDING_DEPTH];
+		if (e->site == s) {
+			*out = *e;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool pending_has(const struct ukp_pending *e, const struct kprobe *p)
+{
+	if (e->n > UKP_PENDING_PROBES)
+		return true;
+	for (unsigned i = 0; i < e->n; i++)
+		if (e->p[i] == p)
+			return true;
+	return false;
+}
+
+/* only: the probes live when the hit trapped (NULL: all live ones) */
 static void run_post(struct ukp_thread *t, const struct ukp_plist *l,
-		     struct pt_regs *regs)
+		     struct pt_regs *regs, const struct ukp_pending *only)
 {
 	t->in_handler = 1;
 	t->abandon = 0;
 	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
 		struct kprobe *p = l->p[i];
-		if (p->post_handler && probe_live(p))
+		if (p->post_handler && probe_live(p) && (!only || pending_has(only, p)))
 			call_handler(t, p, regs, false);
 	}
 	t->in_handler = 0;
@@ -192,7 +234,14 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		return false;
 	struct ukp_thread *t = ukp_thread_self();
 	if (!t) {
-		/* no thread block (pool exhausted): run the copy, no handlers */
+		/* No thread block: a hit nested in the block's own attach (a
+		 * signal handler of the program), or the pool is exhausted.
+		 * Like a hit inside a handler: count it missed, run the copy. */
+		ukp_anon_read_lock();
+		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+		if (l && ukp_knob_enabled)
+			count_missed(l);
+		ukp_anon_read_unlock();
 		ukp_arch_uc_set_ip(uc, (unsigned long)s->slot);
 		return true;
 	}
@@ -216,9 +265,10 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		regs.ip = bp;
 		if (!run_pre(t, l, &regs)) {
 			if (l->any_post && s->slot_post) {
+				pending_push(t, s, l);
 				resume = (unsigned long)s->slot_post;
 			} else if (l->any_post && ukp_arch_emulate_branch(&s->insn, &regs) == 0) {
-				run_post(t, l, &regs);
+				run_post(t, l, &regs, NULL);	/* same list */
 				resume = regs.ip;
 			}
 			regs.ip = resume;
@@ -270,14 +320,13 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 
 	if (!t)
 		return;
+	struct ukp_pending hit;
+	if (!pending_pop(t, s, &hit))
+		return;		/* nothing recorded: no pre ran for this hit */
 	ukp_read_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (l && ukp_knob_enabled) {
-		if (t->in_handler)
-			count_missed(l);
-		else
-			run_post(t, l, regs);
-	}
+	if (l && ukp_knob_enabled)
+		run_post(t, l, regs, &hit);
 	ukp_read_unlock(t);
 	errno = saved_errno;
 }
