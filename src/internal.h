@@ -136,6 +136,7 @@ void ukp_sym_init(void);
 /* after a dlclose: is this object still mapped? (under ukp_lock) */
 bool ukp_sym_object_alive(struct ukp_object *obj);
 void ukp_sym_refresh(void);
+void ukp_sym_fork_prepare_dl(void);
 void ukp_sym_fork_prepare(void);
 void ukp_sym_fork_parent(void);
 void ukp_sym_fork_child(void);

@@ -361,12 +361,13 @@ static void dl_hook(void);
 
 /*
  * fork() while another thread registers: the child would inherit a held
- * lock and a half-done batch.  Take both locks around fork (lock order:
- * ukp_lock, then the symbol lock), so the child starts from a quiet
- * registry.
+ * lock and a half-done batch.  Take our locks around fork (order: our
+ * dynamic-linker calls, ukp_lock, the symbol lock), so the child starts
+ * from a quiet registry.
  */
 static void fork_prepare(void)
 {
+	ukp_sym_fork_prepare_dl();	/* first: registration holds it unlocked */
 	pthread_mutex_lock(&ukp_lock);
 	ukp_sym_fork_prepare();
 }

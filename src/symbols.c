@@ -50,6 +50,11 @@ struct ukp_object {
 };
 
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER; /* objects */
+/* Held (read) around our calls into the dynamic linker, and (write) by
+ * fork's prepare handler: a fork while one of our threads is inside
+ * dl_iterate_phdr() would leave the child with the dynamic linker's lock
+ * held by a thread it does not have. */
+static pthread_rwlock_t dl_calls = PTHREAD_RWLOCK_INITIALIZER;
 static struct ukp_object *objects;	/* under sym_lock; never freed */
 static struct range self_range;		/* ukprobes' own object */
 static struct range extra_bl[16];	/* restorer, __errno_location, exec */
@@ -287,10 +292,14 @@ void ukp_sym_refresh(void)
 	unsigned long long g[2] = { 0, 0 };
 	struct snap_vec sv = { 0 };
 
+	pthread_rwlock_rdlock(&dl_calls);
 	dl_iterate_phdr(gen_cb, g);
-	if (g[0] == seen_adds && g[1] == seen_subs)
+	if (g[0] == seen_adds && g[1] == seen_subs) {
+		pthread_rwlock_unlock(&dl_calls);
 		return;
+	}
 	dl_iterate_phdr(snap_cb, &sv);
+	pthread_rwlock_unlock(&dl_calls);
 
 	pthread_mutex_lock(&sym_lock);
 	if (!main_path[0]) {
@@ -397,11 +406,14 @@ static bool object_matches(const struct ukp_object *o, const char *name, size_t 
 /* IFUNC: the implementation the dynamic linker chose, as calls reach it. */
 static unsigned long resolve_ifunc(const char *path, bool is_main, const char *name)
 {
+	void *p = NULL;
+	pthread_rwlock_rdlock(&dl_calls);
 	void *h = dlopen(is_main ? NULL : path, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	void *p = dlsym(h, name);
-	dlclose(h);
+	if (h) {
+		p = dlsym(h, name);
+		dlclose(h);
+	}
+	pthread_rwlock_unlock(&dl_calls);
 	return (unsigned long)p;
 }
 
@@ -518,9 +530,18 @@ static void blacklist_function(unsigned long a, const char *why)
 }
 
 /* fork(): the child must not inherit the lock held by another thread */
+void ukp_sym_fork_prepare_dl(void) { pthread_rwlock_wrlock(&dl_calls); }
 void ukp_sym_fork_prepare(void) { pthread_mutex_lock(&sym_lock); }
-void ukp_sym_fork_parent(void) { pthread_mutex_unlock(&sym_lock); }
-void ukp_sym_fork_child(void) { pthread_mutex_init(&sym_lock, NULL); }
+void ukp_sym_fork_parent(void)
+{
+	pthread_mutex_unlock(&sym_lock);
+	pthread_rwlock_unlock(&dl_calls);
+}
+void ukp_sym_fork_child(void)
+{
+	pthread_mutex_init(&sym_lock, NULL);
+	pthread_rwlock_init(&dl_calls, NULL);
+}
 
 /* Called once, with no lock held. */
 void ukp_sym_init(void)

@@ -145,9 +145,14 @@ static __attribute__((noinline)) int call_handler(struct ukp_thread *t,
 	return r;
 }
 
-/* Returns non-zero when a pre_handler redirected. */
+/*
+ * Returns non-zero when a pre_handler redirected.  With `live`, records
+ * each probe that is live when its turn comes (its pre_handler runs now,
+ * so its post_handler may run later; one enabled by an earlier handler of
+ * this hit is recorded only if its own turn finds it enabled).
+ */
 static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
-		   struct pt_regs *regs)
+		   struct pt_regs *regs, struct ukp_pending *live)
 {
 	int ret = 0;
 
@@ -155,7 +160,14 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 	t->abandon = 0;
 	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
 		struct kprobe *p = l->p[i];
-		if (p->pre_handler && probe_live(p) && call_handler(t, p, regs, true)) {
+		if (!probe_live(p))
+			continue;
+		if (live) {
+			if (live->n < UKP_PENDING_PROBES)
+				live->p[live->n] = p;
+			live->n++;
+		}
+		if (p->pre_handler && call_handler(t, p, regs, true)) {
 			ret = 1;
 			break;
 		}
@@ -165,19 +177,9 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 }
 
 /* Remember which probes were live at this hit, for its post dispatch. */
-static void pending_push(struct ukp_thread *t, const struct ukp_site *s,
-			 const struct ukp_plist *l)
+static void pending_push(struct ukp_thread *t, const struct ukp_pending *live)
 {
-	struct ukp_pending *e = &t->pending[t->npending++ % UKP_PENDING_DEPTH];
-	e->site = s;
-	e->n = 0;
-	for (unsigned i = 0; i < l->n; i++) {
-		if (!probe_live(l->p[i]))
-			continue;
-		if (e->n < UKP_PENDING_PROBES)
-			e->p[e->n] = l->p[i];
-		e->n++;
-	}
+	t->pending[t->npending++ % UKP_PENDING_DEPTH] = *live;
 }
 
 /* The most recent pending hit at s, taken off the ring with anything
@@ -263,12 +265,13 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		struct pt_regs regs;
 		ukp_arch_regs_from_uc(&regs, uc);
 		regs.ip = bp;
-		if (!run_pre(t, l, &regs)) {
+		struct ukp_pending live = { .site = s, .n = 0 };
+		if (!run_pre(t, l, &regs, l->any_post ? &live : NULL)) {
 			if (l->any_post && s->slot_post) {
-				pending_push(t, s, l);
+				pending_push(t, &live);
 				resume = (unsigned long)s->slot_post;
 			} else if (l->any_post && ukp_arch_emulate_branch(&s->insn, &regs) == 0) {
-				run_post(t, l, &regs, NULL);	/* same list */
+				run_post(t, l, &regs, &live);
 				resume = regs.ip;
 			}
 			regs.ip = resume;
