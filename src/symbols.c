@@ -57,8 +57,8 @@ static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER; /* objects */
 static pthread_rwlock_t dl_calls = PTHREAD_RWLOCK_INITIALIZER;
 static struct ukp_object *objects;	/* under sym_lock; never freed */
 static struct range self_range;		/* ukprobes' own object */
-static struct range extra_bl[16];	/* restorer, __errno_location, exec */
-static const char *extra_bl_why[16];
+static struct range extra_bl[24];	/* restorer, __errno_location, exec */
+static const char *extra_bl_why[24];
 static unsigned nextra;
 
 extern char __start_ukp_text[] __attribute__((weak, visibility("hidden")));
@@ -417,7 +417,14 @@ static unsigned long resolve_ifunc(const char *path, bool is_main, const char *n
 	return (unsigned long)p;
 }
 
+static int sym_resolve(const char *spec, unsigned long *addr, bool quiet);
+
 int ukp_sym_resolve(const char *spec, unsigned long *addr)
+{
+	return sym_resolve(spec, addr, false);
+}
+
+static int sym_resolve(const char *spec, unsigned long *addr, bool quiet)
 {
 	const char *colon = strchr(spec, ':');
 	const char *name = colon ? colon + 1 : spec;
@@ -450,11 +457,13 @@ int ukp_sym_resolve(const char *spec, unsigned long *addr)
 	bool ifunc = found && found->type == STT_GNU_IFUNC;
 	pthread_mutex_unlock(&sym_lock);
 	if (!any_object) {
-		ukp_log("symbol '%s': no loaded object '%.*s'", spec, (int)objlen, spec);
+		if (!quiet)
+			ukp_log("symbol '%s': no loaded object '%.*s'", spec, (int)objlen, spec);
 		return -ENOENT;
 	}
 	if (!found) {
-		ukp_log("symbol '%s': not found", spec);
+		if (!quiet)
+			ukp_log("symbol '%s': not found", spec);
 		return -ENOENT;
 	}
 	if (ifunc) {
@@ -564,11 +573,20 @@ void ukp_sym_init(void)
 	/* what the trap path calls outside ukp_text */
 	blacklist_function((unsigned long)dlsym(RTLD_DEFAULT, "__errno_location"),
 			   "called on the trap path");
-	/* glibc's posix_spawn (system, popen) child shares our memory, but
-	 * resets signal handlers to their defaults before it execs: a
-	 * breakpoint there kills the child with SIGTRAP */
-	static const char *const exec_fns[] = { "execve", "execveat", "fexecve" };
-	for (size_t i = 0; i < sizeof(exec_fns) / sizeof(exec_fns[0]); i++)
-		blacklist_function((unsigned long)dlsym(RTLD_DEFAULT, exec_fns[i]),
-				   "runs in posix_spawn children, whose signal handlers are reset");
+	/* glibc's posix_spawn (system, popen) child runs in our memory with
+	 * every signal blocked and then every handler reset to the default:
+	 * a breakpoint in what it runs kills the child with SIGTRAP.  (Its
+	 * internal functions are found where libc6-dbg's symbols are.) */
+	static const char *const spawn_fns[] = {
+		"libc.so.6:__spawni_child", "libc.so.6:__libc_sigaction",
+		"libc.so.6:sigprocmask", "libc.so.6:pthread_sigmask",
+		"libc.so.6:dup2", "libc.so.6:execve", "libc.so.6:execveat",
+		"libc.so.6:fexecve",
+	};
+	for (size_t i = 0; i < sizeof(spawn_fns) / sizeof(spawn_fns[0]); i++) {
+		unsigned long a;
+		if (sym_resolve(spawn_fns[i], &a, true) == 0)
+			blacklist_function(a, "runs in posix_spawn children with signals "
+					      "blocked or handlers reset");
+	}
 }
