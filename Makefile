@@ -90,7 +90,7 @@ $(B)/tests/unit-%: tests/unit/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h
 	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm
 
 define user_test_rule
-$(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) tests/ukt.h
+$(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) tests/ukt.h $(wildcard tests/*/*.h tests/*/*.inc)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(USER_CFLAGS) -Itests -rdynamic -o $$@ $$< $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
 endef

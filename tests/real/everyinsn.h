@@ -644,6 +644,14 @@ EI_FN void ei_set_build_stride(struct ei_set *s, const struct ei_obj *o,
 	UKT_ASSERT(s->pr && s->fn_ninsn);
 	for (size_t i = 0; i < fns.n; i++) {
 		struct ei_insn *ins;
+		/* a callee the engine refuses as a whole (its blacklist:
+		 * functions glibc's posix_spawn child runs) stays unprobed */
+		struct kprobe probe_fn = { .addr = (kprobe_opcode_t *)fns.v[i]->start };
+		if (register_kprobe(&probe_fn) == -EINVAL) {
+			printf("  %s: refused by the blacklist, left unprobed\n", fns.v[i]->name);
+			continue;
+		}
+		unregister_kprobe(&probe_fn);
 		size_t n = ei_sweep(fns.v[i], &ins);
 		s->fn_ninsn[i] = n;
 		for (size_t k = 0; k < n; k++) {
