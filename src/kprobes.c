@@ -457,6 +457,8 @@ struct prep {
 	struct ukp_where w;
 };
 
+/* Only on the error paths: formatting per probe made registering probes
+ * on snprintf's own code slow (each registration hit them). */
 static const char *probe_name(const struct kprobe *p, char *buf, size_t n)
 {
 	if (p->symbol_name)
@@ -475,9 +477,8 @@ static int prepare(struct kprobe *p, struct prep *pr)
 
 	if (!p)
 		return -EINVAL;
-	probe_name(p, nm, sizeof(nm));
 	if ((p->addr && p->symbol_name) || (!p->addr && !p->symbol_name)) {
-		ukp_log("kprobe %s: set exactly one of addr and symbol_name", nm);
+		ukp_log("kprobe %s: set exactly one of addr and symbol_name", probe_name(p, nm, sizeof(nm)));
 		return -EINVAL;
 	}
 	if (p->symbol_name) {
@@ -491,11 +492,11 @@ static int prepare(struct kprobe *p, struct prep *pr)
 	pr->addr += p->offset;
 	why = "ukprobes' own code (an out-of-line copy)";
 	if (ukp_slot_owner(pr->addr, NULL, NULL) || ukp_sym_blacklisted(pr->addr, &why)) {
-		ukp_log("kprobe %s: blacklisted (%s)", nm, why);
+		ukp_log("kprobe %s: blacklisted (%s)", probe_name(p, nm, sizeof(nm)), why);
 		return -EINVAL;
 	}
 	if (ukp_sym_where(pr->addr, &pr->w) != 0 && !ukp_text_is_exec(pr->addr)) {
-		ukp_log("kprobe %s: %#lx is not in executable code", nm, pr->addr);
+		ukp_log("kprobe %s: %#lx is not in executable code", probe_name(p, nm, sizeof(nm)), pr->addr);
 		return -EINVAL;
 	}
 	return 0;
@@ -507,21 +508,20 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 	char nm[200];
 	int err;
 
-	probe_name(p, nm, sizeof(nm));
 	if (rec_of_locked(p)) {
-		ukp_log("kprobe %s: already registered", nm);
+		ukp_log("kprobe %s: already registered", probe_name(p, nm, sizeof(nm)));
 		return -EINVAL;
 	}
 	if (pr->w.func_end > pr->w.func_start &&
 	    ukp_arch_check_boundary(pr->w.func_start, pr->w.func_end, pr->addr)) {
-		ukp_log("kprobe %s: %s+0x%lx is not an instruction boundary", nm,
+		ukp_log("kprobe %s: %s+0x%lx is not an instruction boundary", probe_name(p, nm, sizeof(nm)),
 			pr->w.func, pr->addr - pr->w.func_start);
 		return -EILSEQ;
 	}
 	struct ukp_site *s;
 	err = site_get_locked(pr->addr, &pr->w, &s);
 	if (err) {
-		ukp_log("kprobe %s: cannot prepare the instruction at %#lx: %s", nm,
+		ukp_log("kprobe %s: cannot prepare the instruction at %#lx: %s", probe_name(p, nm, sizeof(nm)),
 			pr->addr, strerror(-err));
 		return err;
 	}
@@ -531,8 +531,9 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 	r->p = p;
 	r->site = s;
 	r->kind = kind;
-	snprintf(r->func, sizeof(r->func), "%s", pr->w.func);
-	snprintf(r->object, sizeof(r->object), "%s", pr->w.object);
+	/* no formatting here: a user may have probed snprintf itself */
+	memcpy(r->func, pr->w.func, sizeof(r->func));
+	memcpy(r->object, pr->w.object, sizeof(r->object));
 	r->off = pr->w.func_start ? pr->addr - pr->w.func_start : 0;
 	*out = r;
 	return 0;

@@ -475,6 +475,16 @@ static int sym_resolve(const char *spec, unsigned long *addr, bool quiet)
 	return 0;
 }
 
+/* A bounded copy that calls nothing: registration runs it per probe, and
+ * a user may have probed the C library's string functions. */
+static void copy_name(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 1 < n && src[i]; i++)
+		dst[i] = src[i];
+	dst[i] = 0;
+}
+
 int ukp_sym_where(unsigned long addr, struct ukp_where *w)
 {
 	memset(w, 0, sizeof(*w));
@@ -485,12 +495,12 @@ int ukp_sym_where(unsigned long addr, struct ukp_where *w)
 		return -ENOENT;
 	}
 	w->obj = o;
-	snprintf(w->object, sizeof(w->object), "%s", o->is_main ? "" : o->base);
+	copy_name(w->object, o->is_main ? "" : o->base, sizeof(w->object));
 	const struct sym *s = sym_by_addr_locked(o, addr);
 	if (s) {
 		w->func_start = s->addr;
 		w->func_end = s->addr + s->size;
-		snprintf(w->func, sizeof(w->func), "%s", s->name);
+		copy_name(w->func, s->name, sizeof(w->func));
 	}
 	pthread_mutex_unlock(&sym_lock);
 	return 0;
