@@ -417,6 +417,16 @@ static unsigned long resolve_ifunc(const char *path, bool is_main, const char *n
 	return (unsigned long)p;
 }
 
+/* A bounded copy that calls nothing: registration runs it per probe, and
+ * a user may have probed the C library's string functions. */
+static void copy_name(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 1 < n && src[i]; i++)
+		dst[i] = src[i];
+	dst[i] = 0;
+}
+
 static int sym_resolve(const char *spec, unsigned long *addr, bool quiet);
 
 int ukp_sym_resolve(const char *spec, unsigned long *addr)
@@ -448,7 +458,7 @@ static int sym_resolve(const char *spec, unsigned long *addr, bool quiet)
 			/* pass 0: global/weak only, pass 1: locals too */
 			if (s && (pass == 1 || s->bind != STB_LOCAL)) {
 				found = s;
-				snprintf(path, sizeof(path), "%s", o->path);
+				copy_name(path, o->path, sizeof(path));
 				is_main = o->is_main;
 			}
 		}
@@ -473,16 +483,6 @@ static int sym_resolve(const char *spec, unsigned long *addr, bool quiet)
 	}
 	*addr = a;
 	return 0;
-}
-
-/* A bounded copy that calls nothing: registration runs it per probe, and
- * a user may have probed the C library's string functions. */
-static void copy_name(char *dst, const char *src, size_t n)
-{
-	size_t i = 0;
-	for (; i + 1 < n && src[i]; i++)
-		dst[i] = src[i];
-	dst[i] = 0;
 }
 
 int ukp_sym_where(unsigned long addr, struct ukp_where *w)
