@@ -121,7 +121,7 @@ $(B)/examples/%.so: examples/preload/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..'
 
-tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS)
+tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)
 bench-bins: $(BENCH_BINS)
 examples: $(EX_BINS) $(EX_PRELOAD)
