@@ -44,11 +44,15 @@ BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 EX_SRCS   := $(wildcard examples/*.c)
 EX_BINS   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRCS))
 EX_PRELOAD := $(patsubst examples/preload/%.c,$(B)/examples/%.so,$(wildcard examples/preload/*.c))
+# tools/<name>.c -> build/tools/<name>: developer tools that reach the
+# engine's internals, so they link the static library
+TOOL_SRCS := $(wildcard tools/*.c)
+TOOL_BINS := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 
 USER_CFLAGS := $(BASE_CFLAGS) -O2 -g -pthread
 USER_LINK   := -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread -lm
 
-.PHONY: sanitize all lib tests progs bench-bins examples test demo bench install clean deps
+.PHONY: sanitize all lib tests progs bench-bins examples test demo bench install clean deps tools coverage
 
 all: lib
 
@@ -113,6 +117,10 @@ $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 
+$(B)/tools/%: tools/%.c $(AR_LIB) $(wildcard tests/*/*.h) tests/ukt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(AR_LIB) $(LIB_LDLIBS) -lm
+
 $(B)/examples/%: examples/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LINK)
@@ -123,7 +131,8 @@ $(B)/examples/%.so: examples/preload/%.c $(SO)
 
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)
-bench-bins: $(BENCH_BINS)
+bench-bins: $(BENCH_BINS) $(TOOL_BINS)
+tools: $(TOOL_BINS)
 examples: $(EX_BINS) $(EX_PRELOAD)
 
 test: deps
@@ -137,6 +146,13 @@ demo: deps
 bench: deps
 	$(MAKE) bench-bins
 	scripts/bench $(B)
+	scripts/coverage $(B)
+
+# share of function entries and instruction boundaries that can be
+# jump-optimised in real libraries, with the count per refusal reason
+coverage: deps
+	$(MAKE) tools
+	scripts/coverage $(B)
 
 # The library under UBSan (every undefined behaviour fatal), with the API
 # tests.  ASan does not apply: it cannot follow stacks abandoned by the

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +50,8 @@ struct ukp_thread {
 	unsigned npending;		/* ring of hits awaiting their post */
 	struct ukp_pending pending[UKP_PENDING_DEPTH];
 	int in_hook;
+	const struct ukp_site *in_post;	/* post dispatch of this site running */
+	int internal;			/* ukprobes' own thread: no handlers */
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
 
@@ -94,6 +97,14 @@ struct ukp_site {
 	bool armed;
 	_Atomic bool dead;
 	uint8_t orig;
+	/* jump optimisation (optimize.c), under ukp_lock */
+	struct ukp_opt *opt;			/* analysis and detour, built once */
+	bool optimized;				/* the jump is written */
+	bool queued;
+	unsigned gen;				/* bumped by every unoptimisation */
+	/* where a trap here resumes instead of the slot: the detour's copy
+	 * of the whole region (read by the hit path) */
+	_Atomic(uint8_t *) resume;
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
@@ -109,6 +120,19 @@ int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix);
 /* Which site does this slot address belong to?  fault path only */
 struct ukp_site *ukp_slot_owner(unsigned long ip, int *sp_fix, bool *post);
+/* A detour: map (kept, not copied) says where each byte came from. */
+int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
+			  struct ukp_site *site, const struct ukp_copy_map *map,
+			  unsigned entry);
+/* An address inside a slot or detour, mapped back to the code it copies. */
+struct ukp_slot_hit {
+	struct ukp_site *site;
+	unsigned long orig_ip;	/* the original instruction it stands for */
+	unsigned long retry_ip;	/* where that instruction's copy starts */
+	int sp_fix;		/* stack adjustment back to the original state */
+	bool post, detour;
+};
+bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h);
 
 /* ------------------------------------------------------------------ */
 /* Code patching (text.c)                                              */
@@ -130,6 +154,8 @@ struct ukp_where {
 };
 
 int ukp_sym_resolve(const char *spec, unsigned long *addr);
+/* The object's code as the analysis needs it (funcs: malloc'd, by address) */
+int ukp_sym_object_desc(struct ukp_object *o, struct ukp_objdesc *d);
 int ukp_sym_where(unsigned long addr, struct ukp_where *w);
 bool ukp_sym_blacklisted(unsigned long addr, const char **why);
 void ukp_sym_init(void);
@@ -148,6 +174,49 @@ void ukp_trap_init(void);
 void ukp_trap_ensure(void);
 void ukp_post_dispatch(void *cont, struct pt_regs *regs);
 extern int ukp_knob_enabled;
+
+/* ------------------------------------------------------------------ */
+/* Jump optimisation (optimize.c)                                      */
+
+/*
+ * Could a probe at addr be jump-optimised?  Runs the same safety checks
+ * as the optimizer.  0, or a negative errno with the refusal in why:
+ * "<reason>" or "<reason>: <details>", the reason one of
+ *   "not in a known function", "region crosses the function's end",
+ *   "call inside the region", "unrelocatable instruction",
+ *   "jump into the region", "indirect jump in the function",
+ *   "landing pad inside the region", "undecodable function",
+ *   "blacklisted".
+ * For tools (coverage report) and tests that link the static library.
+ */
+int ukp_opt_check(unsigned long addr, char *why, size_t n);
+
+/*
+ * The registry's side (all under ukp_lock).  Before a site's probes,
+ * arming or neighbours change, the sites whose jump covers an address are
+ * collected and unoptimised together (two serialisations per batch);
+ * afterwards ukp_opt_update_locked queues whatever may be optimised now.
+ */
+struct ukp_unopt { struct ukp_site **v; size_t n, cap; };
+void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr);
+void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s);
+void ukp_opt_unoptimize_locked(struct ukp_unopt *u);
+void ukp_opt_update_locked(unsigned long addr);
+void ukp_opt_start(void);		/* the optimizer thread, if work waits */
+/* Hit path (trap.c): an optimised probe's trampoline calls this with
+ * the probe point's registers; non-zero: a pre_handler redirected. */
+int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs);
+/* SIGTRAP from the optimizer asking where this thread is. */
+bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
+void ukp_opt_objects_changed(void);
+/* kprobes.c: every registered site (under ukp_lock) */
+void ukp_each_site_locked(void (*fn)(struct ukp_site *, void *), void *arg);
+/* kprobes.c: bytes [addr, addr+len) may differ from the original code */
+void ukp_mark_patched_locked(unsigned long addr, unsigned len);
+
+void ukp_opt_init(void);
+/* Is the site's code replaced by a jump over byte addr? (read_text) */
+bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b);
 
 /* ------------------------------------------------------------------ */
 /* Registry lock: protects every registration record and site state.   */

@@ -155,6 +155,16 @@ static void map_del(struct map *m, unsigned long key)
 
 static struct map sites;	/* addr -> struct ukp_site */
 static struct map recs;		/* struct kprobe * -> struct rec */
+static struct map patched;	/* 64-byte blocks we ever wrote code in */
+
+#define BLOCK(a) (((a) >> 6) + 1)	/* keys are never 0 */
+
+void ukp_mark_patched_locked(unsigned long addr, unsigned len)
+{
+	for (unsigned long b = BLOCK(addr); b <= BLOCK(addr + len - 1); b++)
+		if (!map_get(&patched, b))
+			map_put(&patched, b, (void *)1, false);
+}
 
 struct ukp_site *ukp_site_lookup(unsigned long addr)
 {
@@ -191,10 +201,18 @@ void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n)
 			if (ukp_copy_nofault(buf + i, (const void *)(addr + i), 1))
 				buf[i] = 0;
 	}
+	/* only blocks we ever patched need a look per byte */
 	for (size_t i = 0; i < n; i++) {
-		struct ukp_site *s = ukp_site_lookup(addr + i);
+		unsigned long a = addr + i;
+		if (!map_get(&patched, BLOCK(a))) {
+			i += 63 - (a & 63);	/* on to the next block */
+			continue;
+		}
+		struct ukp_site *s = ukp_site_lookup(a);
 		if (s && s->armed)
 			buf[i] = s->orig;
+		else
+			ukp_opt_orig_byte(a, &buf[i]);
 	}
 }
 
@@ -238,6 +256,8 @@ static int site_update_locked(struct ukp_site *s, struct pokes *pk)
 	int err = pokes_add(pk, s->addr, want ? UKP_ARCH_BREAKPOINT : s->orig);
 	if (!err)
 		s->armed = want;
+	if (want)
+		ukp_mark_patched_locked(s->addr, 1);
 	return err;
 }
 
@@ -393,6 +413,7 @@ static void init_once(void)
 	ukp_text_init();
 	ukp_trap_init();
 	ukp_sym_init();
+	ukp_opt_init();
 
 	/* Watch the dynamic linker's r_brk (what debuggers watch) so probes
 	 * in an unloaded object become gone before dlclose returns. */
@@ -442,12 +463,16 @@ void ukp_objects_changed(void)
 			continue;
 		__atomic_fetch_or(&r->p->flags, KPROBE_FLAG_GONE, __ATOMIC_RELAXED);
 		if (s != last && !atomic_load(&s->dead)) {
-			/* its int3 went with the mapping; forget it */
+			/* its int3 (or jump) went with the mapping; forget it */
 			atomic_store(&s->dead, true);
 			s->armed = false;
+			s->optimized = false;
+			atomic_store(&s->resume, NULL);
+			__atomic_fetch_and(&r->p->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
 		}
 		last = s;
 	}
+	ukp_opt_objects_changed();
 }
 
 /* ---- registration ----------------------------------------------------------- */
@@ -539,6 +564,13 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 	return 0;
 }
 
+void ukp_each_site_locked(void (*fn)(struct ukp_site *, void *), void *arg)
+{
+	for (struct rec *r = rec_head; r; r = r->next)
+		if (!r->prev || r->prev->site != r->site)
+			fn(r->site, arg);
+}
+
 static void rec_link_locked(struct rec *r)
 {
 	r->prev = rec_tail;
@@ -606,7 +638,12 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 		free(rs);
 		return err;
 	}
-	/* 3. publish: probe lists, then arm in one batch */
+	/* 3. jumps over these addresses go first (int3-first, batched) */
+	struct ukp_unopt u = { 0 };
+	for (i = 0; i < num; i++)
+		ukp_opt_collect_locked(&u, pr[i].addr);
+	ukp_opt_unoptimize_locked(&u);
+	/* 4. publish: probe lists, then arm in one batch */
 	for (i = 0; i < num; i++) {
 		struct rec *r = rs[i];
 		struct kprobe *p = kps[i];
@@ -633,7 +670,11 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 	}
 	int published = i;
 	int perr = ukp_text_poke_batch(pk.v, pk.n);
+	/* 5. queue what may be optimised now */
+	for (i = 0; i < published; i++)
+		ukp_opt_update_locked(pr[i].addr);
 	pthread_mutex_unlock(&ukp_lock);
+	ukp_opt_start();
 	free(pk.v);
 	free(pr);
 	free(rs);
@@ -659,7 +700,15 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 		return;
 	}
 	pthread_mutex_lock(&ukp_lock);
+	struct ukp_unopt u = { 0 };
+	for (int i = 0; i < num; i++) {
+		struct rec *r = kps[i] ? rec_of_locked(kps[i]) : NULL;
+		if (r)
+			ukp_opt_collect_locked(&u, r->site->addr);
+	}
+	ukp_opt_unoptimize_locked(&u);
 	/* 1. unlink: new lists without the probes; disarm sites left empty */
+	unsigned long *addrs = calloc(num, sizeof(*addrs));
 	for (int i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
 		struct rec *r = p ? rec_of_locked(p) : NULL;
@@ -669,6 +718,8 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 			continue;
 		}
 		struct ukp_site *s = r->site;
+		if (addrs)
+			addrs[i] = s->addr;
 		struct ukp_plist *old = atomic_load(&s->probes);
 		struct ukp_plist *l = plist_with(old, NULL, p);
 		if (l && !l->n) {
@@ -681,9 +732,15 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 		rec_unlink_locked(r);
 		garbage_add(&g, r);
 		p->__ukp_priv[0] = NULL;
+		__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
 	}
 	ukp_text_poke_batch(pk.v, pk.n);
+	for (int i = 0; addrs && i < num; i++)
+		if (addrs[i])
+			ukp_opt_update_locked(addrs[i]);
 	pthread_mutex_unlock(&ukp_lock);
+	ukp_opt_start();
+	free(addrs);
 	free(pk.v);
 	/* 2. wait once for every thread to leave; 3. free */
 	garbage_free_after_grace(&g);
@@ -723,6 +780,9 @@ static int set_disabled(struct kprobe *p, bool disabled)
 	} else if (!disabled && (p->flags & KPROBE_FLAG_GONE)) {
 		err = -EINVAL;	/* its code is gone */
 	} else {
+		struct ukp_unopt u = { 0 };
+		ukp_opt_collect_locked(&u, r->site->addr);
+		ukp_opt_unoptimize_locked(&u);
 		if (disabled)
 			__atomic_fetch_or(&p->flags, KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
 		else
@@ -730,8 +790,10 @@ static int set_disabled(struct kprobe *p, bool disabled)
 		err = site_update_locked(r->site, &pk);
 		if (!err)
 			err = ukp_text_poke_batch(pk.v, pk.n);
+		ukp_opt_update_locked(r->site->addr);
 	}
 	pthread_mutex_unlock(&ukp_lock);
+	ukp_opt_start();
 	free(pk.v);
 	return err;
 }
@@ -746,12 +808,20 @@ int kprobes_set_enabled(int on)
 
 	ukp_init_once();
 	pthread_mutex_lock(&ukp_lock);
+	struct ukp_unopt u = { 0 };
+	if (!on)
+		for (struct rec *r = rec_head; r; r = r->next)
+			ukp_opt_collect_site_locked(&u, r->site);
+	ukp_opt_unoptimize_locked(&u);
 	ukp_knob_enabled = !!on;
 	for (struct rec *r = rec_head; r && !err; r = r->next)
 		err = site_update_locked(r->site, &pk);
 	if (!err)
 		err = ukp_text_poke_batch(pk.v, pk.n);
+	for (struct rec *r = rec_head; on && r; r = r->next)
+		ukp_opt_update_locked(r->site->addr);
 	pthread_mutex_unlock(&ukp_lock);
+	ukp_opt_start();
 	free(pk.v);
 	return err;
 }

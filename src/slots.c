@@ -32,6 +32,8 @@ struct slot_meta {
 	struct ukp_site *site;
 	int8_t *sp_fix;		/* NULL when all zero */
 	bool post;
+	const struct ukp_copy_map *map;	/* detours: where each byte came from */
+	unsigned entry;			/* detours: where the jump lands */
 };
 
 struct chunk {
@@ -227,6 +229,73 @@ int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 	};
 	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
 	return 0;
+}
+
+int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
+			  struct ukp_site *site, const struct ukp_copy_map *map,
+			  unsigned entry)
+{
+	struct chunk *c = chunk_of((unsigned long)slot);
+	if (!c)
+		return -EINVAL;
+	memcpy(c->rw + ((unsigned long)slot - c->base), code, len);
+	unsigned n = atomic_load(&c->nmeta);
+	c->meta[n] = (struct slot_meta){
+		.off = (uint32_t)((unsigned long)slot - c->base),
+		.len = (uint32_t)len, .site = site, .map = map, .entry = entry,
+	};
+	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
+	return 0;
+}
+
+static const struct slot_meta *meta_of(unsigned long ip, struct chunk **cp)
+{
+	struct chunk *c = chunk_of(ip);
+	if (!c)
+		return NULL;
+	unsigned long off = ip - c->base;
+	unsigned n = atomic_load_explicit(&c->nmeta, memory_order_acquire);
+	unsigned lo = 0, hi = n;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (c->meta[mid].off + c->meta[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n || off < c->meta[lo].off)
+		return NULL;
+	*cp = c;
+	return &c->meta[lo];
+}
+
+bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
+{
+	struct chunk *c;
+	const struct slot_meta *m = meta_of(ip, &c);
+	if (!m)
+		return false;
+	unsigned long base = c->base + m->off, o = ip - base;
+	h->site = m->site;
+	h->post = m->post;
+	h->detour = m->map != NULL;
+	if (m->map) {
+		const struct ukp_copy_map *map = m->map;
+		unsigned k = o < sizeof(map->idx) ? map->idx[o] : 0;
+		h->sp_fix = o < sizeof(map->sp_fix) ? map->sp_fix[o] : 0;
+		if (k == 0xff) {
+			h->orig_ip = m->site->addr;
+			h->retry_ip = base + m->entry;
+		} else {
+			h->orig_ip = m->site->addr + map->orig_off[k];
+			h->retry_ip = base + map->copy_off[k];
+		}
+	} else {
+		h->sp_fix = m->sp_fix ? m->sp_fix[o] : 0;
+		h->orig_ip = m->site->addr;
+		h->retry_ip = base;
+	}
+	return true;
 }
 
 struct ukp_site *ukp_slot_owner(unsigned long ip, int *sp_fix, bool *post)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parts of the contract that arrive in later issues: kretprobes, jprobes,
- * jump optimisation and ftrace.  They return -EOPNOTSUPP (or the neutral
+ * and ftrace.  They return -EOPNOTSUPP (or the neutral
  * value) so that callers need no #ifdef.
  */
 #include "internal.h"
@@ -29,11 +29,6 @@ int disable_jprobe(struct jprobe *jp) { (void)jp; return -EOPNOTSUPP; }
 int enable_jprobe(struct jprobe *jp) { (void)jp; return -EOPNOTSUPP; }
 void jprobe_return(void) { }
 
-/* No optimizer yet: nothing is ever queued. */
-void wait_for_kprobe_optimizer(void) { }
-static int optimization = 1;
-int kprobes_set_optimization(int on) { optimization = !!on; return 0; }
-int kprobes_get_optimization(void) { return optimization; }
 
 int register_ftrace_function(struct ftrace_ops *ops) { (void)ops; return -EOPNOTSUPP; }
 int unregister_ftrace_function(struct ftrace_ops *ops) { (void)ops; return -EOPNOTSUPP; }

@@ -40,6 +40,7 @@ struct ukp_object {
 	const char *base;		/* base name; "" for the main executable */
 	unsigned long bias;		/* l_addr */
 	struct range exec;		/* union of PF_X segments */
+	unsigned long eh_hdr;		/* PT_GNU_EH_FRAME, or 0 */
 	bool is_main, alive, loaded;
 	struct sym *syms;		/* FUNC/IFUNC, by address */
 	struct sym **byname;		/* same, by name */
@@ -236,7 +237,7 @@ static void load_object_locked(struct ukp_object *o)
 
 /* ---- the list of objects --------------------------------------------- */
 
-struct snap { char path[PATH_MAX]; unsigned long bias; struct range exec; bool is_main; };
+struct snap { char path[PATH_MAX]; unsigned long bias, eh_hdr; struct range exec; bool is_main; };
 struct snap_vec { struct snap *v; size_t n, cap; };
 
 static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -253,6 +254,8 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	snprintf(s.path, sizeof(s.path), "%s", s.is_main ? "" : info->dlpi_name);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_GNU_EH_FRAME)
+			s.eh_hdr = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		unsigned long lo = info->dlpi_addr + ph->p_vaddr;
@@ -326,6 +329,7 @@ void ukp_sym_refresh(void)
 			o->base = b ? b + 1 : o->path;
 			o->bias = sv.v[i].bias;
 			o->exec = sv.v[i].exec;
+			o->eh_hdr = sv.v[i].eh_hdr;
 			/* append: load order decides "func" lookups */
 			struct ukp_object **pp = &objects;
 			while (*pp)
@@ -504,6 +508,29 @@ int ukp_sym_where(unsigned long addr, struct ukp_where *w)
 	}
 	pthread_mutex_unlock(&sym_lock);
 	return 0;
+}
+
+int ukp_sym_object_desc(struct ukp_object *o, struct ukp_objdesc *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (!o)
+		return -ENOENT;
+	pthread_mutex_lock(&sym_lock);
+	load_object_locked(o);
+	d->key = o;
+	d->exec_lo = o->exec.lo;
+	d->exec_hi = o->exec.hi;
+	d->eh_hdr = o->eh_hdr;
+	d->funcs = malloc((o->nsyms + 1) * sizeof(*d->funcs));
+	for (size_t i = 0; d->funcs && i < o->nsyms; i++) {
+		const struct sym *s = &o->syms[i];
+		if (!s->size || (d->nfuncs && d->funcs[d->nfuncs - 1].lo == s->addr &&
+				 d->funcs[d->nfuncs - 1].hi == s->addr + s->size))
+			continue;	/* aliases once */
+		d->funcs[d->nfuncs++] = (struct ukp_range){ s->addr, s->addr + s->size };
+	}
+	pthread_mutex_unlock(&sym_lock);
+	return d->funcs ? 0 : -ENOMEM;
 }
 
 bool ukp_sym_blacklisted(unsigned long a, const char **why)

@@ -244,19 +244,24 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		if (l && ukp_knob_enabled)
 			count_missed(l);
 		ukp_anon_read_unlock();
-		ukp_arch_uc_set_ip(uc, (unsigned long)s->slot);
+		uint8_t *r = atomic_load_explicit(&s->resume, memory_order_acquire);
+		ukp_arch_uc_set_ip(uc, (unsigned long)(r ? r : s->slot));
 		return true;
 	}
 	int saved_errno = errno;
-	unsigned long resume = (unsigned long)s->slot;
 	ukp_read_lock(t);
+	/* a site being optimised resumes in its detour's copy of the whole
+	 * region, so no thread enters the bytes the jump will cover */
+	uint8_t *r = atomic_load_explicit(&s->resume, memory_order_acquire);
+	unsigned long resume = (unsigned long)(r ? r : s->slot);
 	if (s->hook && !t->in_hook) {
 		t->in_hook = 1;
 		s->hook();
 		t->in_hook = 0;
 	}
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (!l || !l->n || !ukp_knob_enabled) {
+	if (!l || !l->n || !ukp_knob_enabled || t->internal) {
+		/* ukprobes' own threads (the optimizer) are not the program */
 		ukp_arch_uc_set_ip(uc, resume);
 	} else if (t->in_handler) {
 		count_missed(l);
@@ -304,11 +309,10 @@ static void trap_handler(int sig, siginfo_t *si, void *ctx)
 			return;
 		/* an int3 that was probed itself, trapping in its copy:
 		 * show the program the address it would have seen */
-		int fix;
-		struct ukp_site *s = ukp_slot_owner(bp, &fix, NULL);
-		if (s) {
-			ukp_arch_uc_set_ip(uc, s->addr + s->insn.len);
-			ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + fix);
+		struct ukp_slot_hit h;
+		if (ukp_slot_find(bp, &h)) {
+			ukp_arch_uc_set_ip(uc, h.orig_ip + 1);
+			ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + h.sp_fix);
 		}
 	}
 	chain(sig, si, uc);
@@ -326,12 +330,47 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 	struct ukp_pending hit;
 	if (!pending_pop(t, s, &hit))
 		return;		/* nothing recorded: no pre ran for this hit */
+	const struct ukp_site *outer = t->in_post;
+	t->in_post = s;		/* the optimizer must not patch under us */
 	ukp_read_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && ukp_knob_enabled)
 		run_post(t, l, regs, &hit);
 	ukp_read_unlock(t);
+	t->in_post = outer;
 	errno = saved_errno;
+}
+
+/*
+ * An optimised probe: the trampoline saved the registers (ip = the probed
+ * address) and what vector state is live; run the pre_handlers as a trap
+ * would.  Non-zero: a pre_handler redirected to regs->ip.
+ */
+int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
+{
+	struct ukp_thread *t = ukp_thread_self();
+	int ret = 0;
+
+	if (!t) {
+		ukp_anon_read_lock();
+		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+		if (l && ukp_knob_enabled)
+			count_missed(l);
+		ukp_anon_read_unlock();
+		return 0;
+	}
+	int saved_errno = errno;
+	ukp_read_lock(t);
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (l && l->n && ukp_knob_enabled && !t->internal) {
+		if (t->in_handler)
+			count_missed(l);
+		else
+			ret = run_pre(t, l, regs, NULL);
+	}
+	ukp_read_unlock(t);
+	errno = saved_errno;
+	return ret;
 }
 
 /* ---- faults --------------------------------------------------------------- */
@@ -364,20 +403,21 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	ukp_longjmp(t->cur_jb, 1);
 }
 
-static void slot_fault(struct ukp_site *s, int fix, bool post, int sig,
-		       siginfo_t *si, ucontext_t *uc)
+static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
+		       ucontext_t *uc)
 {
 	struct ukp_thread *t = ukp_thread_self();
-	unsigned long slot = (unsigned long)(post ? s->slot_post : s->slot);
+	struct ukp_site *s = h->site;
+	unsigned long slot = h->retry_ip, at = h->orig_ip;
 	int handled = 0;
 
 	/* the state the instruction had in place; for faults that report
 	 * the instruction's address (SIGFPE, SIGILL), that address too */
 	if ((unsigned long)si->si_addr == ukp_arch_uc_ip(uc))
-		si->si_addr = (void *)s->addr;
-	ukp_arch_uc_set_ip(uc, s->addr);
-	ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + fix);
-	if (t && !t->in_handler) {
+		si->si_addr = (void *)at;
+	ukp_arch_uc_set_ip(uc, at);
+	ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + h->sp_fix);
+	if (t && !t->in_handler && !t->internal) {
 		struct pt_regs regs;
 		int trapnr = ukp_arch_trapnr(uc, sig);
 		ukp_read_lock(t);
@@ -397,13 +437,13 @@ static void slot_fault(struct ukp_site *s, int fix, bool post, int sig,
 		if (handled) {
 			ukp_arch_regs_to_uc(uc, &regs);
 			/* unchanged ip: run the instruction again, out of line */
-			if (regs.ip == s->addr && regs.sp == ukp_arch_uc_sp(uc))
+			if (regs.ip == at && regs.sp == ukp_arch_uc_sp(uc))
 				ukp_arch_uc_set_ip(uc, slot);
 			return;
 		}
 	}
 	chain(sig, si, uc);
-	if (ukp_arch_uc_ip(uc) == s->addr)
+	if (ukp_arch_uc_ip(uc) == at)
 		ukp_arch_uc_set_ip(uc, slot);	/* retry without a second hit */
 }
 
@@ -413,6 +453,12 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	unsigned long ip = ukp_arch_uc_ip(uc);
 	int saved_errno = errno;
 
+	/* The optimizer asking where this thread is.  SIGBUS, not SIGTRAP:
+	 * a classic signal already pending swallows another of its kind, and
+	 * an int3's trap lost that way would resume mid-instruction; a
+	 * fault lost that way re-executes and faults again. */
+	if (sig == SIGBUS && si->si_code == SI_QUEUE && ukp_opt_thread_query(si, uc))
+		return;
 	/* copy_from_user_nofault: an exception table of one */
 	if (ip >= (unsigned long)ukp_nofault_begin && ip < (unsigned long)ukp_nofault_end &&
 	    (sig == SIGSEGV || sig == SIGBUS)) {
@@ -433,11 +479,9 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		}
 		handler_fault_unhandled(t, sig, si, uc);
 	}
-	int fix;
-	bool post;
-	struct ukp_site *s = ukp_slot_owner(ip, &fix, &post);
-	if (s)
-		slot_fault(s, fix, post, sig, si, uc);
+	struct ukp_slot_hit h;
+	if (ukp_slot_find(ip, &h))
+		slot_fault(&h, sig, si, uc);
 	else
 		chain(sig, si, uc);
 	errno = saved_errno;

@@ -86,6 +86,83 @@ int ukp_arch_build_slot(const struct ukp_insn *insn, uint8_t *buf,
 			unsigned long slot_addr, int post, void *cont_site,
 			int8_t sp_fix[UKP_SLOT_MAX]);
 
+/* ---- jump optimisation ---------------------------------------------- */
+
+#define UKP_ARCH_JMP_LEN	5	/* jmp rel32 */
+#define UKP_REGION_MAX		6	/* instructions a region may cover */
+
+struct ukp_range { unsigned long lo, hi; };
+
+/* What the analysis needs to know about the object holding the code. */
+struct ukp_objdesc {
+	const void *key;		/* the object (analyses are cached by it) */
+	unsigned long exec_lo, exec_hi;
+	unsigned long eh_hdr;		/* PT_GNU_EH_FRAME, or 0 */
+	struct ukp_range *funcs;	/* function symbols, by address (malloc) */
+	size_t nfuncs;
+};
+
+/* Which vector state the detour saves around the handlers. */
+enum ukp_vsave {
+	UKP_VSAVE_NONE,		/* no vector register live: MXCSR, FCW only */
+	UKP_VSAVE_ARGS,		/* vector registers 0-7 (function entry) */
+	UKP_VSAVE_ALL16,	/* vector registers 0-15 */
+	UKP_VSAVE_XSAVE,	/* anything else, or liveness unknown */
+};
+
+/* The instructions a jump replaces, and what the detour must keep. */
+struct ukp_region {
+	unsigned long addr;
+	unsigned len;		/* bytes the jump overwrites: whole instructions,
+				   plus unreachable padding after the last */
+	unsigned ninsn;
+	struct ukp_insn insn[UKP_REGION_MAX];
+	enum ukp_vsave vsave;
+	uint8_t orig[16];	/* the original bytes of [addr, addr+len) */
+};
+
+/*
+ * The safety checks of section 1.4.2, from decoding the function (and, once
+ * per object, every function, the unwind tables and the landing pads).
+ * func_lo/func_hi: the function holding addr.  0, or a negative errno with
+ * the reason in why.  Not thread-safe (the optimizer's lock).
+ */
+int ukp_arch_opt_analyze(unsigned long addr, unsigned long func_lo,
+			 unsigned long func_hi, const struct ukp_objdesc *obj,
+			 struct ukp_region *r, char *why, size_t whylen);
+/* Objects went away: drop their cached analyses. */
+#include <stdbool.h>
+void ukp_arch_opt_forget_if(bool (*gone)(const void *key));
+
+/*
+ * Where each byte of a detour (or slot) came from: fault mapping and
+ * moving a thread stopped inside a region to the copy.
+ */
+struct ukp_copy_map {
+	unsigned n;				/* instructions */
+	uint16_t copy_off[UKP_REGION_MAX];	/* each one's copy, from buf[0] */
+	uint16_t orig_off[UKP_REGION_MAX];	/* its offset in the region */
+	uint16_t len;				/* bytes of buf */
+	uint8_t idx[256];			/* byte -> instruction (0xff: entry) */
+	int8_t sp_fix[256];
+};
+
+/*
+ * The detour: { .quad site; .quad trampoline; lea -128(%rsp),%rsp;
+ * call *-19(%rip); <relocated region>; jmp addr+len }.  Returns its length;
+ * *entry is the offset the jump targets, *copy the offset of the relocated
+ * region (where a hit that trapped resumes).
+ */
+#define UKP_DETOUR_MAX 256
+int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
+			  unsigned long at, void *site, void (*tramp)(void),
+			  unsigned *entry, unsigned *copy, struct ukp_copy_map *map);
+/* The trampoline for a vector class. */
+void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
+/* jmp rel32 from addr to target */
+void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
+			unsigned long target);
+
 /* pt_regs <-> signal context */
 void ukp_arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc);
 void ukp_arch_regs_to_uc(ucontext_t *uc, const struct pt_regs *regs);
@@ -128,6 +205,12 @@ struct ukp_jmpbuf { unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip; };
 int ukp_setjmp(struct ukp_jmpbuf *jb) __attribute__((returns_twice));
 __attribute__((noreturn)) void ukp_longjmp(struct ukp_jmpbuf *jb, int val);
 void ukp_post_trampoline(void);
+extern char ukp_post_trampoline_end[];
+void ukp_opt_tramp_none(void);
+void ukp_opt_tramp_args(void);
+void ukp_opt_tramp_all16(void);
+void ukp_opt_tramp_xsave(void);
+extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];
 extern char ukp_post_slow_trap[];	/* the int3 of the trampoline's slow exit */
 extern char ukp_nofault_begin[], ukp_nofault_end[], ukp_nofault_fixup[];
 long ukp_copy_nofault(void *dst, const void *src, size_t n);

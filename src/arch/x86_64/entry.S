@@ -149,7 +149,280 @@ ukp_post_trampoline:
 ukp_post_slow_trap:
 	int3				/* trap.c: %rsp points at pt_regs */
 	ud2
+	.globl ukp_post_trampoline_end
+	.hidden ukp_post_trampoline_end
+ukp_post_trampoline_end:
 	.size ukp_post_trampoline, .-ukp_post_trampoline
+
+/*
+ * Jump-optimised probes.  The probed code jumps to its detour:
+ *
+ *	D:	.quad site ; .quad trampoline
+ *	D+16:	lea -128(%rsp),%rsp		(step over the red zone)
+ *	D+21:	call *D+8(%rip)
+ *	D+27:	<relocated region> ; jmp back	(R: the pushed return address)
+ *
+ * The trampoline saves pt_regs as the post trampoline does (ip = the
+ * probed address), the vector state its class needs, calls
+ * ukp_opt_dispatch(site, regs), restores, and returns to R with
+ * "ret $128", which also lands %rsp back on the probed code's sp: a
+ * balanced call/ret, so the return predictor stays right.  A pre_handler
+ * that redirected (dispatch returns non-zero) leaves through regs->ip
+ * instead: the same ret with the target written over R, or, if it moved
+ * sp too, the int3 slow exit.
+ *
+ * Classes (analyze.c decides from liveness at the probe point):
+ *   none   MXCSR and the x87 control word only (restored if changed)
+ *   args   + vector registers 0-7, full width
+ *   all16  + vector registers 0-15
+ *   xsave  the whole extended state (XSAVE), x87 stack reset for the
+ *          handlers
+ */
+#define VS_NONE 0
+#define VS_ARGS 1
+#define VS_ALL16 2
+#define VS_XSAVE 3
+
+.macro SAVE_VEC n, w
+	.if \w == 32
+	vmovdqu %ymm\n, 32+32*\n(%rsp)
+	.else
+	movdqu %xmm\n, 32+16*\n(%rsp)
+	.endif
+.endm
+.macro LOAD_VEC n, w
+	.if \w == 32
+	vmovdqu 32+32*\n(%rsp), %ymm\n
+	.else
+	movdqu 32+16*\n(%rsp), %xmm\n
+	.endif
+.endm
+.macro VEC_ALL op, cnt, w
+	\op 0, \w
+	\op 1, \w
+	\op 2, \w
+	\op 3, \w
+	\op 4, \w
+	\op 5, \w
+	\op 6, \w
+	\op 7, \w
+	.if \cnt == 16
+	\op 8, \w
+	\op 9, \w
+	\op 10, \w
+	\op 11, \w
+	\op 12, \w
+	\op 13, \w
+	\op 14, \w
+	\op 15, \w
+	.endif
+.endm
+
+.macro OPT_TRAMP name, vs
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	lea -PT_SIZE(%rsp), %rsp
+	mov %rax, PT_AX(%rsp)
+	pushfq
+	pop %rax
+	mov %rax, PT_FLAGS(%rsp)
+	mov %r15, PT_R15(%rsp)
+	mov %r14, PT_R14(%rsp)
+	mov %r13, PT_R13(%rsp)
+	mov %r12, PT_R12(%rsp)
+	mov %rbp, PT_BP(%rsp)
+	mov %rbx, PT_BX(%rsp)
+	mov %r11, PT_R11(%rsp)
+	mov %r10, PT_R10(%rsp)
+	mov %r9, PT_R9(%rsp)
+	mov %r8, PT_R8(%rsp)
+	mov %rcx, PT_CX(%rsp)
+	mov %rdx, PT_DX(%rsp)
+	mov %rsi, PT_SI(%rsp)
+	mov %rdi, PT_DI(%rsp)
+	movq $-1, PT_ORIG_AX(%rsp)
+	mov PT_SIZE(%rsp), %rax		/* R */
+	mov -27(%rax), %rdi		/* the site; its first field: addr */
+	mov (%rdi), %rax
+	mov %rax, PT_IP(%rsp)
+	movq $0x33, PT_CS(%rsp)
+	movq $0x2b, PT_SS(%rsp)
+	lea FRAME_SP(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	cld
+	mov %rsp, %rbx			/* rbx = pt_regs */
+	.if \vs == VS_XSAVE
+	mov ukp_xsave_size(%rip), %rcx
+	test %rcx, %rcx
+	jz 1f
+	sub %rcx, %rsp
+	and $-64, %rsp
+	xor %eax, %eax
+	mov %rax, 512(%rsp)
+	mov %rax, 520(%rsp)
+	mov %rax, 528(%rsp)
+	mov %rax, 536(%rsp)
+	mov %rax, 544(%rsp)
+	mov %rax, 552(%rsp)
+	mov %rax, 560(%rsp)
+	mov %rax, 568(%rsp)
+	mov $-1, %eax
+	mov $-1, %edx
+	xsave64 (%rsp)
+	jmp 2f
+1:	sub $512, %rsp
+	and $-64, %rsp
+	fxsave64 (%rsp)
+2:	fninit				/* handlers get an empty x87 stack */
+	mov %rbx, %rsi
+	call ukp_opt_dispatch
+	mov %eax, %r12d
+	cmpq $0, ukp_xsave_size(%rip)
+	je 3f
+	mov $-1, %eax
+	mov $-1, %edx
+	xrstor64 (%rsp)
+	jmp 4f
+3:	fxrstor64 (%rsp)
+4:	mov %r12d, %eax
+	.else
+	.if \vs == VS_NONE
+	sub $32, %rsp
+	.elseif \vs == VS_ARGS
+	sub $(32+32*8), %rsp
+	.else
+	sub $(32+32*16), %rsp
+	.endif
+	and $-32, %rsp
+	stmxcsr 0(%rsp)
+	fnstcw 4(%rsp)
+	mov %eax, %ecx
+	fnstsw %ax
+	mov %ax, 6(%rsp)
+	.if \vs != VS_NONE
+	cmpl $0, ukp_vec_level(%rip)
+	je 5f
+	.if \vs == VS_ARGS
+	VEC_ALL SAVE_VEC, 8, 32
+	.else
+	VEC_ALL SAVE_VEC, 16, 32
+	.endif
+	mov %rbx, %rsi
+	call ukp_opt_dispatch
+	.if \vs == VS_ARGS
+	VEC_ALL LOAD_VEC, 8, 32
+	.else
+	VEC_ALL LOAD_VEC, 16, 32
+	.endif
+	jmp 6f
+5:
+	.if \vs == VS_ARGS
+	VEC_ALL SAVE_VEC, 8, 16
+	.else
+	VEC_ALL SAVE_VEC, 16, 16
+	.endif
+	mov %rbx, %rsi
+	call ukp_opt_dispatch
+	.if \vs == VS_ARGS
+	VEC_ALL LOAD_VEC, 8, 16
+	.else
+	VEC_ALL LOAD_VEC, 16, 16
+	.endif
+6:
+	.else
+	mov %rbx, %rsi
+	call ukp_opt_dispatch
+	.endif
+	/* the probed code's MXCSR (modes and exception flags: reading it
+	 * again to compare costs more than loading it), and its x87 control
+	 * and status words if a handler changed them */
+	ldmxcsr 0(%rsp)
+	fnstcw 12(%rsp)
+	movzwl 12(%rsp), %ecx
+	cmpw 4(%rsp), %cx
+	je 7f
+	fldcw 4(%rsp)
+7:	mov %eax, %r12d
+	fnstsw %ax
+	cmpw 6(%rsp), %ax
+	je 8f
+	call ukp_x87_status_restore	/* rare: 6(%rsp) is the old word */
+8:	mov %r12d, %eax
+	.endif
+	mov %rbx, %rsp
+	lea FRAME_SP(%rsp), %rcx
+	cmp PT_SP(%rsp), %rcx
+	jne 30f				/* a handler moved sp */
+	test %eax, %eax
+	jnz 20f
+	/* flags without popfq (microcoded, ~7 ns here): DF by std, OF by
+	 * an add that overflows exactly when it was set, then sahf for SF
+	 * ZF AF PF CF.  These are the flags a handler may change (the
+	 * others, TF, AC..., the trampoline never touches). */
+10:	testw $0x400, PT_FLAGS(%rsp)
+	jz 11f
+	std
+11:	movzbl PT_FLAGS+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
+	shr $3, %ecx
+	and $1, %ecx
+	mov $0x7f, %al
+	add %cl, %al
+	mov PT_FLAGS(%rsp), %ah
+	sahf
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	mov PT_R11(%rsp), %r11
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
+	lea PT_SIZE(%rsp), %rsp
+	ret $128
+20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
+	mov %rax, PT_SIZE(%rsp)
+	jmp 10b
+30:	test %eax, %eax			/* sp moved: the int3 exit loads */
+	jnz ukp_post_slow_trap		/* everything from pt_regs; without */
+	mov PT_SIZE(%rsp), %rax		/* a redirect, on to the region's */
+	mov %rax, PT_IP(%rsp)		/* copy */
+	jmp ukp_post_slow_trap
+	.size \name, .-\name
+.endm
+
+/* The x87 status word a handler changed (exception flags from its own
+ * x87 arithmetic): put back the one saved at 8(%rsp) of the caller's
+ * frame (6(%rsp) before the call) through the x87 environment. */
+	.type ukp_x87_status_restore, @function
+ukp_x87_status_restore:
+	lea -40(%rsp), %rsp
+	fnstenv (%rsp)			/* 28 bytes; masks every exception */
+	movzwl 40+8+6(%rsp), %ecx
+	mov %cx, 4(%rsp)		/* the status word field */
+	fldenv (%rsp)			/* control word too, as saved above */
+	lea 40(%rsp), %rsp
+	ret
+	.size ukp_x87_status_restore, .-ukp_x87_status_restore
+
+	.globl ukp_opt_tramp_begin
+	.hidden ukp_opt_tramp_begin
+ukp_opt_tramp_begin:
+	OPT_TRAMP ukp_opt_tramp_none, VS_NONE
+	OPT_TRAMP ukp_opt_tramp_args, VS_ARGS
+	OPT_TRAMP ukp_opt_tramp_all16, VS_ALL16
+	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE
+	.globl ukp_opt_tramp_end
+	.hidden ukp_opt_tramp_end
+ukp_opt_tramp_end:
 
 /* int ukp_setjmp(struct ukp_jmpbuf *): no signal mask, no syscall */
 	.globl ukp_setjmp

@@ -13,9 +13,29 @@
 /* Read by entry.S: bytes of the XSAVE area (0: use FXSAVE, 512 bytes). */
 unsigned long ukp_xsave_size __attribute__((visibility("hidden")));
 
+/* Widest vector registers the OS enables: 0 SSE, 1 AVX (ymm), 2 AVX-512. */
+int ukp_vec_level __attribute__((visibility("hidden")));
+
+static unsigned long long xgetbv0(void)
+{
+	unsigned lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((unsigned long long)hi << 32) | lo;
+}
+
 void ukp_arch_init(void)
 {
 	unsigned a, b, c, d;
+
+	ukp_vec_level = 0;
+	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX)) {
+		unsigned long long xcr0 = xgetbv0();
+		if ((xcr0 & 6) == 6)
+			ukp_vec_level = 1;
+		if ((xcr0 & 0xe6) == 0xe6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+		    (b & bit_AVX512F))
+			ukp_vec_level = 2;
+	}
 
 	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
 	    __get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b >= 576)

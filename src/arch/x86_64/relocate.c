@@ -33,11 +33,12 @@ struct emit {
 	unsigned long at;	/* run-time address of buf[0] */
 	size_t len;
 	int err;
+	size_t cap;
 };
 
 static void put(struct emit *e, const void *p, size_t n)
 {
-	if (e->len + n > UKP_SLOT_MAX) {
+	if (e->len + n > e->cap) {
 		e->err = -E2BIG;
 		return;
 	}
@@ -99,19 +100,19 @@ static void emit_copy(struct emit *e, const struct ukp_insn *in,
 
 static void mark_sp(int8_t *fix, size_t from, size_t to, int v)
 {
-	for (size_t i = from; i < to && i < UKP_SLOT_MAX; i++)
+	for (size_t i = from; i < to && i < UKP_DETOUR_MAX; i++)
 		fix[i] = (int8_t)v;
 }
 
-int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
-			unsigned long slot_addr, int post, void *site,
-			int8_t sp_fix[UKP_SLOT_MAX])
+/* One instruction, relocated, then on to where it would have gone. */
+static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
+		     void *site, int8_t *sp_fix)
 {
-	struct emit e = { .buf = buf, .at = slot_addr };
+	struct emit e = *ep;
+	uint8_t *buf = e.buf;
 	unsigned long next = in->addr + in->len;
 	uint8_t b[UKP_ARCH_MAX_INSN];
 
-	memset(sp_fix, 0, UKP_SLOT_MAX);
 	memcpy(b, in->bytes, in->len);
 
 	switch (in->flow) {
@@ -197,5 +198,75 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 		emit_copy(&e, in, b);
 		break;
 	}
-	return e.err ? e.err : (int)e.len;
+	*ep = e;
+	return e.err;
+}
+
+int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
+			unsigned long slot_addr, int post, void *site,
+			int8_t sp_fix[UKP_SLOT_MAX])
+{
+	struct emit e = { .buf = buf, .at = slot_addr, .cap = UKP_SLOT_MAX };
+	int8_t fix[UKP_DETOUR_MAX] = { 0 };
+	int err = emit_insn(&e, in, post, site, fix);
+	memcpy(sp_fix, fix, UKP_SLOT_MAX);
+	return err ? err : (int)e.len;
+}
+
+int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
+			  unsigned long at, void *site, void (*tramp)(void),
+			  unsigned *entry, unsigned *copy, struct ukp_copy_map *map)
+{
+	struct emit e = { .buf = buf, .at = at, .cap = UKP_DETOUR_MAX };
+	int err;
+	static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };
+	static const uint8_t call_tramp[] = { 0xff, 0x15, 0xed, 0xff, 0xff, 0xff };	/* -19 */
+
+	memset(map, 0, sizeof(*map));
+	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-27 */
+	put64(&e, (uint64_t)tramp);
+	*entry = (unsigned)e.len;
+	put(&e, lea_rz, sizeof(lea_rz));
+	size_t c = e.len;
+	put(&e, call_tramp, sizeof(call_tramp));
+	mark_sp(map->sp_fix, c, e.len, 128);
+	*copy = (unsigned)e.len;
+	map->n = r->ninsn;
+	for (unsigned k = 0; k < r->ninsn && !e.err; k++) {
+		const struct ukp_insn *in = &r->insn[k];
+		map->copy_off[k] = (uint16_t)e.len;
+		map->orig_off[k] = (uint16_t)(in->addr - r->addr);
+		if (k + 1 < r->ninsn)
+			emit_copy(&e, in, in->bytes);	/* falls through: checked */
+		else if ((err = emit_insn(&e, in, 0, site, map->sp_fix)))
+			return err;
+	}
+	if (e.err)
+		return e.err;
+	map->len = (uint16_t)e.len;
+	for (size_t i = 0; i < e.len; i++) {
+		map->idx[i] = 0xff;
+		for (unsigned k = 0; k < r->ninsn; k++)
+			if (i >= map->copy_off[k])
+				map->idx[i] = (uint8_t)k;
+	}
+	return (int)e.len;
+}
+
+void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
+			unsigned long target)
+{
+	int32_t rel = (int32_t)(long)(target - (addr + UKP_ARCH_JMP_LEN));
+	out[0] = 0xe9;
+	memcpy(out + 1, &rel, 4);
+}
+
+void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void)
+{
+	switch (v) {
+	case UKP_VSAVE_NONE: return ukp_opt_tramp_none;
+	case UKP_VSAVE_ARGS: return ukp_opt_tramp_args;
+	case UKP_VSAVE_ALL16: return ukp_opt_tramp_all16;
+	default: return ukp_opt_tramp_xsave;
+	}
 }

@@ -1,0 +1,1093 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The safety analysis of jump optimisation (kprobes.txt 1.4.2), done the
+ * way user space can prove it.
+ *
+ * A jump overwrites the instructions covering 5 bytes from the probe
+ * address (the "region").  It is safe when nothing can ever resume inside
+ * bytes 1..len-1 of the region:
+ *
+ *   - no direct jump or call anywhere in the object targets them: every
+ *     function of the object is decoded once (symbols, plus every range
+ *     of the unwind tables, which also covers local functions and the
+ *     .cold parts that jump back into their parent), and every branch
+ *     target is kept in one sorted array;
+ *   - no jump table does: the pattern compilers emit for a switch
+ *     (lea table(%rip); movslq (table,idx,4); add; jmp *) is read, with
+ *     its bound from the cmp/ja that guards it; a function with any other
+ *     indirect jump (other than a jump through the GOT) is refused, as the
+ *     kernel refuses it;
+ *   - no C++ landing pad does (read from each FDE's LSDA);
+ *   - no return address does: a call may only be the region's last
+ *     instruction;
+ *   - every instruction can run out of line, and only the last one may
+ *     branch (or call, or make a system call).
+ * Padding after a function's last instruction belongs to no function and
+ * no code reaches it, so a region that ends in a ret/jmp may extend over it.
+ *
+ * The same decoding gives vector-register liveness at the probe point, so
+ * the detour saves only what the probed code still needs.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <Zydis/Zydis.h>
+#include "arch.h"
+
+extern int ukp_vec_level;	/* regs.c: 0 SSE, 1 AVX, 2 AVX-512 */
+
+static ZydisDecoder dec;
+static int dec_ready;
+
+static void dec_init(void)
+{
+	if (!dec_ready) {
+		ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+		dec_ready = 1;
+	}
+}
+
+/* ---- growable arrays -------------------------------------------------- */
+
+struct ulv { unsigned long *v; size_t n, cap; };
+
+static int ulv_add(struct ulv *a, unsigned long x)
+{
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? 2 * a->cap : 256;
+		unsigned long *nv = realloc(a->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		a->v = nv;
+		a->cap = nc;
+	}
+	a->v[a->n++] = x;
+	return 0;
+}
+
+static int cmp_ul(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void ulv_sort_unique(struct ulv *a)
+{
+	if (!a->n)
+		return;
+	qsort(a->v, a->n, sizeof(*a->v), cmp_ul);
+	size_t k = 1;
+	for (size_t i = 1; i < a->n; i++)
+		if (a->v[i] != a->v[k - 1])
+			a->v[k++] = a->v[i];
+	a->n = k;
+}
+
+/* first element >= x */
+static size_t ulv_lower(const struct ulv *a, unsigned long x)
+{
+	size_t lo = 0, hi = a->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a->v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool ulv_has(const struct ulv *a, unsigned long x)
+{
+	size_t i = ulv_lower(a, x);
+	return i < a->n && a->v[i] == x;
+}
+
+/* ---- the object's code, read as it was ---------------------------------- */
+
+static uint8_t *read_code(unsigned long lo, unsigned long hi)
+{
+	uint8_t *b = malloc(hi - lo + 16);
+	if (b) {
+		ukp_read_text(lo, b, hi - lo);
+		memset(b + (hi - lo), 0, 16);
+	}
+	return b;
+}
+
+/* ---- unwind tables: code ranges and landing pads ------------------------ */
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	unsigned sh = 0;
+	while (*p < end) {
+		uint8_t b = *(*p)++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+static int64_t sleb(const uint8_t **p, const uint8_t *end)
+{
+	int64_t v = 0;
+	unsigned sh = 0;
+	uint8_t b = 0;
+	while (*p < end) {
+		b = *(*p)++;
+		if (sh < 64)
+			v |= (int64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	if (sh < 64 && (b & 0x40))
+		v |= -((int64_t)1 << sh);
+	return v;
+}
+
+/* DW_EH_PE_* pointer; datarel relative to `data`.  -1 on what we cannot read. */
+static int read_enc(const uint8_t **p, const uint8_t *end, uint8_t enc,
+		    unsigned long data, unsigned long *out)
+{
+	const uint8_t *at = *p;
+	uint64_t v;
+	if (enc == 0xff)
+		return -1;
+	switch (enc & 0x0f) {
+	case 0x00: if (end - at < 8) return -1; memcpy(&v, at, 8); *p += 8; break;
+	case 0x01: v = uleb(p, end); break;
+	case 0x02: { uint16_t x; if (end - at < 2) return -1; memcpy(&x, at, 2); v = x; *p += 2; break; }
+	case 0x03: { uint32_t x; if (end - at < 4) return -1; memcpy(&x, at, 4); v = x; *p += 4; break; }
+	case 0x04: if (end - at < 8) return -1; memcpy(&v, at, 8); *p += 8; break;
+	case 0x09: v = (uint64_t)sleb(p, end); break;
+	case 0x0a: { int16_t x; if (end - at < 2) return -1; memcpy(&x, at, 2); v = (uint64_t)(int64_t)x; *p += 2; break; }
+	case 0x0b: { int32_t x; if (end - at < 4) return -1; memcpy(&x, at, 4); v = (uint64_t)(int64_t)x; *p += 4; break; }
+	case 0x0c: if (end - at < 8) return -1; memcpy(&v, at, 8); *p += 8; break;
+	default: return -1;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: if (v) v += (unsigned long)at; break;
+	case 0x30: v += data; break;
+	default: return -1;
+	}
+	if (enc & 0x80)
+		return -1;	/* indirect: only personality routines use it */
+	*out = v;
+	return 0;
+}
+
+struct cie_info { const uint8_t *cie; uint8_t fde_enc, lsda_enc; bool z, ok; };
+
+static void parse_cie(const uint8_t *cie, struct cie_info *ci)
+{
+	uint32_t len;
+	memcpy(&len, cie, 4);
+	const uint8_t *p = cie + 8, *end = cie + 4 + len;
+	ci->cie = cie;
+	ci->fde_enc = 0;	/* absptr */
+	ci->lsda_enc = 0xff;
+	ci->z = false;
+	ci->ok = false;
+	if (len == 0xffffffff || p >= end)
+		return;
+	uint8_t version = *p++;
+	const char *aug = (const char *)p;
+	size_t alen = strnlen(aug, (size_t)(end - p));
+	p += alen + 1;
+	uleb(&p, end);		/* code alignment */
+	sleb(&p, end);		/* data alignment */
+	if (version == 1)
+		p++;
+	else
+		uleb(&p, end);	/* return address register */
+	if (aug[0] == 'z') {
+		ci->z = true;
+		uint64_t n = uleb(&p, end);
+		const uint8_t *q = p;
+		p += n;
+		for (size_t i = 1; i < alen && q < end; i++) {
+			unsigned long dummy;
+			switch (aug[i]) {
+			case 'R': ci->fde_enc = *q++; break;
+			case 'L': ci->lsda_enc = *q++; break;
+			case 'P': {
+				uint8_t e = *q++;
+				if (read_enc(&q, end, (uint8_t)(e & 0x7f), 0, &dummy))
+					return;
+				break;
+			}
+			case 'S': case 'B': break;
+			default: return;
+			}
+		}
+	} else if (alen) {
+		return;		/* old augmentations: not emitted on x86-64 */
+	}
+	ci->ok = true;
+}
+
+/* Landing pads of one LSDA. */
+static int read_lsda(const uint8_t *p, unsigned long func, struct ulv *pads)
+{
+	const uint8_t *end = p + 65536;	/* bounded by the call-site length */
+	unsigned long lpstart = func, v;
+	uint8_t enc = *p++;
+	if (enc != 0xff && read_enc(&p, end, enc, 0, &lpstart))
+		return -1;
+	enc = *p++;
+	if (enc != 0xff)
+		uleb(&p, end);	/* type table offset */
+	uint8_t cs = *p++;
+	uint64_t cslen = uleb(&p, end);
+	const uint8_t *cend = p + cslen;
+	while (p < cend) {
+		unsigned long start, len, lp;
+		if (read_enc(&p, cend, cs, 0, &start) || read_enc(&p, cend, cs, 0, &len) ||
+		    read_enc(&p, cend, cs, 0, &lp))
+			return -1;
+		uleb(&p, cend);	/* action */
+		(void)start;
+		(void)len;
+		if (lp && ulv_add(pads, lpstart + lp))
+			return -1;
+	}
+	(void)v;
+	return 0;
+}
+
+/*
+ * Every FDE of the object through .eh_frame_hdr's search table: code
+ * ranges into `ranges` (lo, hi pairs), landing pads into `targets`.
+ * Returns -1 when the tables cannot be read (then landing pads are
+ * unknown: C++ code is refused).
+ */
+static int read_unwind(unsigned long hdr, struct ulv *ranges, struct ulv *targets)
+{
+	const uint8_t *h = (const uint8_t *)hdr, *p = h + 4;
+	const uint8_t *lim = h + (1UL << 30);
+	unsigned long ehf, count;
+	if (!hdr || h[0] != 1 || h[3] != 0x3b)
+		return -1;
+	if (read_enc(&p, lim, h[1], hdr, &ehf) || read_enc(&p, lim, h[2], hdr, &count))
+		return -1;
+	const int32_t *tab = (const int32_t *)p;
+	struct cie_info ci = { 0 };
+	for (unsigned long i = 0; i < count; i++) {
+		const uint8_t *fde = h + tab[2 * i + 1];
+		uint32_t len, cid;
+		memcpy(&len, fde, 4);
+		if (len == 0xffffffff || len < 8)
+			return -1;
+		memcpy(&cid, fde + 4, 4);
+		const uint8_t *cie = fde + 4 - cid, *fend = fde + 4 + len;
+		if (cie != ci.cie)
+			parse_cie(cie, &ci);
+		if (!ci.ok)
+			return -1;
+		const uint8_t *q = fde + 8;
+		unsigned long lo, range;
+		if (read_enc(&q, fend, ci.fde_enc, hdr, &lo) ||
+		    read_enc(&q, fend, ci.fde_enc & 0x0f, hdr, &range))
+			return -1;
+		if (ulv_add(ranges, lo) || ulv_add(ranges, lo + range))
+			return -1;
+		if (ci.z) {
+			uint64_t n = uleb(&q, fend);
+			unsigned long lsda = 0;
+			if (ci.lsda_enc != 0xff && n &&
+			    read_enc(&q, fend, ci.lsda_enc, hdr, &lsda))
+				return -1;
+			if (lsda && read_lsda((const uint8_t *)lsda, lo, targets))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- object scan ------------------------------------------------------------ */
+
+#define TAINT_INDIRECT 1
+#define TAINT_UNDECODABLE 2
+
+struct jtab { unsigned long jmp; size_t first, n; };
+
+struct objscan {
+	const void *key;
+	struct ulv targets;		/* sorted: every address code may jump to */
+	struct ukp_range *ranges;	/* every known code range, by lo */
+	size_t nranges;
+	struct ukp_range *taint;	/* ranges refused as a whole */
+	int *taint_why;
+	size_t ntaint;
+	struct jtab *jt;		/* readable jump tables, by jmp address */
+	size_t njt;
+	struct ulv jt_targets;
+	bool unwind_ok;
+	struct objscan *next;
+};
+
+static struct objscan *scans;
+static void lcache_drop(void);
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct ukp_range *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+static bool same_reg(ZydisRegister a, ZydisRegister b)
+{
+	return a != ZYDIS_REGISTER_NONE && b != ZYDIS_REGISTER_NONE &&
+	       ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, a) ==
+	       ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, b);
+}
+
+struct dinsn {
+	ZydisDecodedInstruction d;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	unsigned long addr;
+};
+
+static bool decode_at(const uint8_t *code, unsigned long lo, unsigned long hi,
+		      unsigned long pc, struct dinsn *di)
+{
+	di->addr = pc;
+	return ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + (pc - lo), hi - pc,
+						    &di->d, di->op));
+}
+
+static bool writes_reg(const struct dinsn *di, ZydisRegister r)
+{
+	for (unsigned i = 0; i < di->d.operand_count; i++)
+		if (di->op[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (di->op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+		    same_reg(di->op[i].reg.value, r))
+			return true;
+	return false;
+}
+
+/*
+ * A switch jump table: walking back from `jmp *%rX` over straight-line
+ * code (no jump target in between):
+ *	add %rT,%rX ; movslq (%rT,%rI,4),%rX ; lea tab(%rip),%rT
+ *	... ; cmp $max,%eI ; ja default
+ * Appends the table's targets and returns 0, or -1 when not proven.
+ */
+static int read_jump_table(struct objscan *os, const uint8_t *code,
+			   unsigned long lo, unsigned long hi,
+			   const unsigned long *starts, size_t k)
+{
+	struct dinsn di;
+	ZydisRegister rx, rt = ZYDIS_REGISTER_NONE, ri = ZYDIS_REGISTER_NONE;
+	unsigned long table = 0, nent = 0;
+	int state = 0;	/* 0: want add, 1: movslq, 2: lea/cmp */
+	bool have_table = false;
+
+	if (!decode_at(code, lo, hi, starts[k], &di) ||
+	    di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return -1;
+	rx = di.op[0].reg.value;
+	unsigned long jmp = starts[k];
+	for (size_t j = k; j-- > 0 && k - j < 32;) {
+		if (ulv_has(&os->targets, starts[j + 1]) && state < 2)
+			return -1;	/* a label inside the dispatch sequence */
+		if (!decode_at(code, lo, hi, starts[j], &di))
+			return -1;
+		ZydisMnemonic m = di.d.mnemonic;
+		if (state == 0) {
+			if (m != ZYDIS_MNEMONIC_ADD || !same_reg(di.op[0].reg.value, rx) ||
+			    di.op[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+				return -1;
+			rt = di.op[1].reg.value;
+			state = 1;
+		} else if (state == 1) {
+			if (m != ZYDIS_MNEMONIC_MOVSXD || !same_reg(di.op[0].reg.value, rx) ||
+			    di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+			    !same_reg(di.op[1].mem.base, rt) || di.op[1].mem.scale != 4 ||
+			    di.op[1].mem.disp.value != 0)
+				return -1;
+			ri = di.op[1].mem.index;
+			state = 2;
+		} else {
+			if (!have_table && m == ZYDIS_MNEMONIC_LEA && same_reg(di.op[0].reg.value, rt) &&
+			    di.op[1].mem.base == ZYDIS_REGISTER_RIP) {
+				table = starts[j] + di.d.length + (unsigned long)di.op[1].mem.disp.value;
+				have_table = true;
+				continue;
+			}
+			if (m == ZYDIS_MNEMONIC_CMP && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			    same_reg(di.op[0].reg.value, ri) &&
+			    di.op[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+				/* the branch right after decides the bound */
+				struct dinsn nx;
+				if (!decode_at(code, lo, hi, starts[j + 1], &nx))
+					return -1;
+				unsigned long max = di.op[1].imm.value.u;
+				if (nx.d.mnemonic == ZYDIS_MNEMONIC_JNBE)
+					nent = max + 1;
+				else if (nx.d.mnemonic == ZYDIS_MNEMONIC_JNB)
+					nent = max;
+				else
+					return -1;
+				break;
+			}
+			/* anything else must leave the index and table alone;
+			 * mov %eI,%eI (zero extension) keeps the index */
+			if (m == ZYDIS_MNEMONIC_MOV && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			    di.op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			    same_reg(di.op[0].reg.value, ri) && same_reg(di.op[1].reg.value, ri))
+				continue;
+			if (writes_reg(&di, ri) || (!have_table && writes_reg(&di, rt)))
+				return -1;
+			if (di.d.meta.category == ZYDIS_CATEGORY_COND_BR ||
+			    di.d.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+			    di.d.meta.category == ZYDIS_CATEGORY_CALL ||
+			    di.d.meta.category == ZYDIS_CATEGORY_RET)
+				return -1;
+			if (ulv_has(&os->targets, starts[j]) && starts[j] != starts[0])
+				return -1;	/* reached from elsewhere: bound unproven */
+		}
+	}
+	if (!have_table || !nent || nent > 65536)
+		return -1;
+	size_t first = os->jt_targets.n;
+	for (unsigned long e = 0; e < nent; e++) {
+		int32_t off;
+		if (ukp_copy_nofault(&off, (const void *)(table + 4 * e), 4))
+			return -1;
+		if (ulv_add(&os->jt_targets, table + (unsigned long)(long)off))
+			return -1;
+	}
+	struct jtab *nj = realloc(os->jt, (os->njt + 1) * sizeof(*nj));
+	if (!nj)
+		return -1;
+	os->jt = nj;
+	os->jt[os->njt++] = (struct jtab){ jmp, first, nent };
+	return 0;
+}
+
+static void taint(struct objscan *os, unsigned long lo, unsigned long hi, int why)
+{
+	struct ukp_range *nr = realloc(os->taint, (os->ntaint + 1) * sizeof(*nr));
+	int *nw = realloc(os->taint_why, (os->ntaint + 1) * sizeof(*nw));
+	if (nr)
+		os->taint = nr;
+	if (nw)
+		os->taint_why = nw;
+	if (nr && nw) {
+		os->taint[os->ntaint] = (struct ukp_range){ lo, hi };
+		os->taint_why[os->ntaint++] = why;
+	}
+}
+
+/* Is this indirect jump one through memory we can call a tail call
+ * (jmp *disp(%rip): the GOT) ? */
+static bool is_got_jump(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op)
+{
+	(void)d;
+	return op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].mem.base == ZYDIS_REGISTER_RIP &&
+	       op[0].mem.index == ZYDIS_REGISTER_NONE;
+}
+
+static struct objscan *scan_object(const struct ukp_objdesc *od)
+{
+	for (struct objscan *s = scans; s; s = s->next)
+		if (s->key == od->key)
+			return s;
+	struct objscan *os = calloc(1, sizeof(*os));
+	if (!os)
+		return NULL;
+	os->key = od->key;
+	dec_init();
+
+	struct ulv rv = { 0 };
+	for (size_t i = 0; i < od->nfuncs; i++) {
+		ulv_add(&rv, od->funcs[i].lo);
+		ulv_add(&rv, od->funcs[i].hi);
+	}
+	os->unwind_ok = read_unwind(od->eh_hdr, &rv, &os->targets) == 0;
+	size_t nr = rv.n / 2;
+	os->ranges = calloc(nr ? nr : 1, sizeof(*os->ranges));
+	for (size_t i = 0; os->ranges && i < nr; i++)
+		os->ranges[i] = (struct ukp_range){ rv.v[2 * i], rv.v[2 * i + 1] };
+	free(rv.v);
+	if (!os->ranges) {
+		free(os);
+		return NULL;
+	}
+	qsort(os->ranges, nr, sizeof(*os->ranges), cmp_range);
+	size_t k = 0;
+	for (size_t i = 0; i < nr; i++) {
+		struct ukp_range r = os->ranges[i];
+		if (r.hi <= r.lo || r.lo < od->exec_lo || r.hi > od->exec_hi)
+			continue;
+		if (k && os->ranges[k - 1].lo == r.lo && os->ranges[k - 1].hi == r.hi)
+			continue;
+		os->ranges[k++] = r;
+	}
+	os->nranges = k;
+
+	/* pass 1: direct branch targets; where the indirect jumps are */
+	struct ulv ind = { 0 };		/* (range index, jmp address) pairs */
+	for (size_t i = 0; i < os->nranges; i++) {
+		unsigned long lo = os->ranges[i].lo, hi = os->ranges[i].hi;
+		uint8_t *code = read_code(lo, hi);
+		if (!code)
+			continue;
+		ZydisDecodedInstruction d;
+		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+		for (unsigned long pc = lo; pc < hi;) {
+			if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code + (pc - lo), hi - pc,
+							       &d, op))) {
+				taint(os, lo, hi, TAINT_UNDECODABLE);
+				break;
+			}
+			for (int m = 0; m < 2; m++)
+				if (d.raw.imm[m].is_relative)
+					ulv_add(&os->targets, pc + d.length +
+						(unsigned long)d.raw.imm[m].value.s);
+			if (d.meta.category == ZYDIS_CATEGORY_UNCOND_BR &&
+			    !d.raw.imm[0].is_relative && !is_got_jump(&d, op)) {
+				ulv_add(&ind, i);
+				ulv_add(&ind, pc);
+			}
+			pc += d.length;
+		}
+		free(code);
+	}
+	ulv_sort_unique(&os->targets);
+
+	/* pass 2: jump tables (needs the targets, to see labels) */
+	for (size_t j = 0; j < ind.n; j += 2) {
+		size_t i = ind.v[j];
+		unsigned long lo = os->ranges[i].lo, hi = os->ranges[i].hi, at = ind.v[j + 1];
+		uint8_t *code = read_code(lo, hi);
+		struct ulv starts = { 0 };
+		int ok = -1;
+		if (code) {
+			/* instruction starts from the range start up to the jmp */
+			ZydisDecodedInstruction d;
+			for (unsigned long pc = lo; pc <= at;) {
+				ulv_add(&starts, pc);
+				if (pc == at)
+					break;
+				if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, code + (pc - lo),
+									      hi - pc, &d)))
+					break;
+				pc += d.length;
+			}
+			if (starts.n && starts.v[starts.n - 1] == at)
+				ok = read_jump_table(os, code, lo, hi, starts.v, starts.n - 1);
+		}
+		if (ok)
+			taint(os, lo, hi, TAINT_INDIRECT);
+		free(starts.v);
+		free(code);
+	}
+	free(ind.v);
+	for (size_t j = 0; j < os->jt_targets.n; j++)
+		ulv_add(&os->targets, os->jt_targets.v[j]);
+	ulv_sort_unique(&os->targets);
+	os->next = scans;
+	scans = os;
+	return os;
+}
+
+void ukp_arch_opt_forget_if(bool (*gone)(const void *key))
+{
+	lcache_drop();
+	for (struct objscan **pp = &scans; *pp;) {
+		struct objscan *s = *pp;
+		if (!gone(s->key)) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		free(s->targets.v);
+		free(s->ranges);
+		free(s->taint);
+		free(s->taint_why);
+		free(s->jt);
+		free(s->jt_targets.v);
+		free(s);
+	}
+}
+
+/* ---- vector liveness ---------------------------------------------------------- */
+
+/* lo: low 128 bits of vector registers 0-31 (bits 0-31), mask registers
+ * (32-39), the x87/MMX stack (40); hi: bits 128 and up of vector 0-31. */
+struct vm { uint64_t lo, hi; };
+
+#define VM_K(n)		(1ULL << (32 + (n)))
+#define VM_X87		(1ULL << 40)
+#define VM_ALLVEC	0xffffffffULL
+#define VM_ALLK		(0xffULL << 32)
+#define VM_ARGS		0xffULL
+
+static inline struct vm vm_or(struct vm a, struct vm b) { return (struct vm){ a.lo | b.lo, a.hi | b.hi }; }
+static inline struct vm vm_andn(struct vm a, struct vm b) { return (struct vm){ a.lo & ~b.lo, a.hi & ~b.hi }; }
+static inline bool vm_eq(struct vm a, struct vm b) { return a.lo == b.lo && a.hi == b.hi; }
+static const struct vm VM_ARGV = { VM_ARGS, VM_ARGS };
+
+static bool is_zero_idiom(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op)
+{
+	switch (d->mnemonic) {
+	case ZYDIS_MNEMONIC_PXOR: case ZYDIS_MNEMONIC_XORPS: case ZYDIS_MNEMONIC_XORPD:
+	case ZYDIS_MNEMONIC_PSUBB: case ZYDIS_MNEMONIC_PSUBW: case ZYDIS_MNEMONIC_PSUBD:
+	case ZYDIS_MNEMONIC_PSUBQ:
+		return op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		       op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		       op[0].reg.value == op[1].reg.value;
+	case ZYDIS_MNEMONIC_VPXOR: case ZYDIS_MNEMONIC_VXORPS: case ZYDIS_MNEMONIC_VXORPD:
+	case ZYDIS_MNEMONIC_VPXORD: case ZYDIS_MNEMONIC_VPXORQ:
+		return op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		       op[2].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		       op[1].reg.value == op[2].reg.value;
+	default:
+		return false;
+	}
+}
+
+/* What one instruction reads and (fully) writes of the vector state. */
+static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op,
+		   struct vm *use, struct vm *def, bool *zmm)
+{
+	bool zero = is_zero_idiom(d, op);
+	*use = (struct vm){ 0, 0 };
+	*def = (struct vm){ 0, 0 };
+	if (d->mnemonic == ZYDIS_MNEMONIC_VZEROUPPER) {
+		def->hi = 0xffff;
+		return;
+	}
+	if (d->mnemonic == ZYDIS_MNEMONIC_VZEROALL) {
+		def->lo = def->hi = 0xffff;
+		return;
+	}
+	if (d->mnemonic == ZYDIS_MNEMONIC_EMMS || d->mnemonic == ZYDIS_MNEMONIC_FNINIT) {
+		def->lo = VM_X87;
+		return;
+	}
+	for (unsigned i = 0; i < d->operand_count; i++) {
+		const ZydisDecodedOperand *o = &op[i];
+		struct vm bits = { 0, 0 };
+		bool partial = false;
+		ZydisRegister regs[3] = { ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE };
+		if (o->type == ZYDIS_OPERAND_TYPE_REGISTER)
+			regs[0] = o->reg.value;
+		else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			regs[1] = o->mem.index;	/* VSIB */
+		}
+		for (int r = 0; r < 3; r++) {
+			ZydisRegister reg = regs[r];
+			switch (ZydisRegisterGetClass(reg)) {
+			case ZYDIS_REGCLASS_XMM:
+				bits.lo |= 1ULL << (reg - ZYDIS_REGISTER_XMM0);
+				/* VEX/EVEX writes zero bits 128+; legacy SSE
+				 * leaves them: only the low part is touched */
+				if (d->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY)
+					bits.hi |= 1ULL << (reg - ZYDIS_REGISTER_XMM0);
+				break;
+			case ZYDIS_REGCLASS_YMM:
+				bits.lo |= 1ULL << (reg - ZYDIS_REGISTER_YMM0);
+				bits.hi |= 1ULL << (reg - ZYDIS_REGISTER_YMM0);
+				break;
+			case ZYDIS_REGCLASS_ZMM:
+				bits.lo |= 1ULL << (reg - ZYDIS_REGISTER_ZMM0);
+				bits.hi |= 1ULL << (reg - ZYDIS_REGISTER_ZMM0);
+				*zmm = true;
+				break;
+			case ZYDIS_REGCLASS_MASK:
+				bits.lo |= VM_K(reg - ZYDIS_REGISTER_K0);
+				break;
+			case ZYDIS_REGCLASS_X87:
+			case ZYDIS_REGCLASS_MMX:
+				bits.lo |= VM_X87;
+				partial = true;
+				break;
+			default:
+				break;
+			}
+		}
+		if (!bits.lo && !bits.hi)
+			continue;
+		if (o->type == ZYDIS_OPERAND_TYPE_MEMORY || partial) {
+			/* VSIB index, or the x87 stack: read, never wholly written */
+			*use = vm_or(*use, bits);
+			continue;
+		}
+		if ((o->actions & ZYDIS_OPERAND_ACTION_MASK_READ) && !zero)
+			*use = vm_or(*use, bits);
+		if (o->actions & ZYDIS_OPERAND_ACTION_CONDWRITE) {
+			*use = vm_or(*use, bits);	/* may keep the old value */
+		} else if (o->actions & ZYDIS_OPERAND_ACTION_WRITE) {
+			/* a legacy SSE write of an xmm keeps bits 128+: bits
+			 * has only the low part then, so only that dies */
+			*def = vm_or(*def, bits);
+			/* EVEX merge-masking keeps unselected elements */
+			if (d->encoding == ZYDIS_INSTRUCTION_ENCODING_EVEX &&
+			    d->avx.mask.mode == ZYDIS_MASK_MODE_MERGING &&
+			    d->avx.mask.reg != ZYDIS_REGISTER_K0 &&
+			    d->avx.mask.reg != ZYDIS_REGISTER_NONE)
+				*use = vm_or(*use, bits);
+		}
+	}
+}
+
+enum fkind { K_FALL, K_JMP, K_JCC, K_CALL, K_RET, K_JIND, K_STOP };
+
+struct finsn {
+	unsigned long addr;
+	uint8_t len, kind;
+	unsigned long target;
+	struct vm use, def, in;
+	long jt;		/* jump table index, -1 none */
+};
+
+static long find_insn(const struct finsn *f, size_t n, unsigned long a)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (f[mid].addr < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && f[lo].addr == a ? (long)lo : -1;
+}
+
+static struct vm live_at(const struct finsn *f, size_t n, unsigned long t,
+			 struct vm all)
+{
+	long i = find_insn(f, n, t);
+	return i >= 0 ? f[i].in : all;	/* a tail call, a cold part: all */
+}
+
+/* The last function's liveness, for probes on many of its instructions. */
+static struct {
+	const struct objscan *os;
+	unsigned long lo, hi;
+	struct finsn *f;
+	size_t n;
+	bool ok, zmm, entry_jumped;
+} lcache;
+
+static void lcache_drop(void)
+{
+	free(lcache.f);
+	memset(&lcache, 0, sizeof(lcache));
+}
+
+static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
+			     unsigned long addr, struct vm *out, bool *zmm);
+
+/* Vector state live at addr, from the function [lo, hi).  false: unknown. */
+static bool liveness(const struct objscan *os, unsigned long lo, unsigned long hi,
+		     unsigned long addr, struct vm *out, bool *zmm)
+{
+	if (lcache.os != os || lcache.lo != lo || lcache.hi != hi) {
+		lcache_drop();
+		lcache.os = os;
+		lcache.lo = lo;
+		lcache.hi = hi;
+		lcache.ok = liveness_compute(os, lo, hi, addr, out, &lcache.zmm);
+	}
+	*zmm = lcache.zmm;
+	if (!lcache.ok)
+		return false;
+	long at = find_insn(lcache.f, lcache.n, addr);
+	if (at < 0)
+		return false;
+	*out = lcache.f[at].in;
+	/* the x87 stack is empty at a function's entry (ABI; no IPA-RA
+	 * for a stack), unless the function jumps back there */
+	if (addr == lo && !lcache.entry_jumped)
+		out->lo &= ~VM_X87;
+	return true;
+}
+
+static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
+			     unsigned long addr, struct vm *out, bool *zmm)
+{
+	uint8_t *code = read_code(lo, hi);
+	size_t cap = 64, n = 0;
+	struct finsn *f = malloc(cap * sizeof(*f));
+	bool x87_used = false, ok = true, entry_jumped = false;
+	ZydisDecodedInstruction d;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+
+	if (!code || !f) {
+		free(code);
+		free(f);
+		return false;
+	}
+	for (unsigned long pc = lo; pc < hi && ok;) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code + (pc - lo), hi - pc, &d, op))) {
+			ok = false;
+			break;
+		}
+		if (n == cap) {
+			struct finsn *nf = realloc(f, 2 * cap * sizeof(*f));
+			if (!nf) {
+				ok = false;
+				break;
+			}
+			f = nf;
+			cap *= 2;
+		}
+		struct finsn *e = &f[n++];
+		memset(e, 0, sizeof(*e));
+		e->addr = pc;
+		e->len = d.length;
+		e->jt = -1;
+		usedef(&d, op, &e->use, &e->def, zmm);
+		if (e->use.lo & VM_X87)
+			x87_used = true;
+		bool rel = d.raw.imm[0].is_relative;
+		if (rel)
+			e->target = pc + d.length + (unsigned long)d.raw.imm[0].value.s;
+		switch (d.meta.category) {
+		case ZYDIS_CATEGORY_COND_BR:
+			e->kind = K_JCC;
+			break;
+		case ZYDIS_CATEGORY_UNCOND_BR:
+			e->kind = rel ? K_JMP : K_JIND;
+			if (!rel)
+				for (size_t j = 0; j < os->njt; j++)
+					if (os->jt[j].jmp == pc)
+						e->jt = (long)j;
+			if (!rel && e->jt < 0 && !is_got_jump(&d, op))
+				e->jt = -2;	/* unknown targets */
+			break;
+		case ZYDIS_CATEGORY_CALL:
+			/* no vector register dies at a call: with IPA-RA, gcc
+			 * keeps values in "caller-saved" registers across calls
+			 * to local functions it knows leave them alone.  The
+			 * x87 stack is empty at every call. */
+			e->kind = K_CALL;
+			e->use = vm_or(e->use, VM_ARGV);
+			e->def = (struct vm){ VM_X87, 0 };
+			break;
+		case ZYDIS_CATEGORY_RET:
+			e->kind = K_RET;
+			break;
+		default:
+			if (d.mnemonic == ZYDIS_MNEMONIC_UD2 || d.mnemonic == ZYDIS_MNEMONIC_HLT ||
+			    d.mnemonic == ZYDIS_MNEMONIC_INT3 || d.mnemonic == ZYDIS_MNEMONIC_UD1 ||
+			    d.mnemonic == ZYDIS_MNEMONIC_UD0)
+				e->kind = K_STOP;
+			else if (rel)
+				e->kind = K_JCC;	/* xbegin, loop */
+			else
+				e->kind = K_FALL;
+		}
+		if ((e->kind == K_JMP || e->kind == K_JCC) && e->target == lo)
+			entry_jumped = true;
+		pc += d.length;
+	}
+	free(code);
+	/* At a return every vector register may still be needed: besides
+	 * the return value, a caller compiled with IPA-RA may keep its own
+	 * values in registers this function never writes (so the ABI's "only
+	 * the arguments are live at entry" does not hold for local
+	 * functions).  The x87 stack: st0-1 when the function uses the x87
+	 * at all (a C handler keeps the x87 stack balanced, so values the
+	 * ABI parks there across our code survive it otherwise). */
+	struct vm all = { (ukp_vec_level >= 2 ? VM_ALLVEC | VM_ALLK : 0xffffULL) | VM_X87,
+			  ukp_vec_level >= 2 ? VM_ALLVEC : 0xffffULL };
+	struct vm retuse = all;
+	if (!x87_used)
+		retuse.lo &= ~VM_X87;
+	for (size_t i = 0; i < n; i++)
+		if (f[i].kind == K_RET)
+			f[i].use = vm_or(f[i].use, retuse);
+
+	/* backwards to a fixed point */
+	bool changed = ok;
+	for (int pass = 0; changed && pass < 64; pass++) {
+		changed = false;
+		for (size_t i = n; i-- > 0;) {
+			struct finsn *e = &f[i];
+			struct vm o = { 0, 0 };
+			struct vm next = i + 1 < n ? f[i + 1].in : all;
+			switch (e->kind) {
+			case K_FALL: case K_CALL: o = next; break;
+			case K_JCC: o = vm_or(next, live_at(f, n, e->target, all)); break;
+			case K_JMP: o = live_at(f, n, e->target, all); break;
+			case K_RET: case K_STOP: break;
+			case K_JIND:
+				if (e->jt < 0)
+					o = all;	/* tail call or unknown */
+				else
+					for (size_t t = 0; t < os->jt[e->jt].n; t++)
+						o = vm_or(o, live_at(f, n,
+							os->jt_targets.v[os->jt[e->jt].first + t], all));
+				break;
+			}
+			struct vm in = vm_or(e->use, vm_andn(o, e->def));
+			if (!vm_eq(in, e->in)) {
+				e->in = in;
+				changed = true;
+			}
+		}
+	}
+	(void)addr;
+	(void)out;
+	lcache.f = f;
+	lcache.n = n;
+	lcache.entry_jumped = entry_jumped;
+	return ok && !changed;
+}
+
+/* ---- the region ------------------------------------------------------------- */
+
+static const struct ukp_range *range_containing(const struct objscan *os, unsigned long a)
+{
+	/* ranges may nest (aliases, FDE vs symbol): look at every one that
+	 * starts at or below a, nearest first, a few back */
+	size_t lo = 0, hi = os->nranges;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (os->ranges[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, k = 0; i-- > 0 && k < 64; k++)
+		if (a < os->ranges[i].hi)
+			return &os->ranges[i];
+	return NULL;
+}
+
+static int refuse(char *why, size_t n, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int refuse(char *why, size_t n, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fhi,
+			 const struct ukp_objdesc *od, struct ukp_region *r,
+			 char *why, size_t wn)
+{
+	memset(r, 0, sizeof(*r));
+	r->addr = addr;
+	if (!od || !od->key)
+		return refuse(why, wn, -ENOENT, "not in a known function");
+	struct objscan *os = scan_object(od);
+	if (!os)
+		return refuse(why, wn, -ENOMEM, "undecodable function: out of memory");
+	if (fhi <= flo) {
+		const struct ukp_range *fr = range_containing(os, addr);
+		if (!fr)
+			return refuse(why, wn, -ENOENT, "not in a known function");
+		flo = fr->lo;
+		fhi = fr->hi;
+	}
+	for (size_t i = 0; i < os->ntaint; i++) {
+		if (addr >= os->taint[i].lo && addr < os->taint[i].hi)
+			return refuse(why, wn, -EINVAL, "%s",
+				      os->taint_why[i] == TAINT_INDIRECT ?
+				      "indirect jump in the function" :
+				      "undecodable function");
+	}
+	if (!os->unwind_ok)
+		return refuse(why, wn, -EINVAL,
+			      "landing pad inside the region: unwind tables unreadable");
+
+	/* instructions covering 5 bytes */
+	uint8_t buf[32];
+	ukp_read_text(addr, buf, sizeof(buf));
+	unsigned long pc = addr;
+	bool falls = true;
+	while (pc < addr + UKP_ARCH_JMP_LEN) {
+		if (!falls)
+			break;	/* the rest must be unreachable padding */
+		if (pc >= fhi)
+			return refuse(why, wn, -EINVAL, "region crosses the function's end");
+		if (r->ninsn == UKP_REGION_MAX)
+			return refuse(why, wn, -EINVAL, "unrelocatable instruction: too many");
+		struct ukp_insn *in = &r->insn[r->ninsn];
+		size_t avail = fhi - pc < UKP_ARCH_MAX_INSN ? fhi - pc : UKP_ARCH_MAX_INSN;
+		if (ukp_arch_decode(buf + (pc - addr), avail, pc, in) < 0)
+			return refuse(why, wn, -EILSEQ, "undecodable function: at %#lx", pc);
+		if (pc + in->len > fhi)
+			return refuse(why, wn, -EINVAL, "region crosses the function's end");
+		r->ninsn++;
+		pc += in->len;
+		bool last = pc >= addr + UKP_ARCH_JMP_LEN;
+		switch (in->flow) {
+		case UKP_FLOW_NONE:
+			if (in->is_int3)
+				return refuse(why, wn, -EINVAL, "unrelocatable instruction: int3");
+			break;
+		case UKP_FLOW_CALL:
+		case UKP_FLOW_CALL_IND:
+			if (!last)
+				return refuse(why, wn, -EINVAL, "call inside the region");
+			break;
+		case UKP_FLOW_SYSCALL:
+			if (!last)
+				return refuse(why, wn, -EINVAL,
+					      "unrelocatable instruction: syscall inside the region");
+			break;
+		case UKP_FLOW_JCC:
+			if (!last)
+				return refuse(why, wn, -EINVAL,
+					      "unrelocatable instruction: %s inside the region", in->mnemonic);
+			break;
+		case UKP_FLOW_JMP:
+		case UKP_FLOW_RET:
+		case UKP_FLOW_JMP_IND:
+		case UKP_FLOW_STOP:
+			falls = false;
+			break;
+		}
+	}
+	unsigned long end = addr + UKP_ARCH_JMP_LEN > pc ? addr + UKP_ARCH_JMP_LEN : pc;
+	/* padding: past the function, in no other function, never executed */
+	for (unsigned long b = pc; b < end; b++) {
+		if (b < fhi)
+			continue;	/* dead bytes of this function: no jump reaches
+					   them (checked below), nothing falls in */
+		if (b >= od->exec_hi || range_containing(os, b))
+			return refuse(why, wn, -EINVAL, "region crosses the function's end");
+	}
+	r->len = (unsigned)(end - addr);
+	memcpy(r->orig, buf, r->len);
+	size_t ti = ulv_lower(&os->targets, addr + 1);
+	if (ti < os->targets.n && os->targets.v[ti] < end)
+		return refuse(why, wn, -EINVAL, "jump into the region: to +%lu",
+			      os->targets.v[ti] - addr);
+
+	struct vm live;
+	bool zmm = false;
+	if (!liveness(os, flo, fhi, addr, &live, &zmm)) {
+		r->vsave = UKP_VSAVE_XSAVE;
+	} else if ((live.lo & (VM_ALLK | VM_X87 | 0xffff0000ULL)) || (live.hi & 0xffff0000ULL) ||
+		   (ukp_vec_level >= 2 && (zmm || live.lo || live.hi))) {
+		r->vsave = UKP_VSAVE_XSAVE;
+	} else if (!live.lo && !live.hi) {
+		r->vsave = UKP_VSAVE_NONE;
+	} else if (!((live.lo | live.hi) & ~VM_ARGS)) {
+		r->vsave = UKP_VSAVE_ARGS;
+	} else {
+		r->vsave = UKP_VSAVE_ALL16;
+	}
+	return 0;
+}

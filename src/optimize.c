@@ -1,0 +1,711 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Jump optimisation (kprobes.txt 1.4): the optimizer thread, detours, and
+ * writing and removing the jumps while the program's threads run.
+ *
+ * A site is optimised when it has probes, all enabled and none with a
+ * post_handler, no internal hook, the knob is on, and no other armed site
+ * lies inside its region.  Optimising a batch:
+ *
+ *   1. (lock) analyse each queued site once (analyze.c: the safety checks
+ *      and the vector class), build its detour once (kept for the life of
+ *      the process, like slots), and publish `resume`: from now on a hit
+ *      on the int3 resumes in the detour's copy of the whole region, so
+ *      no thread newly enters bytes 1..len-1;
+ *   2. wait for every thread in the hit path to leave (one that read the
+ *      old resume may be about to run the one-instruction slot);
+ *   3. ask every thread where it is (a SIGBUS sent with sigqueueinfo,
+ *      which its handler answers): one stopped at an instruction
+ *      boundary inside a region is moved to the same instruction in the
+ *      detour's copy; one inside an old slot or post trampoline of a
+ *      batch site is asked again a little later;
+ *   4. (lock) write bytes 1..4 of every jump (byte 0 is still the int3),
+ *      serialise, write the 0xe9s, serialise.
+ *
+ * Unoptimising: int3 over the 0xe9, serialise, the original bytes 1..4,
+ * serialise (the int3 stays while the probe is armed).  A thread still in
+ * a detour leaves it by its jump back past the region.  Detours are never
+ * freed.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define OPT_DELAY_NS	(5 * 1000 * 1000)	/* let a registration burst gather */
+
+struct ukp_opt {
+	int state;			/* 0 untried, 1 ready, -1 refused */
+	char why[112];
+	struct ukp_region r;
+	uint8_t *detour;
+	unsigned entry, copy;
+	struct ukp_copy_map map;
+};
+
+static int opt_knob = 1;
+static pthread_cond_t opt_cv = PTHREAD_COND_INITIALIZER;	/* with ukp_lock */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static struct ukp_site **queue;		/* under ukp_lock */
+static size_t nqueue, capqueue;
+static unsigned long queued_gen, done_gen;
+static bool thread_running, thread_busy;
+static pid_t opt_tid;
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+	nanosleep(&ts, NULL);
+}
+
+static bool verbose(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("UKPROBES_VERBOSE");
+		v = e && *e && *e != '0';
+	}
+	return v;
+}
+
+static void set_flags_locked(struct ukp_site *s, bool on)
+{
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	for (unsigned i = 0; l && i < l->n; i++) {
+		if (on)
+			__atomic_fetch_or(&l->p[i]->flags, KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_and(&l->p[i]->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
+	}
+}
+
+bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
+{
+	for (unsigned k = 1; k < 16; k++) {
+		struct ukp_site *s = ukp_site_lookup(addr - k);
+		if (s && s->optimized && s->opt && k < s->opt->r.len) {
+			*b = s->opt->r.orig[k];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Temporary conditions (1.4.4): may this site be optimised now? */
+static bool wanted_locked(struct ukp_site *s)
+{
+	if (!opt_knob || !ukp_knob_enabled || s->hook || atomic_load(&s->dead))
+		return false;
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	if (!l || !l->n || l->any_post)
+		return false;
+	for (unsigned i = 0; i < l->n; i++) {
+		if (l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE))
+			return false;
+		if (l->p[i]->__ukp_priv[1])
+			return false;	/* a jprobe */
+	}
+	/* any region covers at least the jump's bytes */
+	for (unsigned k = 1; k < UKP_ARCH_JMP_LEN; k++) {
+		struct ukp_site *o = ukp_site_lookup(s->addr + k);
+		if (o && (o->armed || o->optimized))
+			return false;
+	}
+	if (s->opt && s->opt->state > 0) {
+		/* no other armed probe inside, no overlapping jump */
+		for (unsigned k = 1; k < s->opt->r.len; k++) {
+			struct ukp_site *o = ukp_site_lookup(s->addr + k);
+			if (o && (o->armed || o->optimized))
+				return false;
+		}
+		for (unsigned k = 1; k < 16; k++) {
+			struct ukp_site *o = ukp_site_lookup(s->addr - k);
+			if (o && o->opt && o->opt->state > 0 && (o->optimized || o->resume) &&
+			    k < o->opt->r.len)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* ---- analysis and detour ------------------------------------------------- */
+
+static void whereof(struct ukp_site *s, struct ukp_where *w)
+{
+	if (ukp_sym_where(s->addr, w))
+		memset(w, 0, sizeof(*w));
+}
+
+/* Objects' descriptions, made once (under ukp_lock). */
+struct desc_cache { struct ukp_objdesc d; struct desc_cache *next; };
+static struct desc_cache *descs;
+
+static const struct ukp_objdesc *desc_of(struct ukp_object *obj)
+{
+	for (struct desc_cache *c = descs; c; c = c->next)
+		if (c->d.key == obj)
+			return &c->d;
+	struct desc_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (ukp_sym_object_desc(obj, &c->d)) {
+		free(c);
+		return NULL;
+	}
+	c->next = descs;
+	descs = c;
+	return &c->d;
+}
+
+static int analyse(unsigned long addr, struct ukp_region *r, char *why, size_t n)
+{
+	struct ukp_where w;
+	const char *bl;
+	if (ukp_sym_where(addr, &w) || !w.obj) {
+		snprintf(why, n, "not in a known function");
+		return -ENOENT;
+	}
+	if (ukp_sym_blacklisted(addr, &bl)) {
+		snprintf(why, n, "blacklisted: %s", bl);
+		return -EINVAL;
+	}
+	const struct ukp_objdesc *od = desc_of(w.obj);
+	if (!od) {
+		snprintf(why, n, "not in a known function");
+		return -ENOMEM;
+	}
+	return ukp_arch_opt_analyze(addr, w.func_start, w.func_end, od, r, why, n);
+}
+
+int ukp_opt_check(unsigned long addr, char *why, size_t n)
+{
+	struct ukp_region r;
+	ukp_init_once();
+	pthread_mutex_lock(&ukp_lock);
+	int err = analyse(addr, &r, why, n);
+	pthread_mutex_unlock(&ukp_lock);
+	if (!err)
+		snprintf(why, n, "ok");
+	return err;
+}
+
+static void prepare_locked(struct ukp_site *s)
+{
+	if (s->opt)
+		return;
+	struct ukp_opt *o = calloc(1, sizeof(*o));
+	if (!o)
+		return;
+	s->opt = o;
+	o->state = -1;
+	if (analyse(s->addr, &o->r, o->why, sizeof(o->why)))
+		goto refused;
+	uint8_t code[UKP_DETOUR_MAX];
+	uint8_t *d = ukp_slot_alloc(s->addr, UKP_DETOUR_MAX);
+	if (!d) {
+		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
+		goto refused;
+	}
+	int len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s,
+					ukp_arch_opt_tramp(o->r.vsave), &o->entry,
+					&o->copy, &o->map);
+	if (len < 0) {
+		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
+			 strerror(-len));
+		goto refused;
+	}
+	if (ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry)) {
+		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
+		goto refused;
+	}
+	o->detour = d;
+	o->state = 1;
+	return;
+refused:
+	if (verbose()) {
+		struct ukp_where w;
+		whereof(s, &w);
+		ukp_log("kprobe at %s+0x%lx: not optimized: %s", w.func[0] ? w.func : "?",
+			s->addr - w.func_start, o->why);
+	}
+}
+
+/* ---- the registry's side -------------------------------------------------- */
+
+static void unopt_add(struct ukp_unopt *u, struct ukp_site *s)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->v[i] == s)
+			return;
+	if (u->n == u->cap) {
+		size_t nc = u->cap ? 2 * u->cap : 16;
+		struct ukp_site **nv = realloc(u->v, nc * sizeof(*nv));
+		if (!nv)
+			return;
+		u->v = nv;
+		u->cap = nc;
+	}
+	u->v[u->n++] = s;
+}
+
+void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s)
+{
+	if (s && (s->optimized || atomic_load(&s->resume) || s->queued))
+		unopt_add(u, s);
+}
+
+/* Every site whose jump (done, pending, or queued) covers addr. */
+void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr)
+{
+	for (unsigned k = 0; k < 16; k++) {
+		struct ukp_site *s = ukp_site_lookup(addr - k);
+		if (!s)
+			continue;
+		if (k && s->opt && s->opt->state > 0 && k >= s->opt->r.len)
+			continue;
+		if (k && (!s->opt || s->opt->state <= 0))
+			continue;
+		ukp_opt_collect_site_locked(u, s);
+	}
+}
+
+static int poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s,
+		       unsigned from, unsigned to, const uint8_t *bytes)
+{
+	for (unsigned k = from; k < to; k++)
+		pk[(*n)++] = (struct ukp_poke){ s->addr + k, bytes[k] };
+	return 0;
+}
+
+void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
+{
+	size_t n1 = 0, n2 = 0;
+	struct ukp_poke *p1 = malloc((u->n + 1) * sizeof(*p1));
+	struct ukp_poke *p2 = malloc((u->n + 1) * 4 * sizeof(*p2));
+
+	for (size_t i = 0; i < u->n; i++) {
+		struct ukp_site *s = u->v[i];
+		s->gen++;
+		s->queued = false;	/* the optimizer skips it: gen changed */
+		if (!s->optimized)
+			continue;
+		s->optimized = false;
+		set_flags_locked(s, false);
+		if (atomic_load(&s->dead) || !p1 || !p2)
+			continue;
+		/* the int3 stays: the registry disarms it if it must */
+		p1[n1++] = (struct ukp_poke){ s->addr, UKP_ARCH_BREAKPOINT };
+		poke_region(p2, &n2, s, 1, UKP_ARCH_JMP_LEN, s->opt->r.orig);
+		s->armed = true;
+	}
+	ukp_text_poke_batch(p1, n1);
+	ukp_text_poke_batch(p2, n2);
+	/* only now may a hit resume in the one-instruction slot: its jump
+	 * back lands inside the region, which holds the original code again */
+	for (size_t i = 0; i < u->n; i++)
+		atomic_store(&u->v[i]->resume, NULL);
+	free(p1);
+	free(p2);
+	free(u->v);
+	memset(u, 0, sizeof(*u));
+}
+
+static void enqueue_locked(struct ukp_site *s)
+{
+	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s))
+		return;
+	if (nqueue == capqueue) {
+		size_t nc = capqueue ? 2 * capqueue : 64;
+		struct ukp_site **nq = realloc(queue, nc * sizeof(*nq));
+		if (!nq)
+			return;
+		queue = nq;
+		capqueue = nc;
+	}
+	queue[nqueue++] = s;
+	s->queued = true;
+	queued_gen++;
+	pthread_cond_signal(&opt_cv);
+}
+
+/* After a change at addr: its site and the ones whose region covers it. */
+void ukp_opt_update_locked(unsigned long addr)
+{
+	for (unsigned k = 0; k < 16; k++) {
+		struct ukp_site *s = ukp_site_lookup(addr - k);
+		if (s && (!k || !s->opt || s->opt->state > 0))
+			enqueue_locked(s);
+	}
+}
+
+/* ---- asking threads where they are ---------------------------------------- */
+
+static struct {
+	_Atomic pid_t tid;
+	_Atomic int state;	/* 1 asked, 2 fine (maybe moved), 3 busy */
+	struct ukp_site **v;
+	size_t n;
+} ask;
+
+/* Does a copy of the instruction at site s (its slot, its post path)
+ * return into a region being patched?  Its own, or one it lies in. */
+static bool in_batch_region(const struct ukp_site *s)
+{
+	for (size_t i = 0; i < ask.n; i++) {
+		const struct ukp_site *b = ask.v[i];
+		if (s->addr >= b->addr && s->addr < b->addr + b->opt->r.len)
+			return true;
+	}
+	return false;
+}
+
+/* In the asked thread's SIGBUS handler (trap.c says why SIGBUS). */
+bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
+{
+	if (si->si_code != SI_QUEUE || si->si_value.sival_ptr != (void *)&ask ||
+	    si->si_pid != getpid())
+		return false;
+	pid_t me = (pid_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	if (atomic_load(&ask.tid) != me)
+		return true;	/* a late answer to an old question */
+	unsigned long ip = ukp_arch_uc_ip(uc);
+	int st = 2;
+	struct ukp_slot_hit h;
+	struct ukp_thread *t = ukp_thread_peek();
+	if (ip >= (unsigned long)ukp_post_trampoline &&
+	    ip < (unsigned long)ukp_post_trampoline_end)
+		st = 3;
+	else if (t && t->in_post && in_batch_region(t->in_post))
+		st = 3;
+	else if (ukp_slot_find(ip, &h) && !h.detour && in_batch_region(h.site))
+		st = 3;
+	for (size_t i = 0; i < ask.n && st == 2; i++) {
+		struct ukp_site *s = ask.v[i];
+		struct ukp_opt *o = s->opt;
+		if (ip <= s->addr || ip >= s->addr + o->r.len)
+			continue;
+		st = 3;
+		for (unsigned k = 1; k < o->map.n; k++)
+			if (s->addr + o->map.orig_off[k] == ip) {
+				ukp_arch_uc_set_ip(uc, (unsigned long)o->detour + o->map.copy_off[k]);
+				st = 2;
+			}
+	}
+	atomic_store(&ask.state, st);
+	return true;
+}
+
+/* Where a thread that does not answer (SIGBUS blocked, stopped) is. */
+static int blocked_thread_ok(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;	/* gone */
+	ssize_t k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (k <= 0)
+		return 1;
+	buf[k] = 0;
+	if (!strncmp(buf, "running", 7))
+		return 0;
+	char *last = strrchr(buf, ' ');
+	unsigned long pc = last ? strtoul(last + 1, NULL, 0) : 0;
+	if (!pc)
+		return 0;
+	for (size_t i = 0; i < ask.n; i++) {
+		struct ukp_site *s = ask.v[i];
+		if (pc > s->addr && pc < s->addr + s->opt->r.len)
+			return 0;
+	}
+	return 1;
+}
+
+static int ask_thread(pid_t tid)
+{
+	for (int attempt = 0; attempt < 400; attempt++) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		si.si_signo = SIGBUS;
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		si.si_uid = getuid();
+		si.si_value.sival_ptr = (void *)&ask;
+		atomic_store(&ask.state, 1);
+		atomic_store(&ask.tid, tid);
+		if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si)) {
+			atomic_store(&ask.tid, 0);
+			return errno == ESRCH ? 0 : -errno;
+		}
+		int st = 1;
+		for (int spin = 0; spin < 2000 && (st = atomic_load(&ask.state)) == 1; spin++) {
+			if (spin < 50)
+				sched_yield();
+			else
+				sleep_ns(10000);
+		}
+		atomic_store(&ask.tid, 0);
+		if (st == 2)
+			return 0;
+		if (st == 1) {
+			/* no answer within ~20 ms: SIGBUS blocked, or stopped */
+			if (blocked_thread_ok(tid))
+				return 0;
+		}
+		sleep_ns(200000);	/* busy: let it move on */
+	}
+	return -EBUSY;
+}
+
+static int ask_all_threads(struct ukp_site **v, size_t n)
+{
+	DIR *d = opendir("/proc/self/task");
+	int err = 0;
+	if (!d)
+		return -errno;
+	ask.v = v;
+	ask.n = n;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && tid != opt_tid)
+			err = ask_thread(tid);
+	}
+	closedir(d);
+	ask.v = NULL;
+	ask.n = 0;
+	return err;
+}
+
+/* ---- the optimizer ---------------------------------------------------------- */
+
+static void optimize_batch(void)
+{
+	struct ukp_site **batch;
+	unsigned *gens;
+	size_t n = 0;
+
+	pthread_mutex_lock(&ukp_lock);
+	unsigned long gen_target = queued_gen;
+	batch = malloc((nqueue + 1) * sizeof(*batch));
+	gens = malloc((nqueue + 1) * sizeof(*gens));
+	for (size_t i = 0; batch && gens && i < nqueue; i++) {
+		struct ukp_site *s = queue[i];
+		if (!s->queued)
+			continue;
+		s->queued = false;
+		if (!wanted_locked(s))
+			continue;
+		prepare_locked(s);
+		if (!s->opt || s->opt->state <= 0 || !wanted_locked(s))
+			continue;
+		atomic_store(&s->resume, s->opt->detour + s->opt->copy);
+		gens[n] = s->gen;
+		batch[n++] = s;
+	}
+	nqueue = 0;
+	thread_busy = true;
+	pthread_mutex_unlock(&ukp_lock);
+
+	int err = 0;
+	if (n) {
+		ukp_synchronize();
+		err = ask_all_threads(batch, n);
+	}
+
+	pthread_mutex_lock(&ukp_lock);
+	struct ukp_poke *p1 = malloc((4 * n + 1) * sizeof(*p1));
+	struct ukp_poke *p2 = malloc((n + 1) * sizeof(*p2));
+	size_t n1 = 0, n2 = 0;
+	for (size_t i = 0; i < n && p1 && p2; i++) {
+		struct ukp_site *s = batch[i];
+		if (s->gen != gens[i] || !wanted_locked(s) || !s->armed) {
+			continue;
+		}
+		if (err) {
+			/* could not prove every thread outside: later */
+			atomic_store(&s->resume, NULL);
+			continue;
+		}
+		uint8_t jmp[UKP_ARCH_JMP_LEN];
+		ukp_arch_make_jump(jmp, s->addr, (unsigned long)s->opt->detour + s->opt->entry);
+		poke_region(p1, &n1, s, 1, UKP_ARCH_JMP_LEN, jmp);
+		p2[n2++] = (struct ukp_poke){ s->addr, jmp[0] };
+		ukp_mark_patched_locked(s->addr, s->opt->r.len);
+		s->optimized = true;
+		set_flags_locked(s, true);
+	}
+	ukp_text_poke_batch(p1, n1);
+	ukp_text_poke_batch(p2, n2);
+	free(p1);
+	free(p2);
+	if (done_gen < gen_target)
+		done_gen = gen_target;
+	thread_busy = false;
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&ukp_lock);
+	if (err && verbose())
+		ukp_log("optimizer: a thread did not leave the probed regions; will retry");
+	free(batch);
+	free(gens);
+}
+
+static void *optimizer(void *arg)
+{
+	(void)arg;
+	opt_tid = (pid_t)syscall(SYS_gettid);
+	struct ukp_thread *self = ukp_thread_self();
+	if (self)
+		self->internal = 1;	/* probes it hits run no handler */
+	pthread_mutex_lock(&ukp_lock);
+	for (;;) {
+		while (!nqueue)
+			pthread_cond_wait(&opt_cv, &ukp_lock);
+		pthread_mutex_unlock(&ukp_lock);
+		sleep_ns(OPT_DELAY_NS);
+		optimize_batch();
+		pthread_mutex_lock(&ukp_lock);
+	}
+	return NULL;
+}
+
+static void start_thread(void);
+
+void ukp_opt_start(void)
+{
+	pthread_mutex_lock(&ukp_lock);
+	bool start = !thread_running && nqueue;
+	if (start)
+		thread_running = true;
+	pthread_mutex_unlock(&ukp_lock);
+	if (start)
+		start_thread();
+}
+
+/*
+ * The optimizer thread is made at initialisation, before any probe is
+ * armed: glibc's start_thread runs _setjmp and more with every signal
+ * blocked, and a breakpoint hit there kills the process (the kernel
+ * forces a blocked SIGTRAP).  Only a fork child, where the parent's
+ * probes are armed already, makes one later (see README, limitations).
+ */
+static void start_thread(void)
+{
+	pthread_t th;
+	pthread_attr_t at;
+	sigset_t all, old;
+	/* the program's signals go to its own threads; not the ones a
+	 * probe hit or a fault raise (this thread calls libc functions a
+	 * user may probe, and the kernel kills a thread that traps with
+	 * SIGTRAP blocked) */
+	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &at, optimizer, NULL)) {
+		pthread_mutex_lock(&ukp_lock);
+		thread_running = false;
+		pthread_mutex_unlock(&ukp_lock);
+	} else {
+		pthread_setname_np(th, "kprobe-optimizer");
+	}
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void fork_child(void)
+{
+	/* the optimizer thread stayed in the parent; the next call starts one */
+	thread_running = false;
+	thread_busy = false;
+	pthread_cond_init(&opt_cv, NULL);
+	pthread_cond_init(&done_cv, NULL);
+}
+
+void ukp_opt_init(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+	thread_running = true;
+	start_thread();
+}
+
+void wait_for_kprobe_optimizer(void)
+{
+	ukp_init_once();
+	ukp_opt_start();
+	pthread_mutex_lock(&ukp_lock);
+	unsigned long target = queued_gen;
+	while (done_gen < target && thread_running)
+		pthread_cond_wait(&done_cv, &ukp_lock);
+	pthread_mutex_unlock(&ukp_lock);
+}
+
+static void collect_cb(struct ukp_site *s, void *arg)
+{
+	ukp_opt_collect_site_locked(arg, s);
+}
+
+static void enqueue_cb(struct ukp_site *s, void *arg)
+{
+	(void)arg;
+	enqueue_locked(s);
+}
+
+int kprobes_set_optimization(int on)
+{
+	ukp_init_once();
+	pthread_mutex_lock(&ukp_lock);
+	opt_knob = !!on;
+	if (on) {
+		ukp_each_site_locked(enqueue_cb, NULL);
+	} else {
+		struct ukp_unopt u = { 0 };
+		ukp_each_site_locked(collect_cb, &u);
+		ukp_opt_unoptimize_locked(&u);
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	ukp_opt_start();
+	return 0;
+}
+
+int kprobes_get_optimization(void)
+{
+	return opt_knob;
+}
+
+static bool object_dead(const void *key)
+{
+	return !ukp_sym_object_alive((struct ukp_object *)key);
+}
+
+/* under ukp_lock, after an unload: dead sites leave the queue when the
+ * optimizer sees them (their jumps went with the mapping); analyses of
+ * unloaded objects are dropped */
+void ukp_opt_objects_changed(void)
+{
+	ukp_arch_opt_forget_if(object_dead);
+	for (struct desc_cache **pp = &descs; *pp;) {
+		struct desc_cache *c = *pp;
+		if (object_dead(c->d.key)) {
+			*pp = c->next;
+			free(c->d.funcs);
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
