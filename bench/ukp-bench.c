@@ -16,16 +16,18 @@
  * row, ...) so that a load change on the machine hits every row alike.
  * The table shows the median of the runs.
  *
- * Every target is the same instruction pair, written in a top-level asm()
- * block so that the probed instruction is known exactly:
+ * The targets are written in a top-level asm() block so that the probed
+ * instruction is known exactly.  Most are the same instruction pair:
  *
  *	lea 1(%rdi),%rax	<- probed
  *	ret
  *
  * lea is an instruction that the kernel's uprobes single-step (they
  * emulate nops, push, jmp and call instead), and it is one a ukprobe has
- * to run out of line.  Each timed call adds its return value to a sum that
- * is checked as well, so an out-of-line copy that computed something else
+ * to run out of line.  "floor" and "uprobe5" put 5 bytes (a call, a nop)
+ * before that pair, "om" probes the middle of a function; every target
+ * returns x + 1.  Each timed call adds its return value to a sum that is
+ * checked as well, so an out-of-line copy that computed something else
  * is caught.
  *
  * Rows flagged ROW_CHILD are measured in a process forked before anything
@@ -33,9 +35,31 @@
  * its own SIGTRAP handler there, which would otherwise fight the
  * library's).
  *
- * Adding a row (e.g. "o", "r", "ro"): define a target with UKPB_TARGET,
- * write setup/check/teardown (or reuse the kprobe ones with another
- * kp_ctx), and add a line to rows[].
+ * The rows, with their floors and peers:
+ *
+ *	call	the bare call of a target
+ *	floor	the floor of a jump-optimised probe: the target starts with a
+ *		5-byte call into a hand-written stub that saves and restores
+ *		what a detour must and calls an empty C function
+ *	int3	the floor of a trap-based probe
+ *	uprobe	kernel uprobe on the lea (single-stepped)
+ *	uprobe5	kernel uprobe on a 5-byte nop, which newer kernels (6.18)
+ *		optimise into a call to a trampoline
+ *	b, k	breakpoint ukprobes (optimisation off)
+ *	b100k	b among 100,000 other probes
+ *	o	optimised ukprobe at a function entry (region lea + ret)
+ *	om	optimised ukprobe mid-function with %xmm0 live across it
+ *	o10k	not ns per hit: milliseconds to register 10,000 optimisable
+ *		probes in one batch, to wait for the optimizer and to
+ *		unregister them (a table of its own)
+ *
+ * A row meant to measure an optimised probe fails (exit status 1) when
+ * the probe is not optimised after wait_for_kprobe_optimizer(): it never
+ * reports the cost of a breakpoint under an optimised name.
+ *
+ * Adding a row (e.g. "r", "ro"): define a target with UKPB_TARGET, write
+ * setup/check/teardown (or reuse the kprobe ones with another kp_ctx),
+ * and add a line to rows[].
  */
 #include <ukprobes.h>
 
@@ -65,6 +89,8 @@
 #define QUICK_HITS	20000L
 #define QUICK_RUNS	3
 #define CALL_MULT	100	/* the "call" row is ~1000x cheaper */
+#define OPT_MULT	10	/* optimised probes: no trap, but a call into
+				   the engine */
 #define MAX_RUNS	99
 #define MSG_LEN		200
 
@@ -91,26 +117,202 @@
 
 #define LEA_RET		"	lea 1(%rdi), %rax\n	ret\n"
 
+/*
+ * The "floor" stub: what an ideal detour does around a handler call, and
+ * nothing else.  The target's first instruction is `call ukpb_floor_stub`,
+ * the 5 bytes a jump-optimised probe patches in.
+ *
+ *	ukpb_tgt_floor:			stack in the stub, after the pushes:
+ *	  call ukpb_floor_stub		  [ret into ukpb_tgt_floor+5]
+ *	  lea 1(%rdi),%rax		  128 bytes: the red zone, untouched
+ *	  ret				  flags
+ *					  rax rcx rdx rbx rbp rsi rdi
+ *					  r8 ... r15	<- %rsp = %rbx
+ *					  (0 or 8 bytes of alignment)
+ *
+ * The call itself writes its return address at -8(%rsp); at a function
+ * entry that is free (the function has not used its red zone yet), which
+ * is why this floor is a function entry.  A detour at an arbitrary place
+ * is entered by jmp instead; either way it steps over the red zone first,
+ * as this stub does, so the stub costs what that detour costs.  cld:
+ * the probed code may run with DF set, a C function must not.  Flags are
+ * saved with pushfq and put back without popfq (FLAGS_RESTORE below):
+ * popfq alone costs ~7 ns on this AMD EPYC VM, near half the stub.
+ * Vector state is not saved: the empty function touches none (a real
+ * detour must keep it for handlers that do).
+ */
+#define PUSH_GPRS							\
+	"	push %rax\n	push %rcx\n	push %rdx\n	push %rbx\n"	\
+	"	push %rbp\n	push %rsi\n	push %rdi\n	push %r8\n"	\
+	"	push %r9\n	push %r10\n	push %r11\n	push %r12\n"	\
+	"	push %r13\n	push %r14\n	push %r15\n"
+#define POP_GPRS							\
+	"	pop %r15\n	pop %r14\n	pop %r13\n	pop %r12\n"	\
+	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"	\
+	"	pop %rdi\n	pop %rsi\n	pop %rbp\n	pop %rbx\n"	\
+	"	pop %rdx\n	pop %rcx\n	pop %rax\n"
+
+/*
+ * Flags back without popfq (microcoded: ~7 ns here, as dear as the rest
+ * of the stub): DF by std, OF by an add that overflows exactly when it
+ * was set, SF ZF AF PF CF by sahf; the same as ukprobes' detours.  %rsp
+ * points at the saved flags; rax and rcx are restored after.
+ */
+#define FLAGS_RESTORE							\
+	"	push %rax\n	push %rcx\n"				\
+	"	testw $0x400, 16(%rsp)\n	jz 1f\n	std\n1:\n"	\
+	"	movzbl 17(%rsp), %ecx\n	shr $3, %ecx\n	and $1, %ecx\n" \
+	"	mov $0x7f, %al\n	add %cl, %al\n"			\
+	"	mov 16(%rsp), %ah\n	sahf\n"				\
+	"	pop %rcx\n	pop %rax\n"
+
+/* "floorv": the vector state a detour calling arbitrary C must keep on
+ * top: 16 ymm registers (xmm without AVX is not measured: this bench
+ * needs AVX), MXCSR and the x87 control word. */
+#define V1(i) "	vmovdqu %ymm" #i ", " #i "*32+32(%rsp)\n"
+#define L1(i) "	vmovdqu " #i "*32+32(%rsp), %ymm" #i "\n"
+#define VEC16(a, b, c) V1(0) V1(1) V1(2) V1(3) V1(4) V1(5) V1(6) V1(7) \
+	V1(8) V1(9) V1(10) V1(11) V1(12) V1(13) V1(14) V1(15)
+#define VEC16_LOAD L1(0) L1(1) L1(2) L1(3) L1(4) L1(5) L1(6) L1(7) \
+	L1(8) L1(9) L1(10) L1(11) L1(12) L1(13) L1(14) L1(15)
+
+/* A global 32-bit constant in .rodata: sizes and offsets of the code. */
+#define DATA_LONG(name, expr)						\
+	"	.pushsection .rodata, \"a\", @progbits\n"		\
+	"	.globl " #name "\n"					\
+	"	.type " #name ", @object\n"				\
+	"	.p2align 2\n"						\
+	#name ":\n"							\
+	"	.long " expr "\n"					\
+	"	.size " #name ", 4\n"					\
+	"	.popsection\n"
+
+/*
+ * "om": %xmm0 = x + 1 is computed before the probed instruction and used
+ * after it, so a detour that loses vector state returns a wrong value.
+ * The probed lea has a disp32 (7 bytes): the optimised region is that one
+ * instruction.  ukpb_om_off is its offset in the function.
+ */
+#define OM_BODY								\
+	"	movq %rdi, %xmm0\n"					\
+	"	pcmpeqd %xmm1, %xmm1\n"		/* -1 in each qword */	\
+	"	psubq %xmm1, %xmm0\n"		/* xmm0 = x + 1 */	\
+	".Lukpb_om_probe:\n"						\
+	"	lea 0x1000(%rdi), %rax\n"	/* <- probed */		\
+	"	movq %xmm0, %rdx\n"					\
+	"	sub %rdi, %rax\n"					\
+	"	lea -0x1000(%rax,%rdx), %rax\n"	/* x + 1 */		\
+	"	ret\n"
+
+/*
+ * "o10k": 10,000 functions ukpb_many_0000 ... ukpb_many_9999, each
+ * lea 1(%rdi),%rax; ret padded with int3 to 16 bytes, so function i is at
+ * ukpb_many_0000 + 16 * i; ukpb_many_size is the size of them all.  (No
+ * start/end labels in .text: only functions there, so the engine finds
+ * each probe's function by its own symbol.)
+ */
+#define MANY		10000
+#define MANY_STRIDE	16
+#define MANY_PHASES	3	/* register, optimize, unregister */
+#define DIGITS		"0,1,2,3,4,5,6,7,8,9"
+#define MANY_FN		"ukpb_many_\\a\\b\\c\\d"
+
 __asm__(
 	UKPB_TARGET(ukpb_tgt_call, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_floor, 6,
+		    "	call ukpb_floor_stub\n" LEA_RET)
+	UKPB_TARGET(ukpb_floor_stub, 6,
+		    "	lea -128(%rsp), %rsp\n"
+		    "	pushfq\n"
+		    PUSH_GPRS
+		    "	mov %rsp, %rbx\n"
+		    "	and $-16, %rsp\n"
+		    "	cld\n"
+		    "	mov %rbx, %rdi\n"
+		    "	call ukpb_floor_empty\n"
+		    "	mov %rbx, %rsp\n"
+		    POP_GPRS
+		    FLAGS_RESTORE
+		    "	lea 128+8(%rsp), %rsp\n"
+		    "	ret\n")
+	UKPB_TARGET(ukpb_tgt_floorv, 6,
+		    "	call ukpb_floorv_stub\n" LEA_RET)
+	UKPB_TARGET(ukpb_floorv_stub, 6,
+		    "	lea -128(%rsp), %rsp\n"
+		    "	pushfq\n"
+		    PUSH_GPRS
+		    "	mov %rsp, %rbx\n"
+		    "	sub $(32+32*16), %rsp\n"
+		    "	and $-32, %rsp\n"
+		    "	stmxcsr 0(%rsp)\n"
+		    "	fnstcw 4(%rsp)\n"
+		    VEC16("vmovdqu %%ymm", ", ", "(%rsp)")
+		    "	cld\n"
+		    "	mov %rbx, %rdi\n"
+		    "	call ukpb_floor_empty\n"
+		    VEC16_LOAD
+		    "	ldmxcsr 0(%rsp)\n"
+		    "	fldcw 4(%rsp)\n"
+		    "	mov %rbx, %rsp\n"
+		    POP_GPRS
+		    FLAGS_RESTORE
+		    "	lea 128+8(%rsp), %rsp\n"
+		    "	ret\n")
 	UKPB_TARGET(ukpb_tgt_int3, 6, "	int3\n" LEA_RET)
 	/* alone on its page: the kernel swaps the page for a copy */
 	UKPB_TARGET(ukpb_tgt_uprobe, 12, LEA_RET)
+	/* nopl 0x0(%rax,%rax,1), written as bytes: an assembler may pick
+	 * another encoding, and the kernel optimises only this one */
+	UKPB_TARGET(ukpb_tgt_uprobe5, 12,
+		    "	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" LEA_RET)
 	UKPB_TARGET(ukpb_tgt_b, 6, LEA_RET)
 	UKPB_TARGET(ukpb_tgt_k, 6, LEA_RET)
 	UKPB_TARGET(ukpb_tgt_b100k, 6, LEA_RET)
+	/* lea + ret: exactly the 5 bytes a jump replaces */
+	UKPB_TARGET(ukpb_tgt_o, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_om, 6, OM_BODY)
+	DATA_LONG(ukpb_om_off, ".Lukpb_om_probe - ukpb_tgt_om")
 	/* 100,000 one-byte nops: the other probes of the "b100k" row */
 	UKPB_TARGET(ukpb_nop_sled, 6, "	.rept 100000\n	nop\n	.endr\n	ret\n")
+	"	.pushsection .text, \"ax\", @progbits\n"
+	"	.p2align 12, 0xcc\n"
+	"	.irp a," DIGITS "\n	.irp b," DIGITS "\n"
+	"	.irp c," DIGITS "\n	.irp d," DIGITS "\n"
+	"	.globl " MANY_FN "\n"
+	"	.type " MANY_FN ", @function\n"
+	MANY_FN ":\n"
+	LEA_RET
+	"	.size " MANY_FN ", . - " MANY_FN "\n"
+	"	.p2align 4, 0xcc\n"
+	"	.endr\n	.endr\n	.endr\n	.endr\n"
+	".Lukpb_many_end:\n"
+	"	.p2align 12, 0xcc\n"
+	"	.popsection\n"
+	DATA_LONG(ukpb_many_size, ".Lukpb_many_end - ukpb_many_0000")
 );
 
 typedef long (*target_fn)(long);
 long ukpb_tgt_call(long);
+long ukpb_tgt_floor(long);
+long ukpb_tgt_floorv(long);
 long ukpb_tgt_int3(long);
 long ukpb_tgt_uprobe(long);
+long ukpb_tgt_uprobe5(long);
 long ukpb_tgt_b(long);
 long ukpb_tgt_k(long);
 long ukpb_tgt_b100k(long);
+long ukpb_tgt_o(long);
+long ukpb_tgt_om(long);
 void ukpb_nop_sled(void);
+long ukpb_many_0000(long);
+extern const unsigned int ukpb_om_off, ukpb_many_size;
+
+/* Called by the floor stub: empty, but a real call. */
+void ukpb_floor_empty(void *saved);
+__attribute__((noinline, used)) void ukpb_floor_empty(void *saved)
+{
+	__asm__ volatile("" : : "r"(saved) : "memory");
+}
 
 /* The measured loop, the same for every row. */
 static __attribute__((noinline)) long run_loop(target_fn fn, long n)
@@ -135,7 +337,10 @@ static long long now_ns(void)
 /* ------------------------------------------------------------------ */
 /* Rows                                                                */
 
-enum { ROW_CHILD = 1, ROW_PROBE = 2, ROW_GOAL = 4 };
+/* ROW_OPT: an optimised probe, compared with "floor" and "uprobe5";
+ * ROW_BATCH: no target; batch() measures MANY_PHASES times in ms */
+enum { ROW_CHILD = 1, ROW_PROBE = 2, ROW_GOAL = 4, ROW_OPT = 8,
+       ROW_BATCH = 16 };
 enum { ST_OK, ST_NA, ST_FAIL };
 
 struct row {
@@ -149,6 +354,8 @@ struct row {
 	/* calls: the number of calls since setup; 0, or ST_FAIL with msg */
 	int (*check)(struct row *r, long calls, char *msg);
 	void (*teardown)(struct row *r);
+	/* ROW_BATCH: 0 with ms[] set, or ST_NA / ST_FAIL with msg set */
+	int (*batch)(struct row *r, double *ms, char *msg);
 	void *ctx;
 
 	/* results */
@@ -157,6 +364,7 @@ struct row {
 	int nruns;
 	double ns[MAX_RUNS];
 	double med;
+	double ms[MANY_PHASES][MAX_RUNS], ms_med[MANY_PHASES];	/* ROW_BATCH */
 };
 
 static void msgf(char *msg, const char *fmt, ...)
@@ -222,20 +430,32 @@ static void int3_teardown(struct row *r)
 	sigaction(SIGTRAP, &int3_old, NULL);
 }
 
-/* --- uprobe: kernel uprobe through tracefs --- */
+/* --- uprobe, uprobe5: kernel uprobes through tracefs --- */
 
+/*
+ * Both rows use one event name, probe_<pid> (scripts/bench removes those
+ * a killed run left): a row creates it in setup and removes it in
+ * teardown, so at most one exists at a time.
+ */
 static struct {
-	int tried, ok;			/* path and offset computed */
+	int tried, ok;			/* path and tracefs found */
 	char why[MSG_LEN];		/* why not */
 	char exe[PATH_MAX];
-	unsigned long off;
 	char dir[64];			/* tracefs */
 	int mounted;			/* by us: unmount at exit */
 	char name[64];			/* probe_<pid> */
 	char events[128], enable[192], profile[128];
-	char add[PATH_MAX + 128], del[128];
+	char del[128];
 	volatile sig_atomic_t armed;	/* event exists */
 } up;
+
+/* A row's probe point: the row's target in /proc/self/exe. */
+struct up_ctx {
+	int tried, ok;			/* offset computed */
+	char why[MSG_LEN];		/* why not */
+	char add[PATH_MAX + 128];	/* the uprobe_events line */
+	unsigned char first;		/* target's first byte while armed */
+};
 
 struct find_obj {
 	uintptr_t addr, bias;
@@ -383,8 +603,6 @@ static void uprobe_prepare(void)
 		msgf(up.why, "executable path has white space: %s", up.exe);
 		return;
 	}
-	if (exe_offset((const void *)ukpb_tgt_uprobe, &up.off, up.why))
-		return;
 	if (tracefs_find(up.why))
 		return;
 	snprintf(up.name, sizeof(up.name), "probe_%d", (int)getpid());
@@ -392,10 +610,20 @@ static void uprobe_prepare(void)
 	snprintf(up.profile, sizeof(up.profile), "%s/uprobe_profile", up.dir);
 	snprintf(up.enable, sizeof(up.enable), "%s/events/ukpbench/%s/enable",
 		 up.dir, up.name);
-	snprintf(up.add, sizeof(up.add), "p:ukpbench/%s %s:0x%lx\n",
-		 up.name, up.exe, up.off);
 	snprintf(up.del, sizeof(up.del), "-:ukpbench/%s\n", up.name);
 	up.ok = 1;
+}
+
+static void uprobe_prepare_row(struct row *r, struct up_ctx *u)
+{
+	unsigned long off;
+
+	u->tried = 1;
+	if (exe_offset((const void *)r->target, &off, u->why))
+		return;
+	snprintf(u->add, sizeof(u->add), "p:ukpbench/%s %s:0x%lx\n",
+		 up.name, up.exe, off);
+	u->ok = 1;
 }
 
 /* Disables and removes the event.  Async-signal-safe. */
@@ -414,22 +642,28 @@ static int uprobe_remove(void)
 
 static int uprobe_setup(struct row *r, char *msg)
 {
+	struct up_ctx *u = r->ctx;
 	int e;
 
-	(void)r;
 	if (!up.tried)
 		uprobe_prepare();
 	if (!up.ok) {
 		msgf(msg, "%s", up.why);
 		return ST_NA;
 	}
+	if (!u->tried)
+		uprobe_prepare_row(r, u);
+	if (!u->ok) {
+		msgf(msg, "%s", u->why);
+		return ST_NA;
+	}
 	uprobe_remove();	/* a leftover of a killed run with our pid */
 	up.armed = 1;
-	e = write_file(up.events, up.add, 1);
+	e = write_file(up.events, u->add, 1);
 	if (e) {
 		up.armed = 0;
 		msgf(msg, "writing '%.*s' to uprobe_events: %s",
-		     (int)strlen(up.add) - 1, up.add, strerror(e));
+		     (int)strlen(u->add) - 1, u->add, strerror(e));
 		return ST_NA;
 	}
 	e = write_file(up.enable, "1\n", 0);
@@ -465,9 +699,12 @@ static long uprobe_hits(char *msg)
 
 static int uprobe_check(struct row *r, long calls, char *msg)
 {
+	struct up_ctx *u = r->ctx;
 	long hits = uprobe_hits(msg);
 
-	(void)r;
+	/* what the kernel made of the target: 0xcc, or 0xe8 (a call to the
+	 * uprobe trampoline) where it optimised the probe */
+	u->first = *(const volatile unsigned char *)(void *)r->target;
 	if (hits < 0)
 		return ST_FAIL;
 	if (hits != calls) {
@@ -493,7 +730,12 @@ static void uprobe_teardown(struct row *r)
 struct kp_ctx {
 	struct kprobe kp;
 	int post;			/* also a post_handler */
-	int opt;			/* 0: optimisation off while measured */
+	int opt;			/* 0: optimisation off while measured,
+					   1: on, and the probe must be optimised */
+	/* NULL: the probe is on the target's entry, by address; else by
+	   symbol_name, at *off from the target's entry */
+	const char *sym;
+	const unsigned int *off;
 	int opt_saved;			/* knob value to restore, or -1 */
 	unsigned long pre_hits, post_hits;
 };
@@ -512,40 +754,71 @@ static void kp_post(struct kprobe *p, struct pt_regs *regs,
 	container_of(p, struct kp_ctx, kp)->post_hits++;
 }
 
+/* Sets the optimisation knob to on (0/1) for a row; the value to restore
+ * afterwards, or -1 when it was already so. */
+static int opt_knob(int on)
+{
+	int was = kprobes_get_optimization();
+
+	if (was >= 0 && !was != !on && kprobes_set_optimization(on) == 0)
+		return was;
+	return -1;
+}
+
+static void opt_knob_restore(int saved)
+{
+	if (saved >= 0)
+		kprobes_set_optimization(saved);
+}
+
+static void kp_teardown(struct row *r)
+{
+	struct kp_ctx *c = r->ctx;
+
+	unregister_kprobe(&c->kp);
+	opt_knob_restore(c->opt_saved);
+}
+
 static int kp_setup(struct row *r, char *msg)
 {
 	struct kp_ctx *c = r->ctx;
+	kprobe_opcode_t *want = (kprobe_opcode_t *)(void *)r->target;
 	int ret;
 
 	memset(&c->kp, 0, sizeof(c->kp));
 	c->pre_hits = c->post_hits = 0;
-	c->kp.addr = (kprobe_opcode_t *)(void *)r->target;
+	if (c->sym) {
+		c->kp.symbol_name = c->sym;
+		c->kp.offset = *c->off;
+		want += *c->off;
+	} else {
+		c->kp.addr = want;
+	}
 	c->kp.pre_handler = kp_pre;
 	if (c->post)
 		c->kp.post_handler = kp_post;
-	c->opt_saved = -1;
-	if (!c->opt && kprobes_get_optimization() > 0 &&
-	    kprobes_set_optimization(0) == 0)
-		c->opt_saved = 1;
+	c->opt_saved = opt_knob(c->opt);
 	ret = register_kprobe(&c->kp);
 	if (ret < 0) {
-		if (c->opt_saved >= 0)
-			kprobes_set_optimization(c->opt_saved);
+		opt_knob_restore(c->opt_saved);
 		msgf(msg, "error %d %s: %s", ret, errname(-ret),
 		     strerror(-ret));
 		return ST_NA;
 	}
 	if (c->opt)
 		wait_for_kprobe_optimizer();
-	if ((void *)c->kp.addr != (void *)r->target) {
-		msgf(msg, "register_kprobe moved addr to %p", (void *)c->kp.addr);
-		unregister_kprobe(&c->kp);
+	if (c->kp.addr != want) {
+		msgf(msg, "register_kprobe put addr at %p, want %p",
+		     (void *)c->kp.addr, (void *)want);
+		kp_teardown(r);
 		return ST_FAIL;
 	}
 	if (!c->opt != !(c->kp.flags & KPROBE_FLAG_OPTIMIZED)) {
-		msgf(msg, "probe is %soptimised (flags 0x%x)",
-		     c->opt ? "not " : "", c->kp.flags);
-		unregister_kprobe(&c->kp);
+		msgf(msg, "probe is %soptimised%s (flags 0x%x)",
+		     c->opt ? "not " : "",
+		     c->opt ? " after wait_for_kprobe_optimizer()" : "",
+		     c->kp.flags);
+		kp_teardown(r);
 		return ST_FAIL;
 	}
 	return 0;
@@ -555,9 +828,9 @@ static int kp_check(struct row *r, long calls, char *msg)
 {
 	struct kp_ctx *c = r->ctx;
 
-	if (!c->opt && (c->kp.flags & KPROBE_FLAG_OPTIMIZED)) {
-		msgf(msg, "probe got optimised while measured (flags 0x%x)",
-		     c->kp.flags);
+	if (!c->opt != !(c->kp.flags & KPROBE_FLAG_OPTIMIZED)) {
+		msgf(msg, "probe got %soptimised while measured (flags 0x%x)",
+		     c->opt ? "un" : "", c->kp.flags);
 		return ST_FAIL;
 	}
 	if (c->pre_hits != (unsigned long)calls ||
@@ -569,15 +842,6 @@ static int kp_check(struct row *r, long calls, char *msg)
 		return ST_FAIL;
 	}
 	return 0;
-}
-
-static void kp_teardown(struct row *r)
-{
-	struct kp_ctx *c = r->ctx;
-
-	unregister_kprobe(&c->kp);
-	if (c->opt_saved >= 0)
-		kprobes_set_optimization(c->opt_saved);
 }
 
 /* --- b100k: the "b" probe with 100,000 other probes registered --- */
@@ -628,15 +892,140 @@ static void crowd_teardown(struct row *r)
 	unregister_kprobes(crowd_v, CROWD);
 }
 
+/* --- o10k: 10,000 optimised probes, registered and removed in batches --- */
+
+static const char *const many_phase[MANY_PHASES] = {
+	"register", "optimize", "unregister" };
+static struct kprobe *many;
+static struct kprobe **many_v;
+static unsigned long *many_hits;
+
+static int many_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)regs;
+	many_hits[p - many]++;
+	return 0;
+}
+
+static kprobe_opcode_t *many_addr(int i)
+{
+	return (kprobe_opcode_t *)(void *)ukpb_many_0000 + i * MANY_STRIDE;
+}
+
+/*
+ * Calls a few of the functions: each must return x + 1 and, while the
+ * probes are registered, have fired its probe once more.
+ */
+static int many_call_some(int armed, char *msg)
+{
+	static const int pick[] = { 0, 1, 2, 4999, 5000, 9998, 9999 };
+
+	for (size_t k = 0; k < sizeof(pick) / sizeof(pick[0]); k++) {
+		int i = pick[k];
+		unsigned long before = many_hits[i];
+		long x = 1000L * i + 7;
+		long y = ((target_fn)(void *)many_addr(i))(x);
+
+		if (y != x + 1) {
+			msgf(msg, "ukpb_many_%04d(%ld) returned %ld%s", i, x, y,
+			     armed ? " while optimised" : " after unregister");
+			return ST_FAIL;
+		}
+		if (many_hits[i] != before + !!armed || many[i].nmissed) {
+			msgf(msg, "ukpb_many_%04d: its probe fired %lu times "
+			     "for 1 call %s (nmissed %lu)", i,
+			     many_hits[i] - before,
+			     armed ? "while optimised" : "after unregister",
+			     many[i].nmissed);
+			return ST_FAIL;
+		}
+	}
+	return 0;
+}
+
+static int many_run(struct row *r, double *ms, char *msg)
+{
+	long long t[4];
+	int ret, saved, nopt = 0, first_not = -1;
+
+	(void)r;
+	if (ukpb_many_size != MANY * MANY_STRIDE) {
+		msgf(msg, "ukpb_many_* take %u bytes, want %d", ukpb_many_size,
+		     MANY * MANY_STRIDE);
+		return ST_FAIL;
+	}
+	if (!many) {
+		many = calloc(MANY, sizeof(*many));
+		many_v = calloc(MANY, sizeof(*many_v));
+		many_hits = calloc(MANY, sizeof(*many_hits));
+		if (!many || !many_v || !many_hits) {
+			msgf(msg, "out of memory");
+			return ST_NA;
+		}
+	}
+	for (int i = 0; i < MANY; i++) {
+		memset(&many[i], 0, sizeof(many[i]));
+		many[i].addr = many_addr(i);
+		many[i].pre_handler = many_pre;
+		many_v[i] = &many[i];
+		many_hits[i] = 0;
+	}
+	saved = opt_knob(1);
+	t[0] = now_ns();
+	ret = register_kprobes(many_v, MANY);
+	t[1] = now_ns();
+	if (ret < 0) {
+		opt_knob_restore(saved);
+		msgf(msg, "registering %d probes: error %d %s", MANY, ret,
+		     errname(-ret));
+		return ST_NA;
+	}
+	wait_for_kprobe_optimizer();
+	t[2] = now_ns();
+	for (int i = 0; i < MANY; i++) {
+		if (many[i].flags & KPROBE_FLAG_OPTIMIZED)
+			nopt++;
+		else if (first_not < 0)
+			first_not = i;
+	}
+	if (nopt != MANY) {
+		msgf(msg, "%d of %d probes optimised after "
+		     "wait_for_kprobe_optimizer() (ukpb_many_%04d: flags 0x%x)",
+		     nopt, MANY, first_not, many[first_not].flags);
+		ret = ST_FAIL;
+	} else {
+		ret = many_call_some(1, msg);
+	}
+	t[3] = now_ns();
+	unregister_kprobes(many_v, MANY);
+	ms[2] = (double)(now_ns() - t[3]) / 1e6;
+	opt_knob_restore(saved);
+	if (ret)
+		return ret;
+	ms[0] = (double)(t[1] - t[0]) / 1e6;
+	ms[1] = (double)(t[2] - t[1]) / 1e6;
+	return many_call_some(0, msg);
+}
+
 static struct kp_ctx kp_b100k = { .post = 0, .opt = 0 };
 static struct kp_ctx kp_b = { .post = 0, .opt = 0 };
 static struct kp_ctx kp_k = { .post = 1, .opt = 0 };
+static struct kp_ctx kp_o = { .post = 0, .opt = 1 };
+static struct kp_ctx kp_om = { .post = 0, .opt = 1, .sym = "ukpb_tgt_om",
+			       .off = &ukpb_om_off };
+static struct up_ctx up_lea, up_nop5;
 
 /* --- the table --- */
 
 static struct row rows[] = {
 	{ .name = "call", .target = ukpb_tgt_call, .mult = CALL_MULT,
 	  .what = "plain call of a noinline function (lea 1(%rdi),%rax; ret)" },
+	{ .name = "floor", .target = ukpb_tgt_floor, .mult = CALL_MULT,
+	  .what = "hand-made detour at the entry: call stub; red zone, flags, "
+		  "15 GPRs, align, cld, empty C call (jump-probe floor)" },
+	{ .name = "floorv", .target = ukpb_tgt_floorv, .mult = CALL_MULT,
+	  .what = "floor + what a detour calling any C must keep: ymm0-15, "
+		  "MXCSR, x87 control word" },
 	{ .name = "int3", .target = ukpb_tgt_int3, .mult = 1,
 	  .flags = ROW_CHILD,
 	  .what = "int3 + SIGTRAP handler that returns, in a clean child",
@@ -646,7 +1035,13 @@ static struct row rows[] = {
 	  .flags = ROW_PROBE,
 	  .what = "kernel uprobe via tracefs on the lea (single-stepped)",
 	  .setup = uprobe_setup, .check = uprobe_check,
-	  .teardown = uprobe_teardown },
+	  .teardown = uprobe_teardown, .ctx = &up_lea },
+	{ .name = "uprobe5", .target = ukpb_tgt_uprobe5, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "kernel uprobe via tracefs on a 5-byte nop (0f 1f 44 00 00) "
+		  "before the lea",
+	  .setup = uprobe_setup, .check = uprobe_check,
+	  .teardown = uprobe_teardown, .ctx = &up_nop5 },
 	{ .name = "b", .target = ukpb_tgt_b, .mult = 1,
 	  .flags = ROW_PROBE | ROW_GOAL,
 	  .what = "ukprobe, pre_handler only, optimisation off (boosted)",
@@ -662,6 +1057,23 @@ static struct row rows[] = {
 	  .what = "the b probe with 100,000 other probes registered (O(1) lookup)",
 	  .setup = crowd_setup, .check = kp_check, .teardown = crowd_teardown,
 	  .ctx = &kp_b100k },
+	{ .name = "o", .target = ukpb_tgt_o, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "ukprobe, pre_handler only, optimised, at a function entry "
+		  "(region lea + ret)",
+	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
+	  .ctx = &kp_o },
+	{ .name = "om", .target = ukpb_tgt_om, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "ukprobe, pre_handler only, optimised, mid-function "
+		  "(ukpb_tgt_om+off, a 7-byte lea) with %xmm0 live across it",
+	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
+	  .ctx = &kp_om },
+	{ .name = "o10k", .flags = ROW_BATCH,
+	  .what = "ms to register 10,000 optimisable probes in one batch, "
+		  "wait_for_kprobe_optimizer() until all are optimised, "
+		  "unregister them",
+	  .batch = many_run },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
@@ -679,6 +1091,7 @@ static struct row *row_named(const char *name)
 struct result {
 	int state;
 	double ns;			/* per hit */
+	double ms[MANY_PHASES];		/* ROW_BATCH */
 	char msg[MSG_LEN];
 };
 
@@ -690,6 +1103,10 @@ static void run_one(struct row *r, long n, struct result *res)
 	int st;
 
 	memset(res, 0, sizeof(*res));
+	if (r->batch) {
+		res->state = r->batch(r, res->ms, res->msg);
+		return;
+	}
 	if (r->setup && (st = r->setup(r, res->msg))) {
 		res->state = st;
 		return;
@@ -940,44 +1357,100 @@ static void print_header(long hits, int runs)
 	       "median ns per hit\n\n", hits, hits * CALL_MULT, runs);
 }
 
+/* "n/a (why)" or "FAILED (why)" for a row without figures; 0 if it has */
+static int put_state(const struct row *r)
+{
+	if (r->state == ST_NA)
+		printf(" n/a (%s)\n", r->msg);
+	else if (r->state == ST_FAIL)
+		printf(" FAILED (%s)\n", r->msg);
+	return r->state != ST_OK;
+}
+
+static void put_range(const double *v, int n)
+{
+	double lo = v[0], hi = v[0];
+
+	for (int k = 1; k < n; k++) {
+		lo = v[k] < lo ? v[k] : lo;
+		hi = v[k] > hi ? v[k] : hi;
+	}
+	printf("   %.*f..%.*f", prec(lo), lo, prec(hi), hi);
+}
+
+/* What the kernel made of a uprobe row's target, seen while armed. */
+static const char *uprobe_note(const struct row *r)
+{
+	const struct up_ctx *u = r->ctx;
+
+	if (r->setup != uprobe_setup || !valid(r->name))
+		return "";
+	switch (u->first) {
+	case 0xcc:
+		return " [kernel: int3]";
+	case 0xe8:
+		return " [kernel: optimised into a call]";
+	default:
+		return " [kernel: unexpected first byte]";
+	}
+}
+
 static void print_table(void)
 {
 	const struct row *call = valid("call"), *int3 = valid("int3");
-	const struct row *upr = valid("uprobe");
+	const struct row *upr = valid("uprobe"), *flr = valid("floor");
+	const struct row *upr5 = valid("uprobe5");
+	int batch = 0;
 
-	printf("%-8s %10s %9s %9s %9s   %s\n", "row", "ns/hit", "x call",
-	       "x int3", "x uprobe", "runs min..max ns");
+	printf("%-8s %10s %9s %9s %9s %9s %9s   %s\n", "row", "ns/hit",
+	       "x call", "x floor", "x int3", "x uprobe", "x uprobe5",
+	       "runs min..max ns");
 	for (int i = 0; i < NROWS; i++) {
 		const struct row *r = &rows[i];
 		int probe = r->flags & ROW_PROBE;
 
 		if (!r->selected)
 			continue;
+		if (r->flags & ROW_BATCH) {
+			batch = 1;
+			continue;
+		}
 		printf("%-8s", r->name);
-		if (r->state == ST_NA) {
-			printf(" n/a (%s)\n", r->msg);
+		if (put_state(r))
 			continue;
-		}
-		if (r->state == ST_FAIL) {
-			printf(" FAILED (%s)\n", r->msg);
-			continue;
-		}
 		put_num(10, r->med);
 		put_ratio(r, call, 1);
+		put_ratio(r, flr, probe);
 		put_ratio(r, int3, probe);
 		put_ratio(r, upr, probe);
-		double lo = r->ns[0], hi = r->ns[0];
+		put_ratio(r, upr5, probe);
+		put_range(r->ns, r->nruns);
+		printf("\n");
+	}
+	if (batch) {
+		printf("\n%-8s", "row");
+		for (int p = 0; p < MANY_PHASES; p++)
+			printf(" %10s", many_phase[p]);
+		printf("   ms, median; %s runs min..max\n", many_phase[0]);
+		for (int i = 0; i < NROWS; i++) {
+			const struct row *r = &rows[i];
 
-		for (int k = 1; k < r->nruns; k++) {
-			lo = r->ns[k] < lo ? r->ns[k] : lo;
-			hi = r->ns[k] > hi ? r->ns[k] : hi;
+			if (!r->selected || !(r->flags & ROW_BATCH))
+				continue;
+			printf("%-8s", r->name);
+			if (put_state(r))
+				continue;
+			for (int p = 0; p < MANY_PHASES; p++)
+				put_num(10, r->ms_med[p]);
+			put_range(r->ms[0], r->nruns);
+			printf("\n");
 		}
-		printf("   %.*f..%.*f\n", prec(lo), lo, prec(hi), hi);
 	}
 	printf("\n");
 	for (int i = 0; i < NROWS; i++)
 		if (rows[i].selected)
-			printf("  %-8s %s\n", rows[i].name, rows[i].what);
+			printf("  %-8s %s%s\n", rows[i].name, rows[i].what,
+			       uprobe_note(&rows[i]));
 	printf("\n");
 	for (int i = 0; i < NROWS; i++) {
 		const struct row *r = &rows[i];
@@ -999,6 +1472,20 @@ static void print_table(void)
 		}
 		if (!int3 && !upr)
 			printf(" no int3 or uprobe floor to compare with");
+		printf("\n");
+	}
+	for (int i = 0; i < NROWS; i++) {
+		const struct row *r = &rows[i];
+
+		if (!(r->flags & ROW_OPT) || !valid(r->name))
+			continue;
+		printf("opt  %-4s %.1f ns", r->name, r->med);
+		if (flr)
+			printf(", %.2fx the floor (%.1f ns)", r->med / flr->med,
+			       flr->med);
+		if (upr5)
+			printf(", %.3fx uprobe5 (%.0f ns)", r->med / upr5->med,
+			       upr5->med);
 		printf("\n");
 	}
 }
@@ -1155,15 +1642,23 @@ bad:
 				}
 				continue;
 			}
+			for (int p = 0; p < MANY_PHASES; p++)
+				r->ms[p][r->nruns] = res.ms[p];
 			r->ns[r->nruns++] = res.ns;
 		}
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r%40s\r", "");
 	child_stop();
-	for (int i = 0; i < NROWS; i++)
-		if (rows[i].state == ST_OK && rows[i].nruns)
-			rows[i].med = median(rows[i].ns, rows[i].nruns);
+	for (int i = 0; i < NROWS; i++) {
+		struct row *r = &rows[i];
+
+		if (r->state != ST_OK || !r->nruns)
+			continue;
+		r->med = median(r->ns, r->nruns);
+		for (int p = 0; p < MANY_PHASES; p++)
+			r->ms_med[p] = median(r->ms[p], r->nruns);
+	}
 	print_table();
 	return rc;
 }

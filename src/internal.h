@@ -52,6 +52,7 @@ struct ukp_thread {
 	int in_hook;
 	const struct ukp_site *in_post;	/* post dispatch of this site running */
 	int internal;			/* ukprobes' own thread: no handlers */
+	int *errno_p;			/* this thread's errno */
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
 
@@ -202,6 +203,7 @@ void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr);
 void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s);
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u);
 void ukp_opt_update_locked(unsigned long addr);
+void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
 void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */

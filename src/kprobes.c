@@ -550,6 +550,8 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 			pr->addr, strerror(-err));
 		return err;
 	}
+	if (!p->post_handler && kprobes_get_optimization())
+		ukp_opt_analyse_locked(s);	/* before anything is armed */
 	struct rec *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -197,45 +197,64 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 	return err;
 }
 
-static void prepare_locked(struct ukp_site *s)
+static void report_refusal(struct ukp_site *s)
 {
-	if (s->opt)
+	if (verbose()) {
+		struct ukp_where w;
+		whereof(s, &w);
+		ukp_log("kprobe at %s+0x%lx: not optimized: %s", w.func[0] ? w.func : "?",
+			s->addr - w.func_start, s->opt->why);
+	}
+}
+
+/*
+ * The safety analysis, once per site.  Registration runs it before the
+ * batch is armed: the first analysis in an object decodes all of it, and
+ * in the optimizer thread every library call it makes (Zydis' memset...)
+ * could be a probed one, each hit a trap.
+ */
+void ukp_opt_analyse_locked(struct ukp_site *s)
+{
+	if (s->opt || s->hook)
 		return;
 	struct ukp_opt *o = calloc(1, sizeof(*o));
 	if (!o)
 		return;
 	s->opt = o;
-	o->state = -1;
-	if (analyse(s->addr, &o->r, o->why, sizeof(o->why)))
-		goto refused;
-	uint8_t code[UKP_DETOUR_MAX];
-	uint8_t *d = ukp_slot_alloc(s->addr, UKP_DETOUR_MAX);
-	if (!d) {
-		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
-		goto refused;
+	o->state = 1;
+	if (analyse(s->addr, &o->r, o->why, sizeof(o->why))) {
+		o->state = -1;
+		report_refusal(s);
 	}
-	int len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s,
+}
+
+/* The detour, once per site (never freed: a thread may be inside). */
+static void prepare_locked(struct ukp_site *s)
+{
+	ukp_opt_analyse_locked(s);
+	struct ukp_opt *o = s->opt;
+	if (!o || o->state < 0 || o->detour)
+		return;
+	uint8_t code[UKP_DETOUR_MAX];
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s,
 					ukp_arch_opt_tramp(o->r.vsave), &o->entry,
 					&o->copy, &o->map);
+	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
+	if (d)
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s,
+					    ukp_arch_opt_tramp(o->r.vsave), &o->entry,
+					    &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
 			 strerror(-len));
-		goto refused;
-	}
-	if (ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry)) {
+	} else if (!d || ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry)) {
 		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
-		goto refused;
+	} else {
+		o->detour = d;
+		return;
 	}
-	o->detour = d;
-	o->state = 1;
-	return;
-refused:
-	if (verbose()) {
-		struct ukp_where w;
-		whereof(s, &w);
-		ukp_log("kprobe at %s+0x%lx: not optimized: %s", w.func[0] ? w.func : "?",
-			s->addr - w.func_start, o->why);
-	}
+	o->state = -1;
+	report_refusal(s);
 }
 
 /* ---- the registry's side -------------------------------------------------- */
@@ -506,7 +525,7 @@ static void optimize_batch(void)
 		if (!wanted_locked(s))
 			continue;
 		prepare_locked(s);
-		if (!s->opt || s->opt->state <= 0 || !wanted_locked(s))
+		if (!s->opt || !s->opt->detour || !wanted_locked(s))
 			continue;
 		atomic_store(&s->resume, s->opt->detour + s->opt->copy);
 		gens[n] = s->gen;

@@ -524,10 +524,12 @@ int ukp_sym_object_desc(struct ukp_object *o, struct ukp_objdesc *d)
 	d->funcs = malloc((o->nsyms + 1) * sizeof(*d->funcs));
 	for (size_t i = 0; d->funcs && i < o->nsyms; i++) {
 		const struct sym *s = &o->syms[i];
-		if (!s->size || (d->nfuncs && d->funcs[d->nfuncs - 1].lo == s->addr &&
-				 d->funcs[d->nfuncs - 1].hi == s->addr + s->size))
+		/* size 0 (_init, _fini, asm labels): at least its first byte */
+		unsigned long hi = s->addr + (s->size ? s->size : 1);
+		if (d->nfuncs && d->funcs[d->nfuncs - 1].lo == s->addr &&
+		    d->funcs[d->nfuncs - 1].hi == hi)
 			continue;	/* aliases once */
-		d->funcs[d->nfuncs++] = (struct ukp_range){ s->addr, s->addr + s->size };
+		d->funcs[d->nfuncs++] = (struct ukp_range){ s->addr, hi };
 	}
 	pthread_mutex_unlock(&sym_lock);
 	return d->funcs ? 0 : -ENOMEM;

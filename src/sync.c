@@ -140,6 +140,7 @@ static struct ukp_thread *attach(void)
 	t->nest = 0;
 	t->in_handler = 0;
 	t->internal = 0;
+	t->errno_p = &errno;	/* __errno_location: blacklisted, no syscall */
 	t->cur = NULL;
 	t->in_fault = 0;
 	self = t;

@@ -359,7 +359,8 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 		ukp_anon_read_unlock();
 		return 0;
 	}
-	int saved_errno = errno;
+	int *errp = t->errno_p;		/* no call per hit to find errno */
+	int saved_errno = *errp;
 	ukp_read_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {
@@ -369,7 +370,7 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 			ret = run_pre(t, l, regs, NULL);
 	}
 	ukp_read_unlock(t);
-	errno = saved_errno;
+	*errp = saved_errno;
 	return ret;
 }
 

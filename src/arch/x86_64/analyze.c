@@ -1060,13 +1060,19 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 		}
 	}
 	unsigned long end = addr + UKP_ARCH_JMP_LEN > pc ? addr + UKP_ARCH_JMP_LEN : pc;
-	/* padding: past the function, in no other function, never executed */
-	for (unsigned long b = pc; b < end; b++) {
-		if (b < fhi)
-			continue;	/* dead bytes of this function: no jump reaches
-					   them (checked below), nothing falls in */
-		if (b >= od->exec_hi || range_containing(os, b))
+	/* padding: past the function, in no other function, never executed,
+	 * and looking like what compilers and assemblers pad with (nops,
+	 * int3): a symbol of size 0 such as _fini, or code of another
+	 * section, is not padding */
+	for (unsigned long b = pc; b < end;) {
+		ZydisDecodedInstruction d;
+		if (b >= od->exec_hi || (b >= fhi && range_containing(os, b)))
 			return refuse(why, wn, -EINVAL, "region crosses the function's end");
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, buf + (b - addr),
+							      sizeof(buf) - (b - addr), &d)) ||
+		    (d.mnemonic != ZYDIS_MNEMONIC_NOP && d.mnemonic != ZYDIS_MNEMONIC_INT3))
+			return refuse(why, wn, -EINVAL, "region crosses the function's end");
+		b += d.length;
 	}
 	r->len = (unsigned)(end - addr);
 	memcpy(r->orig, buf, r->len);

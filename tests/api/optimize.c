@@ -1,0 +1,1762 @@
+/*
+ * Jump-optimised probes (kprobes.txt 1.4) as users rely on them.
+ *
+ * Every probe is first a breakpoint probe; one without a post_handler,
+ * enabled, with no other probe inside its region (the whole instructions
+ * covering 5 bytes from its address) is queued, and once
+ * wait_for_kprobe_optimizer() has returned it runs through a jump:
+ * p->flags has KPROBE_FLAG_OPTIMIZED and kprobes_list() says [OPTIMIZED].
+ * Whatever path a hit takes, handlers see and change the same registers,
+ * and nothing a handler does to the vector, x87 or MXCSR state, the
+ * direction flag or the stack below sp reaches the probed code.
+ *
+ * Most cases run the same checks twice: right after registration (or
+ * with the optimization knob off: the breakpoint path) and after the
+ * optimizer has run (the jump path), so a difference between the paths
+ * shows up as a failure of the second run only.
+ *
+ * Cases:
+ *   optimized_after_wait_listed_and_jumps   breakpoint first (int3 with the
+ *                         knob off), then a jump (e9 rel32 out of the
+ *                         function), the list line, regs at the probe,
+ *                         knob off/on, unregister restores every byte
+ *   two_probes_on_one_address_both_optimized
+ *   post_handler_probe_at_same_address_unoptimizes   and its post_handler
+ *                         runs on the very next call; unregistering it
+ *                         lets the optimizer optimize again
+ *   probe_inside_region_unoptimizes          the same for a probe at +3;
+ *                         -EILSEQ inside an instruction under the jump
+ *   probe_after_region_both_optimized        adjacent regions
+ *   disabled_probe_is_not_optimized          flag, enable/disable, global
+ *                         kprobes_set_enabled()
+ *   optimization_knob_unoptimizes_everything
+ *   every_register_seen_and_changed_optimized
+ *   handler_moves_stack_pointer_optimized
+ *   redirect_to_another_function_optimized   ip changed, return 1: honoured
+ *   redirect_to_return_address_skips_the_function
+ *   recursion_counts_nmissed_optimized
+ *   fault_in_handler_goes_to_fault_handler_optimized
+ *   unhandled_fault_in_handler_reaches_program_handler_optimized
+ *   vectors_live_in_sse_loop_survive_handler      16 xmm live mid-loop,
+ *                         two rounding modes, subnormals (FTZ/DAZ)
+ *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
+ *   double_arguments_at_entry_survive_handler     xmm0-7 at a C entry
+ *   caller_xmm_values_kept_across_call_survive    gcc's IPA-RA keeps values
+ *                         in caller-saved xmm registers across a call to a
+ *                         local function known not to touch them
+ *   caller_ymm_values_kept_across_call_survive    the same with ymm
+ *   x87_stack_live_and_control_word_survive       80-bit values on the x87
+ *                         stack across the probe; the handler gets an
+ *                         empty stack and may fninit/fldcw
+ *   mxcsr_and_x87_cw_do_not_leak_from_integer_code
+ *   direction_flag_set_at_the_probe          DF=1 in the probed code: the
+ *                         handler runs with DF=0, the code keeps DF=1
+ *   red_zone_and_stack_alignment             the 128 bytes below sp
+ *                         survive; handlers run on an aligned stack
+ *                         whatever sp is at the probe
+ *   fork_child_changes_do_not_reach_parent
+ *   refuse_jump_into_region, refuse_region_crosses_function_end,
+ *   refuse_call_inside_region, refuse_indirect_jump_in_function
+ *                         with UKPROBES_VERBOSE=1 (the case re-runs
+ *                         itself with it in its environment): a "not
+ *                         optimized: <reason>" line on stderr, the probe
+ *                         still fires as a breakpoint, never OPTIMIZED
+ *   padding_after_ret_may_belong_to_region   optimized, no refusal line
+ */
+#include <errno.h>
+#include <fenv.h>
+#include <immintrin.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <ukprobes.h>
+#include "ukt.h"
+
+/* ---- targets ------------------------------------------------------------------ */
+
+/* o_regs: every general register loaded with a known value, CF set, then
+ * o_regs_probe (a 5-byte nop), then all of them stored here. */
+unsigned long o_regs_out[17];	/* ax bx cx dx si di bp r8..r15 flags sp */
+unsigned long o_regs_sp;	/* sp at o_regs_probe */
+
+long o_chain(long x);		/* x + 3: mov; add $1 (+3); add $2 (+7); ret */
+extern char o_chain_add1[], o_chain_add2[];
+long o_chain_b(long x);		/* x + 9, the same shape */
+long o_quad(long x);		/* x + 10: mov; add $1 (+3); add $2 (+7); add $3; add $4; ret */
+extern char o_quad_add2[];
+long o_caller(long x);		/* calls o_chain; the return address is o_caller_ret */
+extern char o_caller_ret[];
+void o_regs(void);
+extern char o_regs_probe[];
+long o_sp(void);		/* 64 unless a handler moves sp */
+extern char o_sp_insn[];
+long o_redzone(long x);		/* 16 values in the red zone across o_redzone_probe */
+extern char o_redzone_probe[];
+long o_align16(long x);		/* x + 7, sp 16-aligned at the probe */
+extern char o_align16_probe[];
+long o_align_odd(long x);	/* x + 9, sp = 16n + 5 at the probe */
+extern char o_align_odd_probe[];
+unsigned long o_std(void);	/* DF set across o_std_probe; returns the flags after it */
+extern char o_std_probe[];
+void o_x87(const double *in, double *out);	/* out[0] = in[0] + in[1] * in[2], 80-bit */
+extern char o_x87_probe[];
+void o_vloop(const double *a, long n, const double *m, double *out);
+extern char o_vloop_head[], o_vloop_mid[];
+void o_yloop(const double *a, long n, const double *m, double *out);
+extern char o_yloop_head[], o_yloop_mid[];
+long o_jin(long x, long n);	/* x * n (n >= 1); a jump back to +2 */
+long o_tiny(long x);		/* x, 3 bytes, o_tiny_next right behind */
+long o_tiny_next(long x);	/* x + 2 */
+long o_callin(long x);		/* x + 10 through o_callin_call: call *%rax */
+extern char o_callin_call[];
+long o_ijmp(long x);		/* x + 1 through jmp *%rdx */
+long o_ret0(void);		/* 0: xor %eax,%eax; ret; padding */
+
+__asm__(
+	".text\n"
+	".p2align 4\n"
+	".globl o_chain\n.type o_chain,@function\n"
+	"o_chain: mov %rdi,%rax\n"
+	".globl o_chain_add1\no_chain_add1: add $1,%rax\n"
+	".globl o_chain_add2\no_chain_add2: add $2,%rax\n"
+	" ret\n.size o_chain,.-o_chain\n"
+
+	".p2align 4\n"
+	".globl o_chain_b\n.type o_chain_b,@function\n"
+	"o_chain_b: mov %rdi,%rax\n add $4,%rax\n add $5,%rax\n ret\n"
+	".size o_chain_b,.-o_chain_b\n"
+
+	".p2align 4\n"
+	".globl o_quad\n.type o_quad,@function\n"
+	"o_quad: mov %rdi,%rax\n add $1,%rax\n"
+	".globl o_quad_add2\no_quad_add2: add $2,%rax\n add $3,%rax\n add $4,%rax\n ret\n"
+	".size o_quad,.-o_quad\n"
+
+	".p2align 4\n"
+	".globl o_caller\n.type o_caller,@function\n"
+	"o_caller: sub $8,%rsp\n call o_chain\n"
+	".globl o_caller_ret\no_caller_ret: add $8,%rsp\n ret\n"
+	".size o_caller,.-o_caller\n"
+
+	".p2align 4\n"
+	".globl o_regs\n.type o_regs,@function\n"
+	"o_regs: push %rbx\n push %rbp\n push %r12\n push %r13\n push %r14\n push %r15\n"
+	" mov %rsp,o_regs_sp(%rip)\n"
+	" movabs $0x0123456789000000,%rax\n movabs $0x0123456789000111,%rbx\n"
+	" movabs $0x0123456789000222,%rcx\n movabs $0x0123456789000333,%rdx\n"
+	" movabs $0x0123456789000444,%rsi\n movabs $0x0123456789000555,%rdi\n"
+	" movabs $0x0123456789000666,%rbp\n movabs $0x0123456789000777,%r8\n"
+	" movabs $0x0123456789000888,%r9\n movabs $0x0123456789000999,%r10\n"
+	" movabs $0x0123456789000aaa,%r11\n movabs $0x0123456789000bbb,%r12\n"
+	" movabs $0x0123456789000ccc,%r13\n movabs $0x0123456789000ddd,%r14\n"
+	" movabs $0x0123456789000eee,%r15\n"
+	" stc\n"
+	".globl o_regs_probe\no_regs_probe: nopl 0x0(%rax,%rax,1)\n"
+	" mov %rax,o_regs_out+0(%rip)\n mov %rbx,o_regs_out+8(%rip)\n"
+	" mov %rcx,o_regs_out+16(%rip)\n mov %rdx,o_regs_out+24(%rip)\n"
+	" mov %rsi,o_regs_out+32(%rip)\n mov %rdi,o_regs_out+40(%rip)\n"
+	" mov %rbp,o_regs_out+48(%rip)\n mov %r8,o_regs_out+56(%rip)\n"
+	" mov %r9,o_regs_out+64(%rip)\n mov %r10,o_regs_out+72(%rip)\n"
+	" mov %r11,o_regs_out+80(%rip)\n mov %r12,o_regs_out+88(%rip)\n"
+	" mov %r13,o_regs_out+96(%rip)\n mov %r14,o_regs_out+104(%rip)\n"
+	" mov %r15,o_regs_out+112(%rip)\n pushfq\n pop o_regs_out+120(%rip)\n"
+	" mov %rsp,o_regs_out+128(%rip)\n"
+	" pop %r15\n pop %r14\n pop %r13\n pop %r12\n pop %rbp\n pop %rbx\n ret\n"
+	".size o_regs,.-o_regs\n"
+
+	".p2align 4\n"
+	".globl o_sp\n.type o_sp,@function\n"
+	"o_sp: mov %rsp,%rax\n"
+	".globl o_sp_insn\no_sp_insn: lea -64(%rsp),%rsp\n"
+	" sub %rsp,%rax\n add %rax,%rsp\n ret\n.size o_sp,.-o_sp\n"
+
+	".p2align 4\n"
+	".globl o_redzone\n.type o_redzone,@function\n"
+	"o_redzone: xor %ecx,%ecx\n"
+	"1: lea (%rdi,%rcx),%rax\n mov %rax,-128(%rsp,%rcx,8)\n inc %rcx\n cmp $16,%rcx\n jne 1b\n"
+	".globl o_redzone_probe\no_redzone_probe: nopl 0x0(%rax,%rax,1)\n"
+	" xor %eax,%eax\n xor %ecx,%ecx\n"
+	"2: imul $31,%rax,%rax\n add -128(%rsp,%rcx,8),%rax\n inc %rcx\n cmp $16,%rcx\n jne 2b\n"
+	" ret\n.size o_redzone,.-o_redzone\n"
+
+	".p2align 4\n"
+	".globl o_align16\n.type o_align16,@function\n"
+	"o_align16: push %rbx\n"
+	".globl o_align16_probe\no_align16_probe: nopl 0x0(%rax,%rax,1)\n"
+	" lea 7(%rdi),%rax\n pop %rbx\n ret\n.size o_align16,.-o_align16\n"
+
+	".p2align 4\n"
+	".globl o_align_odd\n.type o_align_odd,@function\n"
+	"o_align_odd: sub $3,%rsp\n"
+	".globl o_align_odd_probe\no_align_odd_probe: nopl 0x0(%rax,%rax,1)\n"
+	" lea 9(%rdi),%rax\n add $3,%rsp\n ret\n.size o_align_odd,.-o_align_odd\n"
+
+	".p2align 4\n"
+	".globl o_std\n.type o_std,@function\n"
+	"o_std: std\n"
+	".globl o_std_probe\no_std_probe: nopl 0x0(%rax,%rax,1)\n"
+	" pushfq\n pop %rax\n cld\n ret\n.size o_std,.-o_std\n"
+
+	".p2align 4\n"
+	".globl o_x87\n.type o_x87,@function\n"
+	"o_x87: fldl (%rdi)\n fldl 8(%rdi)\n fmull 16(%rdi)\n"
+	".globl o_x87_probe\no_x87_probe: nopl 0x0(%rax,%rax,1)\n"
+	" faddp\n fstpl (%rsi)\n ret\n.size o_x87,.-o_x87\n"
+
+	/* acc[i] = (acc[i] + a[8j+i]) * m[i]: xmm0-7 accumulate, xmm8-15
+	 * hold the multipliers, all 16 live at both probe points */
+	".p2align 4\n"
+	".globl o_vloop\n.type o_vloop,@function\n"
+	"o_vloop: movsd 0(%rdx),%xmm8\n movsd 8(%rdx),%xmm9\n movsd 16(%rdx),%xmm10\n"
+	" movsd 24(%rdx),%xmm11\n movsd 32(%rdx),%xmm12\n movsd 40(%rdx),%xmm13\n"
+	" movsd 48(%rdx),%xmm14\n movsd 56(%rdx),%xmm15\n"
+	" xorpd %xmm0,%xmm0\n xorpd %xmm1,%xmm1\n xorpd %xmm2,%xmm2\n xorpd %xmm3,%xmm3\n"
+	" xorpd %xmm4,%xmm4\n xorpd %xmm5,%xmm5\n xorpd %xmm6,%xmm6\n xorpd %xmm7,%xmm7\n"
+	" xor %eax,%eax\n test %rsi,%rsi\n jle 2f\n"
+	".globl o_vloop_head\no_vloop_head:\n"
+	"1: addsd (%rdi,%rax,8),%xmm0\n mulsd %xmm8,%xmm0\n"
+	" addsd 8(%rdi,%rax,8),%xmm1\n mulsd %xmm9,%xmm1\n"
+	" addsd 16(%rdi,%rax,8),%xmm2\n mulsd %xmm10,%xmm2\n"
+	" addsd 24(%rdi,%rax,8),%xmm3\n mulsd %xmm11,%xmm3\n"
+	".globl o_vloop_mid\no_vloop_mid:\n"
+	" addsd 32(%rdi,%rax,8),%xmm4\n mulsd %xmm12,%xmm4\n"
+	" addsd 40(%rdi,%rax,8),%xmm5\n mulsd %xmm13,%xmm5\n"
+	" addsd 48(%rdi,%rax,8),%xmm6\n mulsd %xmm14,%xmm6\n"
+	" addsd 56(%rdi,%rax,8),%xmm7\n mulsd %xmm15,%xmm7\n"
+	" add $8,%rax\n cmp %rsi,%rax\n jl 1b\n"
+	"2: movsd %xmm0,0(%rcx)\n movsd %xmm1,8(%rcx)\n movsd %xmm2,16(%rcx)\n"
+	" movsd %xmm3,24(%rcx)\n movsd %xmm4,32(%rcx)\n movsd %xmm5,40(%rcx)\n"
+	" movsd %xmm6,48(%rcx)\n movsd %xmm7,56(%rcx)\n ret\n"
+	".size o_vloop,.-o_vloop\n"
+
+	/* the same with ymm: 4 lanes each, 32 doubles per iteration */
+	".p2align 4\n"
+	".globl o_yloop\n.type o_yloop,@function\n"
+	"o_yloop: vmovupd 0(%rdx),%ymm8\n vmovupd 32(%rdx),%ymm9\n vmovupd 64(%rdx),%ymm10\n"
+	" vmovupd 96(%rdx),%ymm11\n vmovupd 128(%rdx),%ymm12\n vmovupd 160(%rdx),%ymm13\n"
+	" vmovupd 192(%rdx),%ymm14\n vmovupd 224(%rdx),%ymm15\n"
+	" vxorpd %ymm0,%ymm0,%ymm0\n vxorpd %ymm1,%ymm1,%ymm1\n vxorpd %ymm2,%ymm2,%ymm2\n"
+	" vxorpd %ymm3,%ymm3,%ymm3\n vxorpd %ymm4,%ymm4,%ymm4\n vxorpd %ymm5,%ymm5,%ymm5\n"
+	" vxorpd %ymm6,%ymm6,%ymm6\n vxorpd %ymm7,%ymm7,%ymm7\n"
+	" xor %eax,%eax\n test %rsi,%rsi\n jle 2f\n"
+	".globl o_yloop_head\no_yloop_head:\n"
+	"1: vaddpd (%rdi,%rax,8),%ymm0,%ymm0\n vmulpd %ymm8,%ymm0,%ymm0\n"
+	" vaddpd 32(%rdi,%rax,8),%ymm1,%ymm1\n vmulpd %ymm9,%ymm1,%ymm1\n"
+	" vaddpd 64(%rdi,%rax,8),%ymm2,%ymm2\n vmulpd %ymm10,%ymm2,%ymm2\n"
+	" vaddpd 96(%rdi,%rax,8),%ymm3,%ymm3\n vmulpd %ymm11,%ymm3,%ymm3\n"
+	".globl o_yloop_mid\no_yloop_mid:\n"
+	" vaddpd 128(%rdi,%rax,8),%ymm4,%ymm4\n vmulpd %ymm12,%ymm4,%ymm4\n"
+	" vaddpd 160(%rdi,%rax,8),%ymm5,%ymm5\n vmulpd %ymm13,%ymm5,%ymm5\n"
+	" vaddpd 192(%rdi,%rax,8),%ymm6,%ymm6\n vmulpd %ymm14,%ymm6,%ymm6\n"
+	" vaddpd 224(%rdi,%rax,8),%ymm7,%ymm7\n vmulpd %ymm15,%ymm7,%ymm7\n"
+	" add $32,%rax\n cmp %rsi,%rax\n jl 1b\n"
+	"2: vmovupd %ymm0,0(%rcx)\n vmovupd %ymm1,32(%rcx)\n vmovupd %ymm2,64(%rcx)\n"
+	" vmovupd %ymm3,96(%rcx)\n vmovupd %ymm4,128(%rcx)\n vmovupd %ymm5,160(%rcx)\n"
+	" vmovupd %ymm6,192(%rcx)\n vmovupd %ymm7,224(%rcx)\n vzeroupper\n ret\n"
+	".size o_yloop,.-o_yloop\n"
+
+	/* the region of an entry probe is xor (2) + add (3); the loop jumps
+	 * back to +2, inside it */
+	".p2align 4\n"
+	".globl o_jin\n.type o_jin,@function\n"
+	"o_jin: xor %eax,%eax\n"
+	"1: add %rdi,%rax\n dec %rsi\n jg 1b\n ret\n.size o_jin,.-o_jin\n"
+
+	/* 3 bytes, and the next function starts right behind: no padding */
+	".p2align 4\n"
+	".globl o_tiny\n.type o_tiny,@function\n"
+	"o_tiny: mov %edi,%eax\n ret\n.size o_tiny,.-o_tiny\n"
+	".globl o_tiny_next\n.type o_tiny_next,@function\n"
+	"o_tiny_next: lea 2(%rdi),%rax\n ret\n.size o_tiny_next,.-o_tiny_next\n"
+
+	".p2align 4\n"
+	".type o_callin_helper,@function\n"
+	"o_callin_helper: lea 10(%rdi),%rax\n ret\n.size o_callin_helper,.-o_callin_helper\n"
+	".p2align 4\n"
+	".globl o_callin\n.type o_callin,@function\n"
+	"o_callin: push %rbx\n lea o_callin_helper(%rip),%rax\n"
+	".globl o_callin_call\no_callin_call: call *%rax\n pop %rbx\n ret\n"
+	".size o_callin,.-o_callin\n"
+
+	".p2align 4\n"
+	".globl o_ijmp\n.type o_ijmp,@function\n"
+	"o_ijmp: lea 1(%rdi),%rax\n lea 1f(%rip),%rdx\n jmp *%rdx\n1: ret\n.size o_ijmp,.-o_ijmp\n"
+
+	/* 3 bytes, then padding up to 16 that belongs to no symbol */
+	".p2align 4\n"
+	".globl o_ret0\n.type o_ret0,@function\n"
+	"o_ret0: xor %eax,%eax\n ret\n.size o_ret0,.-o_ret0\n"
+	".p2align 4\n"
+	".type o_after_ret0,@function\n"
+	"o_after_ret0: ud2\n.size o_after_ret0,.-o_after_ret0\n"
+);
+
+static long o_alt_calls;
+/* a function with o_chain's signature to redirect calls to */
+__attribute__((noinline)) long o_alt(long x)
+{
+	__asm__ volatile("" : "+r"(x));
+	__atomic_fetch_add(&o_alt_calls, 1, __ATOMIC_RELAXED);
+	return x * 100 + 7;
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static atomic_long hits, post_hits, fault_hits, handler_errors;
+
+static int count_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return 0;
+}
+
+static void count_post(struct kprobe *p, struct pt_regs *r, unsigned long f)
+{
+	(void)p; (void)r; (void)f;
+	post_hits++;
+}
+
+static unsigned probe_flags(const struct kprobe *p)
+{
+	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+}
+
+#define EXPECT_OPTIMIZED(p) do {						\
+	unsigned f_ = probe_flags(p);						\
+	if (!(f_ & KPROBE_FLAG_OPTIMIZED))					\
+		UKT_FAIL("%s at %p is not optimized (flags %#x)", #p,		\
+			 (void *)(p)->addr, f_);				\
+} while (0)
+
+#define EXPECT_NOT_OPTIMIZED(p) do {						\
+	unsigned f_ = probe_flags(p);						\
+	if (f_ & KPROBE_FLAG_OPTIMIZED)						\
+		UKT_FAIL("%s at %p is optimized (flags %#x)", #p,		\
+			 (void *)(p)->addr, f_);				\
+} while (0)
+
+static void list_to(char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	FILE *f = fmemopen(buf, n, "w");
+	UKT_ASSERT(f);
+	UKT_EQ(kprobes_list(f), 0);
+	fclose(f);
+}
+
+/* the list line of a probe in the main executable */
+static void want_line(char *out, size_t n, const struct kprobe *p, const char *sym,
+		      unsigned off, const char *suffix)
+{
+	snprintf(out, n, "%016lx  k  %s+0x%x%s\n", (unsigned long)p->addr, sym, off, suffix);
+}
+
+#define EXPECT_LISTED(line) do {						\
+	char lbuf_[4096];							\
+	list_to(lbuf_, sizeof(lbuf_));						\
+	if (!strstr(lbuf_, (line)))						\
+		UKT_FAIL("no line \"%.*s\" in kprobes_list():\n%s",		\
+			 (int)strlen(line) - 1, (line), lbuf_);			\
+} while (0)
+
+static uint64_t xs_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t xs(void)
+{
+	uint64_t x = xs_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return xs_state = x;
+}
+
+/* a double in [-1, 1) with all 53 bits random */
+static double rnd(void)
+{
+	return (double)(xs() >> 11) * 0x1p-52 - 1.0;
+}
+
+static void expect_same_doubles(const double *got, const double *want, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(&got[i], &want[i], sizeof(double))) {
+			uint64_t g, w;
+			memcpy(&g, &got[i], 8);
+			memcpy(&w, &want[i], 8);
+			UKT_FAIL("%s: element %zu is %a (%#llx), want %a (%#llx)", what, i, got[i],
+				 (unsigned long long)g, want[i], (unsigned long long)w);
+		}
+	}
+}
+
+static unsigned get_mxcsr(void)
+{
+	unsigned v;
+	__asm__ volatile("stmxcsr %0" : "=m"(v));
+	return v;
+}
+
+static void set_mxcsr(unsigned v)
+{
+	__asm__ volatile("ldmxcsr %0" :: "m"(v));
+}
+
+static unsigned short get_x87_cw(void)
+{
+	unsigned short cw;
+	__asm__ volatile("fnstcw %0" : "=m"(cw));
+	return cw;
+}
+
+static int have_avx(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx");
+}
+
+/* ---- a handler that leaves no vector register, no FP control untouched -------------- */
+
+static unsigned char big_src[1 << 17], big_dst[1 << 17];
+static unsigned char garbage[16 * 32];
+static int avx_ok;
+
+static void dirty_vector_registers(void)
+{
+	if (avx_ok)
+		__asm__ volatile(
+			"vmovdqu 0(%0),%%ymm0\n vmovdqu 32(%0),%%ymm1\n vmovdqu 64(%0),%%ymm2\n"
+			"vmovdqu 96(%0),%%ymm3\n vmovdqu 128(%0),%%ymm4\n vmovdqu 160(%0),%%ymm5\n"
+			"vmovdqu 192(%0),%%ymm6\n vmovdqu 224(%0),%%ymm7\n vmovdqu 256(%0),%%ymm8\n"
+			"vmovdqu 288(%0),%%ymm9\n vmovdqu 320(%0),%%ymm10\n vmovdqu 352(%0),%%ymm11\n"
+			"vmovdqu 384(%0),%%ymm12\n vmovdqu 416(%0),%%ymm13\n vmovdqu 448(%0),%%ymm14\n"
+			"vmovdqu 480(%0),%%ymm15\n"
+			:: "r"(garbage)
+			: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+			  "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+	else
+		__asm__ volatile(
+			"movdqu 0(%0),%%xmm0\n movdqu 32(%0),%%xmm1\n movdqu 64(%0),%%xmm2\n"
+			"movdqu 96(%0),%%xmm3\n movdqu 128(%0),%%xmm4\n movdqu 160(%0),%%xmm5\n"
+			"movdqu 192(%0),%%xmm6\n movdqu 224(%0),%%xmm7\n movdqu 256(%0),%%xmm8\n"
+			"movdqu 288(%0),%%xmm9\n movdqu 320(%0),%%xmm10\n movdqu 352(%0),%%xmm11\n"
+			"movdqu 384(%0),%%xmm12\n movdqu 416(%0),%%xmm13\n movdqu 448(%0),%%xmm14\n"
+			"movdqu 480(%0),%%xmm15\n"
+			:: "r"(garbage)
+			: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+			  "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+}
+
+static void dirty_everything(void)
+{
+	char buf[128];
+	double sum;
+
+	/* the handler's own state is an ordinary function's: an empty x87
+	 * stack (eight pushes fit) and DF clear */
+	__asm__ volatile("fld1\n fld1\n fld1\n fld1\n fld1\n fld1\n fld1\n fld1\n"
+			 "faddp\n faddp\n faddp\n faddp\n faddp\n faddp\n faddp\n fstpl %0"
+			 : "=m"(sum) :: "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)",
+			   "st(6)", "st(7)");
+	if (sum != 8.0)
+		handler_errors++;
+	unsigned long fl;
+	__asm__ volatile("pushfq\n pop %0" : "=r"(fl));
+	if (fl & 0x400)
+		handler_errors++;
+
+	/* ordinary library calls that use the vector registers */
+	memset(big_src, (int)(hits & 0x7f) + 1, sizeof(big_src));
+	memcpy(big_dst, big_src, sizeof(big_dst));
+	memmove(big_dst + 3, big_dst, sizeof(big_dst) - 3);
+	if (memcmp(big_dst + 3, big_src, sizeof(big_dst) - 3))
+		handler_errors++;
+	/* exact values: the same text in every rounding mode */
+	volatile double a = 1.5, b = 0.25, c = 1024.0;
+	volatile long double d = 2.5L;
+	snprintf(buf, sizeof(buf), "%f %g %e %Lf", a, b, c, d);
+	if (strcmp(buf, "1.500000 0.25 1.024000e+03 2.500000"))
+		handler_errors++;
+
+	/* garbage in every xmm/ymm register */
+	dirty_vector_registers();
+
+	/* and every FP control the probed code could notice */
+	fesetround(FE_UPWARD);
+	set_mxcsr((get_mxcsr() & ~0x6000u) | 0x4000u | 0x8000u | 0x0040u); /* down, FTZ, DAZ */
+	unsigned short cw = 0x087f;	/* x87: round up, single precision */
+	__asm__ volatile("fldcw %0" :: "m"(cw));
+}
+
+static int dirty_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	dirty_everything();
+	hits++;
+	return 0;
+}
+
+static void dirty_init(void)
+{
+	avx_ok = have_avx();
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (unsigned char)(xs() >> 56);
+}
+
+/* the FP environment of the test code itself, before and after probed calls */
+struct fpstate { unsigned mxcsr; unsigned short cw; int round; };
+
+static struct fpstate fp_now(void)
+{
+	return (struct fpstate){ get_mxcsr() & 0xffc0u, get_x87_cw(), fegetround() };
+}
+
+#define EXPECT_FP_UNCHANGED(before) do {					\
+	struct fpstate n_ = fp_now();						\
+	if (n_.mxcsr != (before).mxcsr || n_.cw != (before).cw ||		\
+	    n_.round != (before).round)						\
+		UKT_FAIL("FP control state changed by a handler: mxcsr %#x -> %#x, " \
+			 "x87 cw %#x -> %#x, rounding %d -> %d",		\
+			 (before).mxcsr, n_.mxcsr, (before).cw, n_.cw,		\
+			 (before).round, n_.round);				\
+} while (0)
+
+/* ---- basics ----------------------------------------------------------------------- */
+
+static struct pt_regs seen;
+static int seen_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	seen = *r;
+	hits++;
+	return 0;
+}
+
+UKT_CASE(optimized_after_wait_listed_and_jumps)
+{
+	unsigned char *code = (unsigned char *)o_chain, orig[12];
+	struct kprobe kp = { .symbol_name = "o_chain", .pre_handler = seen_pre };
+	char line[256];
+
+	memcpy(orig, code, sizeof(orig));
+	UKT_EQ(kprobes_get_optimization(), 1);
+
+	/* every probe starts as a breakpoint: with the knob off it stays one */
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	UKT_EQ(kprobes_get_optimization(), 0);
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ((unsigned long)kp.addr, (unsigned long)o_chain);
+	wait_for_kprobe_optimizer();
+	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EQ(code[0], 0xcc);
+	UKT_ASSERT(!memcmp(code + 1, orig + 1, sizeof(orig) - 1));
+	UKT_EQ(o_caller(39), 42);
+	UKT_EQ(hits, 1);
+	want_line(line, sizeof(line), &kp, "o_chain", 0, "");
+	EXPECT_LISTED(line);
+
+	/* knob on: queued, optimized once the optimizer has run */
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(kp.flags, KPROBE_FLAG_OPTIMIZED);
+	want_line(line, sizeof(line), &kp, "o_chain", 0, " [OPTIMIZED]");
+	EXPECT_LISTED(line);
+	/* a jmp rel32 over the region, to a detour outside the function */
+	UKT_EQ(code[0], 0xe9);
+	int32_t rel;
+	memcpy(&rel, code + 1, 4);
+	unsigned long detour = (unsigned long)code + 5 + (long)rel;
+	UKT_ASSERT(detour < (unsigned long)code || detour >= (unsigned long)code + 12);
+	UKT_ASSERT(!memcmp(code + 5, orig + 5, sizeof(orig) - 5));
+
+	/* the handler sees what it saw as a breakpoint */
+	memset(&seen, 0, sizeof(seen));
+	for (int i = 0; i < 5; i++)
+		UKT_EQ(o_caller(i * 1000 + 1), i * 1000 + 4);
+	UKT_EQ(hits, 6);
+	UKT_EQ(kp.nmissed, 0);
+	UKT_EQ(seen.ip, (unsigned long)o_chain);
+	UKT_EQ(seen.di, 4001);
+	UKT_EQ(regs_get_kernel_argument(&seen, 0), 4001);
+	UKT_EQ(*(unsigned long *)seen.sp, (unsigned long)o_caller_ret);
+	UKT_ASSERT(seen.flags & 0x200);		/* IF, as in any user context */
+	UKT_ASSERT(!(seen.flags & 0x100));	/* no TF */
+
+	/* knob off: a breakpoint again, the rest of the region original */
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EQ(code[0], 0xcc);
+	UKT_ASSERT(!memcmp(code + 1, orig + 1, sizeof(orig) - 1));
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 7);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(o_chain(2), 5);
+	UKT_EQ(hits, 8);
+
+	/* unregistering an optimized probe puts every byte back */
+	unregister_kprobe(&kp);
+	UKT_ASSERT(!memcmp(code, orig, sizeof(orig)));
+	UKT_EQ(o_chain(3), 6);
+	UKT_EQ(hits, 8);
+	list_to(line, sizeof(line));
+	UKT_STREQ(line, "");
+}
+
+static char order[64];
+static atomic_int norder;
+static int pre_a(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	order[norder++] = 'a';
+	return 0;
+}
+
+static int pre_b(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	order[norder++] = 'b';
+	return 0;
+}
+
+UKT_CASE(two_probes_on_one_address_both_optimized)
+{
+	struct kprobe a = { .addr = (void *)o_chain, .pre_handler = pre_a };
+	struct kprobe b = { .addr = (void *)o_chain, .pre_handler = pre_b };
+	char line[256];
+	UKT_EQ(register_kprobe(&a), 0);
+	UKT_EQ(register_kprobe(&b), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&a);
+	EXPECT_OPTIMIZED(&b);
+	want_line(line, sizeof(line), &a, "o_chain", 0, " [OPTIMIZED]");
+	char buf[512], want[512];
+	list_to(buf, sizeof(buf));
+	snprintf(want, sizeof(want), "%s%s", line, line);
+	UKT_STREQ(buf, want);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(o_chain(2), 5);
+	UKT_STREQ(order, "abab");
+	unregister_kprobe(&a);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&b);
+	UKT_EQ(o_chain(3), 6);
+	UKT_STREQ(order, "ababb");
+	unregister_kprobe(&b);
+	UKT_EQ(o_chain(3), 6);
+	UKT_STREQ(order, "ababb");
+}
+
+UKT_CASE(post_handler_probe_at_same_address_unoptimizes)
+{
+	struct kprobe p = { .addr = (void *)o_chain, .pre_handler = count_pre };
+	struct kprobe q = { .addr = (void *)o_chain, .post_handler = count_post };
+	char line[256];
+	UKT_EQ(register_kprobe(&p), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 1);
+
+	for (int round = 0; round < 3; round++) {
+		q.addr = (void *)o_chain;
+		UKT_EQ(register_kprobe(&q), 0);
+		/* the very next call runs q's post_handler */
+		UKT_EQ(o_chain(10), 13);
+		UKT_EQ(post_hits, round * 2 + 1);
+		UKT_EQ(hits, round * 3 + 2);
+		wait_for_kprobe_optimizer();
+		EXPECT_NOT_OPTIMIZED(&p);
+		EXPECT_NOT_OPTIMIZED(&q);
+		want_line(line, sizeof(line), &p, "o_chain", 0, "");
+		EXPECT_LISTED(line);		/* with its newline: no suffix */
+		UKT_EQ(o_chain(20), 23);
+		UKT_EQ(post_hits, round * 2 + 2);
+		UKT_EQ(hits, round * 3 + 3);
+
+		/* gone again: the optimizer takes p back */
+		unregister_kprobe(&q);
+		wait_for_kprobe_optimizer();
+		EXPECT_OPTIMIZED(&p);
+		UKT_EQ(o_chain(30), 33);
+		UKT_EQ(hits, round * 3 + 4);
+		UKT_EQ(post_hits, round * 2 + 2);
+	}
+	/* registered together: never optimized */
+	unregister_kprobe(&p);
+	p.addr = q.addr = (void *)o_chain;
+	struct kprobe *both[] = { &p, &q };
+	UKT_EQ(register_kprobes(both, 2), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_NOT_OPTIMIZED(&p);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(post_hits, 7);
+	unregister_kprobes(both, 2);
+}
+
+UKT_CASE(probe_inside_region_unoptimizes)
+{
+	struct kprobe p = { .addr = (void *)o_chain, .pre_handler = count_pre };
+	struct kprobe r = { .addr = (void *)o_chain_add1, .pre_handler = count_pre };
+	struct kprobe bad = { .addr = (void *)((char *)o_chain + 1), .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&p), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+
+	/* +1 is inside mov %rdi,%rax, whatever bytes the jump put there */
+	setenv("UKPROBES_QUIET", "1", 1);
+	UKT_EQ(register_kprobe(&bad), -EILSEQ);
+	bad.addr = (void *)((char *)o_chain + 5);	/* inside add $1 */
+	UKT_EQ(register_kprobe(&bad), -EILSEQ);
+	unsetenv("UKPROBES_QUIET");
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+
+	for (int round = 0; round < 3; round++) {
+		long h = hits;
+		r.addr = (void *)o_chain_add1;
+		UKT_EQ(register_kprobe(&r), 0);	/* +3: under the jump */
+		UKT_EQ(o_chain(1), 4);		/* both fire at once */
+		UKT_EQ(hits, h + 2);
+		wait_for_kprobe_optimizer();
+		EXPECT_NOT_OPTIMIZED(&p);
+		UKT_EQ(o_chain(2), 5);
+		UKT_EQ(hits, h + 4);
+		unregister_kprobe(&r);
+		wait_for_kprobe_optimizer();
+		EXPECT_OPTIMIZED(&p);
+		UKT_EQ(o_chain(3), 6);
+		UKT_EQ(hits, h + 5);
+	}
+	unregister_kprobe(&p);
+	UKT_EQ(o_chain(3), 6);
+	UKT_EQ(hits, 15);
+}
+
+UKT_CASE(probe_after_region_both_optimized)
+{
+	struct kprobe p = { .addr = (void *)o_quad, .pre_handler = pre_a };
+	struct kprobe r = { .addr = (void *)o_quad_add2, .pre_handler = pre_b };
+	UKT_EQ(register_kprobe(&p), 0);
+	UKT_EQ(register_kprobe(&r), 0);		/* +7: right after p's region */
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+	EXPECT_OPTIMIZED(&r);
+	UKT_EQ(o_quad(1), 11);
+	UKT_EQ(o_quad(2), 12);
+	UKT_STREQ(order, "abab");
+	unregister_kprobe(&p);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&r);
+	UKT_EQ(o_quad(3), 13);
+	UKT_STREQ(order, "ababb");
+	unregister_kprobe(&r);
+	UKT_EQ(o_quad(3), 13);
+}
+
+UKT_CASE(disabled_probe_is_not_optimized)
+{
+	struct kprobe p = { .addr = (void *)o_chain, .pre_handler = count_pre,
+			    .flags = KPROBE_FLAG_DISABLED };
+	char line[256];
+	UKT_EQ(register_kprobe(&p), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(p.flags, KPROBE_FLAG_DISABLED);
+	want_line(line, sizeof(line), &p, "o_chain", 0, " [DISABLED]");
+	EXPECT_LISTED(line);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 0);
+
+	for (int round = 0; round < 3; round++) {
+		UKT_EQ(enable_kprobe(&p), 0);
+		UKT_EQ(o_chain(1), 4);		/* armed at once */
+		UKT_EQ(hits, round * 2 + 1);
+		wait_for_kprobe_optimizer();
+		EXPECT_OPTIMIZED(&p);
+		UKT_EQ(p.flags, KPROBE_FLAG_OPTIMIZED);
+		UKT_EQ(o_chain(2), 5);
+		UKT_EQ(hits, round * 2 + 2);
+		UKT_EQ(disable_kprobe(&p), 0);
+		UKT_EQ(o_chain(3), 6);		/* disarmed at once */
+		UKT_EQ(hits, round * 2 + 2);
+		wait_for_kprobe_optimizer();
+		UKT_EQ(p.flags, KPROBE_FLAG_DISABLED);
+		UKT_EQ(o_chain(3), 6);
+		UKT_EQ(hits, round * 2 + 2);
+	}
+
+	/* the global switch: nothing fires while off, optimized again after */
+	UKT_EQ(enable_kprobe(&p), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+	long h = hits;
+	UKT_EQ(kprobes_set_enabled(0), 0);
+	UKT_EQ(o_chain(4), 7);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(o_chain(4), 7);
+	UKT_EQ(hits, h);
+	UKT_EQ(kprobes_set_enabled(1), 0);
+	UKT_EQ(o_chain(4), 7);
+	UKT_EQ(hits, h + 1);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&p);
+	UKT_EQ(o_chain(4), 7);
+	UKT_EQ(hits, h + 2);
+	unregister_kprobe(&p);
+}
+
+UKT_CASE(optimization_knob_unoptimizes_everything)
+{
+	struct kprobe a = { .addr = (void *)o_chain, .pre_handler = count_pre };
+	struct kprobe b = { .addr = (void *)o_chain_b, .pre_handler = count_pre };
+	struct kprobe c = { .addr = (void *)o_quad, .pre_handler = count_pre };
+	struct kprobe late = { .addr = (void *)o_quad_add2, .pre_handler = count_pre };
+	struct kprobe *abc[] = { &a, &b, &c };
+	char buf[1024], want[1024], l1[256], l2[256], l3[256], l4[256];
+	UKT_EQ(register_kprobes(abc, 3), 0);
+	wait_for_kprobe_optimizer();
+	long h = 0;
+	for (int round = 0; round < 4; round++) {
+		EXPECT_OPTIMIZED(&a);
+		EXPECT_OPTIMIZED(&b);
+		EXPECT_OPTIMIZED(&c);
+		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
+		UKT_EQ(hits, h += 3);
+
+		UKT_EQ(kprobes_set_optimization(0), 0);
+		UKT_EQ(kprobes_get_optimization(), 0);
+		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
+		UKT_EQ(hits, h += 3);
+		wait_for_kprobe_optimizer();
+		EXPECT_NOT_OPTIMIZED(&a);
+		EXPECT_NOT_OPTIMIZED(&b);
+		EXPECT_NOT_OPTIMIZED(&c);
+		want_line(l1, sizeof(l1), &a, "o_chain", 0, "");
+		want_line(l2, sizeof(l2), &b, "o_chain_b", 0, "");
+		want_line(l3, sizeof(l3), &c, "o_quad", 0, "");
+		snprintf(want, sizeof(want), "%s%s%s", l1, l2, l3);
+		list_to(buf, sizeof(buf));
+		UKT_STREQ(buf, want);
+		/* registered while off: a breakpoint too */
+		late.addr = (void *)o_quad_add2;
+		UKT_EQ(register_kprobe(&late), 0);
+		wait_for_kprobe_optimizer();
+		EXPECT_NOT_OPTIMIZED(&late);
+		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
+		UKT_EQ(hits, h += 4);
+
+		UKT_EQ(kprobes_set_optimization(1), 0);
+		UKT_EQ(kprobes_get_optimization(), 1);
+		wait_for_kprobe_optimizer();
+		EXPECT_OPTIMIZED(&late);
+		want_line(l1, sizeof(l1), &a, "o_chain", 0, " [OPTIMIZED]");
+		want_line(l2, sizeof(l2), &b, "o_chain_b", 0, " [OPTIMIZED]");
+		want_line(l3, sizeof(l3), &c, "o_quad", 0, " [OPTIMIZED]");
+		want_line(l4, sizeof(l4), &late, "o_quad", 7, " [OPTIMIZED]");
+		snprintf(want, sizeof(want), "%s%s%s%s", l1, l2, l3, l4);
+		list_to(buf, sizeof(buf));
+		UKT_STREQ(buf, want);
+		UKT_EQ(o_quad(1), 11);
+		UKT_EQ(hits, h += 2);
+		unregister_kprobe(&late);
+	}
+	unregister_kprobes(abc, 3);
+	UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
+	UKT_EQ(hits, h);
+}
+
+/* ---- registers ---------------------------------------------------------------------- */
+
+#define V_IN(i)  (0x0123456789000000UL + (unsigned long)(i) * 0x111)
+#define V_OUT(i) (0xfedcba9800000000UL + (unsigned long)(i) * 0x222)
+static unsigned long reg_bad;	/* bit i: register i had a wrong value */
+
+static int regs_pre(struct kprobe *p, struct pt_regs *r)
+{
+	unsigned long *v[] = { &r->ax, &r->bx, &r->cx, &r->dx, &r->si, &r->di, &r->bp,
+			       &r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14,
+			       &r->r15 };
+	for (int i = 0; i < 15; i++) {
+		if (*v[i] != V_IN(i))
+			reg_bad |= 1UL << i;
+		*v[i] = V_OUT(i);
+	}
+	if (r->ip != (unsigned long)p->addr)
+		reg_bad |= 1UL << 15;
+	if (!(r->flags & 1))			/* stc right before the probe */
+		reg_bad |= 1UL << 16;
+	if (r->sp != o_regs_sp)
+		reg_bad |= 1UL << 17;
+	r->flags = (r->flags & ~1UL) | 0x80;	/* CF off, SF on */
+	dirty_vector_registers();
+	hits++;
+	return 0;
+}
+
+static void check_regs_round(void)
+{
+	memset(o_regs_out, 0, sizeof(o_regs_out));
+	reg_bad = 0;
+	o_regs();
+	if (reg_bad)
+		UKT_FAIL("the pre_handler saw wrong registers: mask %#lx "
+			 "(bits 0-14 ax..r15, 15 ip, 16 CF, 17 sp)", reg_bad);
+	for (int i = 0; i < 15; i++)
+		UKT_EQ(o_regs_out[i], V_OUT(i));
+	UKT_EQ(o_regs_out[15] & 0x81, 0x80);
+	UKT_EQ(o_regs_out[16], o_regs_sp);
+}
+
+UKT_CASE(every_register_seen_and_changed_optimized)
+{
+	avx_ok = have_avx();
+	struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = regs_pre };
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	UKT_EQ(register_kprobe(&kp), 0);
+	check_regs_round();			/* breakpoint */
+	UKT_EQ(hits, 1);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int i = 0; i < 3; i++)
+		check_regs_round();		/* jump */
+	UKT_EQ(hits, 4);
+	unregister_kprobe(&kp);
+}
+
+static int pre_sp(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	r->sp -= 32;
+	hits++;
+	return 0;
+}
+
+UKT_CASE(handler_moves_stack_pointer_optimized)
+{
+	UKT_EQ(o_sp(), 64);
+	struct kprobe kp = { .addr = (void *)o_sp_insn, .pre_handler = pre_sp };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(o_sp(), 96);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(o_sp(), 96);
+	UKT_EQ(hits, 4);
+	unregister_kprobe(&kp);
+	UKT_EQ(o_sp(), 64);
+}
+
+/* ---- changing the path ------------------------------------------------------------ */
+
+static int redirect_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	hits++;
+	r->ip = (unsigned long)o_alt;
+	return 1;
+}
+
+UKT_CASE(redirect_to_another_function_optimized)
+{
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = redirect_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(o_caller(5), 507);	/* breakpoint: o_alt ran instead */
+	UKT_EQ(o_alt_calls, 1);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (long i = 0; i < 5; i++)
+		UKT_EQ(o_caller(i), i * 100 + 7);
+	UKT_EQ(o_chain(9), 907);
+	UKT_EQ(o_alt_calls, 7);
+	UKT_EQ(hits, 7);
+	unregister_kprobe(&kp);
+	UKT_EQ(o_caller(5), 8);
+	UKT_EQ(o_alt_calls, 7);
+}
+
+/* return at once with a value of the handler's choosing */
+static int skip_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	hits++;
+	r->ax = r->di * 2 + 1000;
+	r->ip = *(unsigned long *)r->sp;
+	r->sp += 8;
+	return 1;
+}
+
+UKT_CASE(redirect_to_return_address_skips_the_function)
+{
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = skip_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(o_caller(5), 1010);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (long i = 0; i < 5; i++)
+		UKT_EQ(o_caller(i), i * 2 + 1000);
+	UKT_EQ(hits, 6);
+	unregister_kprobe(&kp);
+	UKT_EQ(o_caller(5), 8);
+}
+
+static long nested_result;
+static int recurse_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	nested_result = o_chain(100);	/* the same probe: missed */
+	return 0;
+}
+
+UKT_CASE(recursion_counts_nmissed_optimized)
+{
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = recurse_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int i = 1; i <= 3; i++) {
+		nested_result = 0;
+		UKT_EQ(o_chain(1), 4);
+		UKT_EQ(nested_result, 103);
+		UKT_EQ(hits, i);
+		UKT_EQ(kp.nmissed, i);
+	}
+	unregister_kprobe(&kp);
+}
+
+/* ---- faults in handlers ---------------------------------------------------------- */
+
+static int last_trapnr = -1;
+static volatile long *volatile bad_ptr = (long *)0x18;
+
+static int pre_faults(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return (int)*bad_ptr;
+}
+
+static int fault_take(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r;
+	last_trapnr = trapnr;
+	fault_hits++;
+	return 1;
+}
+
+static int fault_pass(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r;
+	last_trapnr = trapnr;
+	fault_hits++;
+	return 0;
+}
+
+UKT_CASE(fault_in_handler_goes_to_fault_handler_optimized)
+{
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_faults,
+			     .fault_handler = fault_take };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(o_chain(2), 5);		/* handler abandoned, code goes on */
+	UKT_EQ(hits, 3);
+	UKT_EQ(fault_hits, 3);
+	UKT_EQ(last_trapnr, 14);
+	UKT_EQ(kp.nmissed, 0);
+	EXPECT_OPTIMIZED(&kp);
+	unregister_kprobe(&kp);
+}
+
+static sigjmp_buf prog_jb;
+static volatile int prog_sig;
+static volatile unsigned long prog_addr, prog_ip;
+
+static void prog_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	prog_sig = sig;
+	prog_addr = (unsigned long)si->si_addr;
+	prog_ip = uc->uc_mcontext.gregs[REG_RIP];
+	siglongjmp(prog_jb, 1);
+}
+
+UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_faults,
+			     .fault_handler = fault_pass };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	if (!sigsetjmp(prog_jb, 1)) {
+		o_chain(1);
+		UKT_FAIL("the fault vanished");
+	}
+	UKT_EQ(prog_sig, SIGSEGV);
+	UKT_EQ(prog_addr, 0x18);
+	UKT_EQ(prog_ip, (unsigned long)o_chain);	/* as if at the probed instruction */
+	UKT_EQ(fault_hits, 1);
+	/* the thread left the hit cleanly: the probe keeps firing, no misses */
+	kp.pre_handler = count_pre;
+	long before = hits;
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(o_chain(2), 5);
+	UKT_EQ(hits, before + 2);
+	UKT_EQ(kp.nmissed, 0);
+	unregister_kprobe(&kp);
+}
+
+/* ---- vector, x87 and FP control state ----------------------------------------------- */
+
+#define VN 128	/* doubles per o_vloop/o_yloop call: 16 (sse) / 4 (avx) iterations */
+
+static double va[VN], vm[32];
+
+static void vector_data(int lanes_per_acc)
+{
+	/* the last accumulator only ever sees subnormals: FTZ/DAZ would zero it */
+	for (int i = 0; i < VN; i++) {
+		int acc = (i % (8 * lanes_per_acc)) / lanes_per_acc;
+		va[i] = acc == 7 ? rnd() * 0x1p-1030 : rnd();
+	}
+	for (int i = 0; i < 32; i++) {
+		int acc = i / lanes_per_acc;
+		vm[i] = acc == 7 ? 0.75 : 1.0 + rnd() * 1e-3;
+	}
+}
+
+typedef void (*loop_fn)(const double *, long, const double *, double *);
+
+/* out[mode][...] for FE_TONEAREST and FE_TOWARDZERO */
+static void loop_run(loop_fn fn, double out[2][32])
+{
+	static const int modes[2] = { FE_TONEAREST, FE_TOWARDZERO };
+	for (int m = 0; m < 2; m++) {
+		UKT_EQ(fesetround(modes[m]), 0);
+		struct fpstate before = fp_now();
+		memset(out[m], 0, sizeof(out[m]));
+		fn(va, VN, vm, out[m]);
+		EXPECT_FP_UNCHANGED(before);
+		UKT_EQ(fesetround(FE_TONEAREST), 0);
+	}
+}
+
+static void vector_loop_case(loop_fn fn, char *head, char *mid, int lanes)
+{
+	double ref[2][32], got[2][32];
+	int nout = 8 * lanes, iters = VN / nout;
+
+	dirty_init();
+	vector_data(lanes);
+	loop_run(fn, ref);
+	/* the data is sensitive: rounding mode and subnormals both show */
+	UKT_ASSERT(memcmp(ref[0], ref[1], nout * sizeof(double)));
+	UKT_ASSERT(ref[0][nout - 1] != 0.0 && fabs(ref[0][nout - 1]) < 0x1p-1022);
+
+	struct kprobe kh = { .addr = (void *)head, .pre_handler = dirty_pre };
+	struct kprobe km = { .addr = (void *)mid, .pre_handler = dirty_pre };
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	UKT_EQ(register_kprobe(&kh), 0);
+	UKT_EQ(register_kprobe(&km), 0);
+	loop_run(fn, got);		/* breakpoints */
+	expect_same_doubles(got[0], ref[0], nout, "breakpoint, to nearest");
+	expect_same_doubles(got[1], ref[1], nout, "breakpoint, toward zero");
+	UKT_EQ(hits, 2 * 2 * iters);
+	UKT_EQ(handler_errors, 0);
+
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kh);
+	EXPECT_OPTIMIZED(&km);
+	for (int round = 0; round < 3; round++) {
+		loop_run(fn, got);	/* jumps */
+		expect_same_doubles(got[0], ref[0], nout, "optimized, to nearest");
+		expect_same_doubles(got[1], ref[1], nout, "optimized, toward zero");
+	}
+	UKT_EQ(hits, 4 * 2 * 2 * iters);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kh);
+	unregister_kprobe(&km);
+}
+
+UKT_CASE(vectors_live_in_sse_loop_survive_handler)
+{
+	vector_loop_case(o_vloop, o_vloop_head, o_vloop_mid, 1);
+}
+
+UKT_CASE(vectors_live_in_avx_loop_survive_handler)
+{
+	if (!have_avx()) {
+		printf("  no AVX here: nothing to test\n");
+		return;
+	}
+	vector_loop_case(o_yloop, o_yloop_head, o_yloop_mid, 4);
+}
+
+/* eight double arguments, live in xmm0-7 at the entry */
+__attribute__((noinline)) double o_fargs(double a, double b, double c, double d, double e,
+					 double f, double g, double h)
+{
+	return ((a * b + c) / d - e * f) * g + h / (a + 0.5);
+}
+
+static void fargs_run(double out[2][16])
+{
+	static const int modes[2] = { FE_TONEAREST, FE_TOWARDZERO };
+	double (*volatile fn)(double, double, double, double, double, double, double, double) =
+		o_fargs;
+	for (int m = 0; m < 2; m++) {
+		UKT_EQ(fesetround(modes[m]), 0);
+		struct fpstate before = fp_now();
+		for (int i = 0; i < 16; i++) {
+			const double *v = &va[i * 8];
+			out[m][i] = fn(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+		}
+		EXPECT_FP_UNCHANGED(before);
+		UKT_EQ(fesetround(FE_TONEAREST), 0);
+	}
+}
+
+UKT_CASE(double_arguments_at_entry_survive_handler)
+{
+	double ref[2][16], got[2][16];
+	dirty_init();
+	for (int i = 0; i < VN; i++)
+		va[i] = rnd() * 1000.0;
+	fargs_run(ref);
+	UKT_ASSERT(memcmp(ref[0], ref[1], sizeof(ref[0])));
+	struct kprobe kp = { .addr = (void *)o_fargs, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	fargs_run(got);
+	expect_same_doubles(got[0], ref[0], 16, "breakpoint, to nearest");
+	expect_same_doubles(got[1], ref[1], 16, "breakpoint, toward zero");
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int round = 0; round < 3; round++) {
+		fargs_run(got);
+		expect_same_doubles(got[0], ref[0], 16, "optimized, to nearest");
+		expect_same_doubles(got[1], ref[1], 16, "optimized, toward zero");
+	}
+	UKT_EQ(hits, 4 * 2 * 16);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kp);
+}
+
+/*
+ * gcc's -fipa-ra (on at -O2): a caller that knows its local callee
+ * touches no vector register keeps its own values in caller-saved xmm
+ * registers across the call, so at the callee's entry registers the ABI
+ * calls dead are live.  A probe on the callee must not lose them.
+ */
+static __attribute__((noinline)) long ipa_callee(long x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x * 3 + 1;
+}
+
+__attribute__((noinline)) void ipa_caller(const double *in, double *out, long n)
+{
+	double a = in[0] * in[1], b = in[1] * in[2], c = in[2] * in[3], d = in[3] * in[4];
+	double e = in[4] * in[5], f = in[5] * in[6], g = in[6] * in[7], h = in[7] * in[8];
+	double i = in[8] * in[9], j = in[9] * in[10], k = in[10] * in[11], l = in[11] * in[0];
+	double m = (double)ipa_callee(n);
+	out[0] = a * m + l; out[1] = b * m + k; out[2] = c * m + j; out[3] = d * m + i;
+	out[4] = e * m + h; out[5] = f * m + g; out[6] = g * m + f; out[7] = h * m + e;
+	out[8] = i * m + d; out[9] = j * m + c; out[10] = k * m + b; out[11] = l * m + a;
+}
+
+static __attribute__((noinline)) long ipa_callee_y(long x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x * 5 + 3;
+}
+
+__attribute__((noinline, target("avx"))) void ipa_caller_y(const double *in, double *out, long n)
+{
+	__m256d a = _mm256_loadu_pd(in), b = _mm256_loadu_pd(in + 4), c = _mm256_loadu_pd(in + 8);
+	__m256d d = _mm256_mul_pd(a, b), e = _mm256_mul_pd(b, c), f = _mm256_mul_pd(c, a);
+	__m256d g = _mm256_add_pd(a, c), h = _mm256_sub_pd(b, a);
+	__m256d m = _mm256_set1_pd((double)ipa_callee_y(n));
+	_mm256_storeu_pd(out, _mm256_add_pd(_mm256_mul_pd(d, m), g));
+	_mm256_storeu_pd(out + 4, _mm256_add_pd(_mm256_mul_pd(e, m), h));
+	_mm256_storeu_pd(out + 8, _mm256_add_pd(_mm256_mul_pd(f, m), a));
+	_mm256_storeu_pd(out + 12, _mm256_add_pd(_mm256_mul_pd(g, m), b));
+	_mm256_storeu_pd(out + 16, _mm256_add_pd(_mm256_mul_pd(h, m), c));
+}
+
+static void caller_values_case(void (*caller)(const double *, double *, long),
+			       long (*callee)(long), int nout)
+{
+	double ref[8][20], got[8][20];
+	dirty_init();
+	for (int i = 0; i < VN; i++)
+		va[i] = rnd();
+	for (int k = 0; k < 8; k++)
+		caller(&va[k * 12], ref[k], k + 1);
+	struct kprobe kp = { .addr = (void *)callee, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	for (int k = 0; k < 8; k++) {
+		caller(&va[k * 12], got[k], k + 1);
+		expect_same_doubles(got[k], ref[k], nout, "breakpoint");
+	}
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int k = 0; k < 8; k++) {
+		caller(&va[k * 12], got[k], k + 1);
+		expect_same_doubles(got[k], ref[k], nout, "optimized");
+	}
+	UKT_EQ(hits, 16);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kp);
+}
+
+UKT_CASE(caller_xmm_values_kept_across_call_survive)
+{
+	caller_values_case(ipa_caller, ipa_callee, 12);
+}
+
+UKT_CASE(caller_ymm_values_kept_across_call_survive)
+{
+	if (!have_avx()) {
+		printf("  no AVX here: nothing to test\n");
+		return;
+	}
+	caller_values_case(ipa_caller_y, ipa_callee_y, 20);
+}
+
+static int x87_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	dirty_everything();
+	__asm__ volatile("fninit");	/* empties the stack the probed code filled */
+	unsigned short cw = 0x0c7f;	/* toward zero, single precision */
+	__asm__ volatile("fldcw %0" :: "m"(cw));
+	hits++;
+	return 0;
+}
+
+static void x87_run(double *out, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct fpstate before = fp_now();
+		o_x87(&va[i * 3], &out[i]);
+		EXPECT_FP_UNCHANGED(before);
+	}
+}
+
+UKT_CASE(x87_stack_live_and_control_word_survive)
+{
+	enum { N = 32 };
+	double ref[N], got[N];
+	int sensitive = 0;
+	dirty_init();
+	for (int i = 0; i < 3 * N; i++)
+		va[i] = rnd() * 1e6;
+	x87_run(ref, N);
+	/* the 80-bit intermediate matters: rounded to double it differs */
+	for (int i = 0; i < N; i++) {
+		volatile double prod = va[i * 3 + 1] * va[i * 3 + 2];
+		if (va[i * 3] + prod != ref[i])
+			sensitive++;
+	}
+	UKT_ASSERT(sensitive > 0);
+	struct kprobe kp = { .addr = (void *)o_x87_probe, .pre_handler = x87_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	x87_run(got, N);
+	expect_same_doubles(got, ref, N, "breakpoint");
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int round = 0; round < 3; round++) {
+		x87_run(got, N);
+		expect_same_doubles(got, ref, N, "optimized");
+	}
+	UKT_EQ(hits, 4 * N);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kp);
+}
+
+UKT_CASE(mxcsr_and_x87_cw_do_not_leak_from_integer_code)
+{
+	/* no vector register is live anywhere near o_chain: the controls
+	 * are still the program's */
+	dirty_init();
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	struct fpstate before = fp_now();
+	UKT_EQ(o_chain(1), 4);
+	EXPECT_FP_UNCHANGED(before);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int m = 0; m < 2; m++) {
+		UKT_EQ(fesetround(m ? FE_TOWARDZERO : FE_TONEAREST), 0);
+		before = fp_now();
+		/* 1/10 and -1/10 round differently in every pair of modes */
+		volatile double x = 1.0, y = 10.0;
+		double q0[2] = { x / y, -x / y };
+		UKT_EQ(o_chain(2), 5);
+		EXPECT_FP_UNCHANGED(before);
+		double q1[2] = { x / y, -x / y };
+		expect_same_doubles(q1, q0, 2, "SSE division after the call");
+		volatile long double lx = 1.0L, ly = 10.0L;
+		long double l0 = lx / ly;
+		UKT_EQ(o_caller(2), 5);
+		EXPECT_FP_UNCHANGED(before);
+		long double l1 = lx / ly;
+		UKT_ASSERT(!memcmp(&l0, &l1, 10));
+	}
+	UKT_EQ(fesetround(FE_TONEAREST), 0);
+	UKT_EQ(hits, 5);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kp);
+}
+
+static unsigned long df_seen;
+static int df_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	df_seen = r->flags;
+	dirty_everything();	/* memcpy/memmove with DF set would go backwards */
+	hits++;
+	return 0;
+}
+
+UKT_CASE(direction_flag_set_at_the_probe)
+{
+	dirty_init();
+	struct kprobe kp = { .addr = (void *)o_std_probe, .pre_handler = df_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_ASSERT(o_std() & 0x400);
+	UKT_ASSERT(df_seen & 0x400);		/* the handler sees the program's DF */
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	for (int i = 0; i < 3; i++) {
+		df_seen = 0;
+		UKT_ASSERT(o_std() & 0x400);	/* the code keeps it */
+		UKT_ASSERT(df_seen & 0x400);
+	}
+	UKT_EQ(hits, 4);
+	UKT_EQ(handler_errors, 0);		/* the handler ran with DF clear */
+	unregister_kprobe(&kp);
+}
+
+static long redzone_ref(long x)
+{
+	long r = 0;
+	for (long i = 0; i < 16; i++)
+		r = r * 31 + (x + i);
+	return r;
+}
+
+UKT_CASE(red_zone_and_stack_alignment)
+{
+	dirty_init();
+	struct kprobe kr = { .addr = (void *)o_redzone_probe, .pre_handler = dirty_pre };
+	struct kprobe k16 = { .addr = (void *)o_align16_probe, .pre_handler = dirty_pre };
+	struct kprobe kodd = { .addr = (void *)o_align_odd_probe, .pre_handler = dirty_pre };
+	UKT_EQ(o_redzone(5), redzone_ref(5));
+	UKT_EQ(register_kprobe(&kr), 0);
+	UKT_EQ(register_kprobe(&k16), 0);
+	UKT_EQ(register_kprobe(&kodd), 0);
+	UKT_EQ(o_redzone(5), redzone_ref(5));
+	UKT_EQ(o_align16(5), 12);
+	UKT_EQ(o_align_odd(5), 14);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kr);
+	EXPECT_OPTIMIZED(&k16);
+	EXPECT_OPTIMIZED(&kodd);
+	for (long i = 0; i < 3; i++) {
+		UKT_EQ(o_redzone(i * 1000), redzone_ref(i * 1000));
+		UKT_EQ(o_align16(i), i + 7);
+		UKT_EQ(o_align_odd(i), i + 9);
+	}
+	UKT_EQ(hits, 12);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kr);
+	unregister_kprobe(&k16);
+	unregister_kprobe(&kodd);
+}
+
+/* ---- fork ----------------------------------------------------------------------------- */
+
+static long quad_hits;
+static int quad_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	quad_hits++;
+	return 0;
+}
+
+/*
+ * The child unoptimizes, unregisters and optimizes new probes (which may
+ * reuse detour memory); none of it may reach the parent's probe.
+ */
+UKT_CASE(fork_child_changes_do_not_reach_parent)
+{
+	unsigned char *code = (unsigned char *)o_chain, jmp[5];
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	memcpy(jmp, code, 5);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 1);
+
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		int bad = 0;
+		if (o_chain(1) != 4 || hits != 2)
+			bad |= 1;
+		UKT_EQ(kprobes_set_optimization(0), 0);
+		wait_for_kprobe_optimizer();
+		if ((probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 3)
+			bad |= 2;
+		UKT_EQ(kprobes_set_optimization(1), 0);
+		wait_for_kprobe_optimizer();
+		if (!(probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 4)
+			bad |= 4;
+		unregister_kprobe(&kp);
+		struct kprobe kq = { .addr = (void *)o_quad, .pre_handler = quad_pre };
+		struct kprobe kr = { .addr = (void *)o_chain, .pre_handler = redirect_pre };
+		if (register_kprobe(&kq) || register_kprobe(&kr))
+			bad |= 8;
+		wait_for_kprobe_optimizer();
+		if (!(probe_flags(&kq) & KPROBE_FLAG_OPTIMIZED) ||
+		    !(probe_flags(&kr) & KPROBE_FLAG_OPTIMIZED))
+			bad |= 16;
+		if (o_quad(1) != 11 || quad_hits != 1 || o_chain(1) != 107)
+			bad |= 32;
+		_exit(bad);
+	}
+	int st;
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		UKT_FAIL("the child was killed by signal %d%s", WTERMSIG(st),
+			 WTERMSIG(st) == SIGALRM ? " (hung, in wait_for_kprobe_optimizer?)" : "");
+	if (WEXITSTATUS(st))
+		UKT_FAIL("the child's checks failed: mask %#x (1 hit, 2 knob off, 4 knob on, "
+			 "8 register, 16 optimize, 32 new probes)", WEXITSTATUS(st));
+
+	/* the parent's probe is as it was */
+	EXPECT_OPTIMIZED(&kp);
+	UKT_ASSERT(!memcmp(code, jmp, 5));
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 4);
+	UKT_EQ(o_alt_calls, 0);
+	UKT_EQ(o_quad(1), 11);
+	UKT_EQ(quad_hits, 0);
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(o_chain(1), 4);
+	UKT_EQ(hits, 6);
+	unregister_kprobe(&kp);
+}
+
+/* ---- refusals, reported with UKPROBES_VERBOSE=1 ----------------------------------------- */
+
+/*
+ * The engine may read UKPROBES_VERBOSE once, when it starts: a case that
+ * needs it runs itself again in a fresh process whose environment has it
+ * from the start ("<binary> <case name>"), and passes if that run passes.
+ */
+static void need_verbose(const char *case_name)
+{
+	const char *v = getenv("UKPROBES_VERBOSE");
+	if (v && !strcmp(v, "1"))
+		return;
+	int out[2];
+	UKT_EQ(pipe(out), 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		setenv("UKPROBES_VERBOSE", "1", 1);
+		unsetenv("UKPROBES_QUIET");
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		execl("/proc/self/exe", "api-optimize[verbose]", case_name, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	static char text[8192];
+	size_t n = 0;
+	ssize_t k;
+	while (n < sizeof(text) - 1 && (k = read(out[0], text + n, sizeof(text) - 1 - n)) > 0)
+		n += (size_t)k;
+	text[n] = 0;
+	close(out[0]);
+	int st;
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(text, " 1 passed, 0 failed"))
+		UKT_FAIL("re-run with UKPROBES_VERBOSE=1 failed (status %#x):\n%s", st, text);
+	_exit(0);
+}
+
+static int cap_fd = -1, saved_fd = -1;
+static char captured[16384];
+
+static void capture_begin(void)
+{
+	char tmpl[] = "/tmp/ukt-optimize-XXXXXX";
+	fflush(stderr);
+	cap_fd = mkstemp(tmpl);
+	UKT_ASSERT(cap_fd >= 0);
+	unlink(tmpl);
+	saved_fd = dup(2);
+	UKT_ASSERT(saved_fd >= 0);
+	dup2(cap_fd, 2);
+}
+
+/* no UKT_ASSERT between begin and end: its message would be captured */
+static const char *capture_end(void)
+{
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	ssize_t n = pread(cap_fd, captured, sizeof(captured) - 1, 0);
+	captured[n > 0 ? n : 0] = 0;
+	close(cap_fd);
+	return captured;
+}
+
+/* a line with "not optimized:" and, after it, the reason */
+static bool refusal_line(const char *text, const char *reason)
+{
+	for (const char *l = text; l && *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		const char *at = strstr(line, "not optimized:");
+		if (at && (!reason || strstr(at, reason)))
+			return true;
+		l = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
+static void refusal_case(const char *case_name, void *fn, void *at, const char *sym, long x,
+			 long want, const char *reason)
+{
+	long (*call)(long, long) = (long (*)(long, long))fn;
+	need_verbose(case_name);
+
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)at, .pre_handler = count_pre };
+	long v[3];
+	int r, lr = -1;
+	char list[512], want_l[256];
+	capture_begin();
+	r = register_kprobe(&kp);
+	wait_for_kprobe_optimizer();
+	v[0] = call(x, 3);
+	unsigned f0 = probe_flags(&kp);
+	/* a second chance: the knob off and on */
+	kprobes_set_optimization(0);
+	kprobes_set_optimization(1);
+	wait_for_kprobe_optimizer();
+	v[1] = call(x, 3);
+	v[2] = call(x, 3);
+	unsigned f1 = probe_flags(&kp);
+	memset(list, 0, sizeof(list));
+	FILE *lf = fmemopen(list, sizeof(list), "w");
+	if (lf) {
+		lr = kprobes_list(lf);
+		fclose(lf);
+	}
+	const char *err = capture_end();
+
+	UKT_EQ(r, 0);
+	UKT_EQ(lr, 0);
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(v[i], want);
+	UKT_EQ(hits, 3);			/* a breakpoint probe all along */
+	UKT_EQ(f0, 0);
+	UKT_EQ(f1, 0);
+	want_line(want_l, sizeof(want_l), &kp, sym, (unsigned)((char *)at - (char *)fn), "");
+	UKT_STREQ(list, want_l);
+	if (!refusal_line(err, reason))
+		UKT_FAIL("no \"not optimized: %s\" line on stderr; it had:\n%s", reason, err);
+	unregister_kprobe(&kp);
+	UKT_EQ(call(x, 3), want);
+	UKT_EQ(hits, 3);
+}
+
+UKT_CASE(refuse_jump_into_region)
+{
+	/* xor (2) + add (3) from the entry; the loop jumps back to +2 */
+	refusal_case("refuse_jump_into_region", (void *)o_jin, (void *)o_jin, "o_jin", 7, 21,
+		     "jump into the region");
+}
+
+UKT_CASE(refuse_region_crosses_function_end)
+{
+	/* 3 bytes, then o_tiny_next: the jump would overwrite its start */
+	refusal_case("refuse_region_crosses_function_end", (void *)o_tiny, (void *)o_tiny,
+		     "o_tiny", 7, 7, "region crosses the function's end");
+	UKT_EQ(o_tiny_next(7), 9);
+}
+
+UKT_CASE(refuse_call_inside_region)
+{
+	/* call *%rax (2 bytes) then pop: the call would return into the region */
+	refusal_case("refuse_call_inside_region", (void *)o_callin, (void *)o_callin_call,
+		     "o_callin", 7, 17, "call inside the region");
+}
+
+UKT_CASE(refuse_indirect_jump_in_function)
+{
+	refusal_case("refuse_indirect_jump_in_function", (void *)o_ijmp, (void *)o_ijmp, "o_ijmp",
+		     7, 8, "indirect jump in the function");
+}
+
+UKT_CASE(padding_after_ret_may_belong_to_region)
+{
+	need_verbose("padding_after_ret_may_belong_to_region");
+	struct kprobe kp = { .addr = (void *)o_ret0, .pre_handler = count_pre };
+	long v0, v1;
+	int r;
+	capture_begin();
+	r = register_kprobe(&kp);
+	v0 = o_ret0();
+	wait_for_kprobe_optimizer();
+	v1 = o_ret0();
+	const char *err = capture_end();
+	UKT_EQ(r, 0);
+	if (refusal_line(err, NULL))
+		UKT_FAIL("refused: %s", err);
+	EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(v0, 0);
+	UKT_EQ(v1, 0);
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(o_ret0(), 0);
+	UKT_EQ(hits, 5);
+	unregister_kprobe(&kp);
+	UKT_EQ(o_ret0(), 0);
+	UKT_EQ(hits, 5);
+}
