@@ -136,20 +136,20 @@ static uint64_t uleb(const uint8_t **p, const uint8_t *end)
 
 static int64_t sleb(const uint8_t **p, const uint8_t *end)
 {
-	int64_t v = 0;
+	uint64_t v = 0;
 	unsigned sh = 0;
 	uint8_t b = 0;
 	while (*p < end) {
 		b = *(*p)++;
 		if (sh < 64)
-			v |= (int64_t)(b & 0x7f) << sh;
+			v |= (uint64_t)(b & 0x7f) << sh;
 		sh += 7;
 		if (!(b & 0x80))
 			break;
 	}
 	if (sh < 64 && (b & 0x40))
-		v |= -((int64_t)1 << sh);
-	return v;
+		v |= ~0ULL << sh;
+	return (int64_t)v;
 }
 
 /* DW_EH_PE_* pointer; datarel relative to `data`.  -1 on what we cannot read. */
