@@ -1471,6 +1471,7 @@ static void blocked_thread_hits_probe(void)
 	struct kprobe kp = { .addr = (kprobe_opcode_t *)work_stable, .pre_handler = blocked_pre };
 	sigset_t all;
 
+	kprobes_set_optimization(0);	/* the breakpoint is what cannot work */
 	if (register_kprobe(&kp) || work_stable(1) != ref_stable(1) || blocked_hits != 1)
 		_exit(3);
 	sigfillset(&all);
@@ -1501,6 +1502,7 @@ static void probe_free_then_detached_threads(void)
 {
 	struct kprobe kp = { .symbol_name = "libc.so.6:free", .pre_handler = blocked_pre };
 
+	kprobes_set_optimization(0);	/* the breakpoint is what cannot work */
 	if (register_kprobe(&kp))
 		_exit(3);
 	for (int i = 0; i < 3000; i++) {
@@ -1515,6 +1517,40 @@ static void probe_free_then_detached_threads(void)
 UKT_CASE_T(limitation_free_at_detached_thread_exit_as_documented, 30)
 {
 	expect_child_killed_by_sigtrap(probe_free_then_detached_threads);
+}
+
+/* The same probe, jump-optimised: no trap, so the threads' exits (free
+ * with every signal blocked) run its handler and live. */
+static void probe_free_optimized_then_detached_threads(void)
+{
+	struct kprobe kp = { .symbol_name = "libc.so.6:free", .pre_handler = blocked_pre };
+
+	if (register_kprobe(&kp))
+		_exit(3);
+	wait_for_kprobe_optimizer();
+	if (!(kp.flags & KPROBE_FLAG_OPTIMIZED))
+		_exit(6);
+	for (int i = 0; i < 3000; i++) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, detached_fn, NULL) || pthread_detach(th))
+			_exit(5);
+	}
+	sleep(1);
+	_exit(blocked_hits > 0 ? 0 : 7);
+}
+
+UKT_CASE_T(optimized_free_at_detached_thread_exit_works, 30)
+{
+	int st;
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		probe_free_optimized_then_detached_threads();
+	}
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	UKT_ASSERT(WIFEXITED(st));
+	UKT_EQ(WEXITSTATUS(st), 0);
 }
 
 /*
