@@ -52,6 +52,76 @@ EI_FN double ei_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ---- workload helpers ------------------------------------------------------ */
+
+/* UKT_VERBOSE=1: the cases say where the time goes */
+EI_FN int ei_verbose(void)
+{
+	const char *v = getenv("UKT_VERBOSE");
+	return v && *v && *v != '0';
+}
+
+/* a deterministic xorshift stream: inputs are the same in every run */
+static uint64_t ei_rng_state;
+
+EI_FN void rng_seed(uint64_t s)
+{
+	ei_rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
+}
+
+EI_FN uint64_t rng(void)
+{
+	uint64_t x = ei_rng_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return ei_rng_state = x;
+}
+
+EI_FN unsigned rng_below(unsigned n)
+{
+	return n ? (unsigned)(rng() % n) : 0;
+}
+
+/* the workload must not call the probed functions itself */
+EI_FN void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	volatile unsigned char *v = p;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
+}
+
+EI_FN size_t my_strlen(const char *s)
+{
+	const volatile char *v = s;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	return n;
+}
+
+static __attribute__((noinline, unused)) int warm_target(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+EI_FN int warm_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	return 0;
+}
+
+/* attach this thread to the engine before probes it might itself hit */
+EI_FN void warm_up(void)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)warm_target, .pre_handler = warm_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(warm_target(1), 2);
+	unregister_kprobe(&kp);
+}
+
 /* ---- sinks: results as bytes, appended without library calls ------------ */
 
 struct ei_sink {

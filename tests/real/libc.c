@@ -66,44 +66,6 @@
 
 static unsigned long calls;		/* calls of the root, by the workload */
 
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
-}
-
-static uint64_t rng(void)
-{
-	uint64_t x = rng_state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
-}
-
-static unsigned rng_below(unsigned n)
-{
-	return n ? (unsigned)(rng() % n) : 0;
-}
-
-/* own helpers: the workload must not call the probed functions itself */
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	volatile unsigned char *v = p;
-	for (size_t i = 0; i < n; i++)
-		v[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static size_t my_strlen(const char *s)
-{
-	const volatile char *v = s;
-	size_t n = 0;
-	while (v[n])
-		n++;
-	return n;
-}
-
 static void my_strcpy(char *d, const char *s)
 {
 	volatile char *v = d;
@@ -1315,35 +1277,8 @@ struct target {
 	void (*run)(struct ei_sink *);
 };
 
-static int verbose(void)
-{
-	const char *v = getenv("UKT_VERBOSE");
-	return v && *v && *v != '0';
-}
-
-static __attribute__((noinline)) int warm_target(int x)
-{
-	__asm__ volatile("" : "+r"(x));
-	return x + 1;
-}
-
-static int warm_pre(struct kprobe *p, struct pt_regs *regs)
-{
-	(void)p;
-	(void)regs;
-	return 0;
-}
-
-static void warm_up(void)
-{
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)warm_target, .pre_handler = warm_pre };
-	UKT_EQ(register_kprobe(&kp), 0);
-	UKT_EQ(warm_target(1), 2);
-	unregister_kprobe(&kp);
-}
-
 #define STAGE(...) do {							\
-	if (verbose()) {						\
+	if (ei_verbose()) {						\
 		fprintf(stderr, "  [%s] ", t->name);			\
 		fprintf(stderr, __VA_ARGS__);				\
 		fputc('\n', stderr);					\
@@ -1402,7 +1337,7 @@ static void run_target(const struct target *t, enum mode mode)
 		UKT_FAIL("%s at %#lx is not an instruction boundary of %s", t->roots[0],
 			 roots[0], fns.v[0]->name);
 
-	for (size_t i = 0; verbose() && i < fns.n; i++)
+	for (size_t i = 0; ei_verbose() && i < fns.n; i++)
 		STAGE("  %-36s %#lx, %lu bytes", fns.v[i]->name, fns.v[i]->start, fns.v[i]->size);
 	/*
 	 * The first probe hit of a thread attaches it to the engine, which
@@ -1445,7 +1380,7 @@ static void run_target(const struct target *t, enum mode mode)
 	UKT_EQ(calls, ref_calls);
 	size_t distinct;
 	unsigned long total = ei_set_total(&set, &distinct);
-	ei_set_report(&set, t->name, verbose());
+	ei_set_report(&set, t->name, ei_verbose());
 	printf("  %s: %lu calls; unprobed %.3f s, probed %.3f s (%.2f us per hit)\n",
 	       t->name, calls, t1 - t0, t3 - t2,
 	       total ? (t3 - t2) * 1e6 / total / (mode == M_TWO ? 2 : 1) : 0.0);

@@ -67,44 +67,6 @@
 
 static unsigned long calls;		/* calls of the root, by the workload */
 
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
-}
-
-static uint64_t rng(void)
-{
-	uint64_t x = rng_state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
-}
-
-static unsigned rng_below(unsigned n)
-{
-	return n ? (unsigned)(rng() % n) : 0;
-}
-
-/* own helpers: the workload must not call the probed functions itself */
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	volatile unsigned char *v = p;
-	for (size_t i = 0; i < n; i++)
-		v[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static size_t my_strlen(const char *s)
-{
-	const volatile char *v = s;
-	size_t n = 0;
-	while (v[n])
-		n++;
-	return n;
-}
-
 /* pages readable and writable, then a PROT_NONE page */
 static unsigned char *guarded(size_t pages)
 {
@@ -727,41 +689,13 @@ enum mode { M_EVERY, M_ENTRIES, M_STRIDE };
 static const char *const mode_name[] = { "every instruction", "function entries",
 					  "every 5th instruction" };
 
-static int verbose(void)
-{
-	const char *v = getenv("UKT_VERBOSE");
-	return v && *v && *v != '0';
-}
-
 /* UKT_VERBOSE=1: where the time goes */
 static double stage_t0;
 
 static void stage(const struct target *t, const char *what)
 {
-	if (verbose())
+	if (ei_verbose())
 		printf("    [%s %7.2f s] %s\n", t->name, ei_now() - stage_t0, what);
-}
-
-static __attribute__((noinline)) int warm_target(int x)
-{
-	__asm__ volatile("" : "+r"(x));
-	return x + 1;
-}
-
-static int warm_pre(struct kprobe *p, struct pt_regs *regs)
-{
-	(void)p;
-	(void)regs;
-	return 0;
-}
-
-/* attach this thread to the engine before probes it might itself hit */
-static void warm_up(void)
-{
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)warm_target, .pre_handler = warm_pre };
-	UKT_EQ(register_kprobe(&kp), 0);
-	UKT_EQ(warm_target(1), 2);
-	unregister_kprobe(&kp);
 }
 
 static size_t count_optimized(const struct ei_set *set)
@@ -860,7 +794,7 @@ static void run_opt(const struct target *t, enum mode mode)
 	struct ei_probe *entry = ei_set_probe_at(&set, roots[0]);
 	if (!entry)
 		UKT_FAIL("%s at %#lx is not probed", t->roots[0], roots[0]);
-	for (size_t i = 0; verbose() && i < fns.n; i++)
+	for (size_t i = 0; ei_verbose() && i < fns.n; i++)
 		printf("    %-36s %#lx, %lu bytes\n", fns.v[i]->name, fns.v[i]->start,
 		       fns.v[i]->size);
 
@@ -906,7 +840,7 @@ static void run_opt(const struct target *t, enum mode mode)
 				reached++;
 				break;
 			}
-	ei_set_report(&set, t->name, verbose());
+	ei_set_report(&set, t->name, ei_verbose());
 	/* more probes than the entry ran (strlen's entry is all there is) */
 	UKT_ASSERT(total > calls || (mode == M_ENTRIES && fns.n == 1));
 

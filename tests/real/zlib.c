@@ -36,27 +36,6 @@
 
 static unsigned long calls;	/* compress2() calls by the workload */
 
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
-}
-
-static uint64_t rng(void)
-{
-	uint64_t x = rng_state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
-}
-
-static unsigned rng_below(unsigned n)
-{
-	return n ? (unsigned)(rng() % n) : 0;
-}
-
 /* ---- inputs ------------------------------------------------------------------- */
 
 enum { TEXT, RANDOM, ZEROS, RAMP, REPEAT, NKINDS };
@@ -154,15 +133,9 @@ static void put_msg(struct ei_sink *s, const char *m)
 static struct ei_set *cur_set;
 static unsigned long phase_last;
 
-static int verbose(void)
-{
-	const char *v = getenv("UKT_VERBOSE");
-	return v && *v && *v != '0';
-}
-
 static void phase(const char *what)
 {
-	if (!cur_set || !verbose())
+	if (!cur_set || !ei_verbose())
 		return;
 	unsigned long t = 0;
 	for (size_t i = 0; i < cur_set->n; i++)
@@ -592,28 +565,6 @@ static void wl_gz(struct ei_sink *s)
 
 /* ---- the case --------------------------------------------------------------------- */
 
-static __attribute__((noinline)) int warm_target(int x)
-{
-	__asm__ volatile("" : "+r"(x));
-	return x + 1;
-}
-
-static int warm_pre(struct kprobe *p, struct pt_regs *regs)
-{
-	(void)p;
-	(void)regs;
-	return 0;
-}
-
-/* attach this thread to the engine before probes it might itself hit */
-static void warm_up(void)
-{
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)warm_target, .pre_handler = warm_pre };
-	UKT_EQ(register_kprobe(&kp), 0);
-	UKT_EQ(warm_target(1), 2);
-	unregister_kprobe(&kp);
-}
-
 /*
  * The 1 MiB run: every instruction probed, and a monitor thread disables
  * each probe once it has fired `budget` times (except compress2's entry,
@@ -749,7 +700,7 @@ static void run_zlib(void (*run)(struct ei_sink *), const char *name, int post, 
 	UKT_EQ(calls, ref_calls);
 	size_t distinct;
 	unsigned long total = ei_set_total(&set, &distinct);
-	ei_set_report(&set, name, verbose());
+	ei_set_report(&set, name, ei_verbose());
 	printf("  %s: %lu result bytes, %lu compress2 calls; unprobed %.3f s, "
 	       "probed %.3f s (%.2f us per hit)\n", name, (unsigned long)ref.n, calls,
 	       t1 - t0, t3 - t2, total ? (t3 - t2) * 1e6 / total : 0.0);
