@@ -119,8 +119,6 @@ uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 /* Copy code into slot memory (makes it writable for the duration). */
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix);
-/* Which site does this slot address belong to?  fault path only */
-struct ukp_site *ukp_slot_owner(unsigned long ip, int *sp_fix, bool *post);
 /* A detour: map (kept, not copied) says where each byte came from. */
 int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
 			  struct ukp_site *site, const struct ukp_copy_map *map,

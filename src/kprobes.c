@@ -515,8 +515,9 @@ static int prepare(struct kprobe *p, struct prep *pr)
 		pr->addr = (unsigned long)p->addr;
 	}
 	pr->addr += p->offset;
+	struct ukp_slot_hit h;
 	why = "ukprobes' own code (an out-of-line copy)";
-	if (ukp_slot_owner(pr->addr, NULL, NULL) || ukp_sym_blacklisted(pr->addr, &why)) {
+	if (ukp_slot_find(pr->addr, &h) || ukp_sym_blacklisted(pr->addr, &why)) {
 		ukp_log("kprobe %s: blacklisted (%s)", probe_name(p, nm, sizeof(nm)), why);
 		return -EINVAL;
 	}

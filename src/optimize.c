@@ -55,7 +55,7 @@ static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static struct ukp_site **queue;		/* under ukp_lock */
 static size_t nqueue, capqueue;
 static unsigned long queued_gen, done_gen;
-static bool thread_running, thread_busy;
+static bool thread_running;
 static pid_t opt_tid;
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -87,11 +87,17 @@ static void set_flags_locked(struct ukp_site *s, bool on)
 	}
 }
 
+/* Does the analysed region of s, k bytes before an address, cover it? */
+static bool region_covers(const struct ukp_site *s, unsigned k)
+{
+	return s && s->opt && s->opt->state > 0 && k < s->opt->r.len;
+}
+
 bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
 {
 	for (unsigned k = 1; k < 16; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
-		if (s && s->optimized && s->opt && k < s->opt->r.len) {
+		if (s && s->optimized && region_covers(s, k)) {
 			*b = s->opt->r.orig[k];
 			return true;
 		}
@@ -113,25 +119,19 @@ static bool wanted_locked(struct ukp_site *s)
 		if (l->p[i]->__ukp_priv[1])
 			return false;	/* a jprobe */
 	}
-	/* any region covers at least the jump's bytes */
-	for (unsigned k = 1; k < UKP_ARCH_JMP_LEN; k++) {
+	/* no other armed probe inside (before the analysis: inside the
+	 * jump's own bytes, which every region covers) */
+	unsigned len = region_covers(s, 0) ? s->opt->r.len : UKP_ARCH_JMP_LEN;
+	for (unsigned k = 1; k < len; k++) {
 		struct ukp_site *o = ukp_site_lookup(s->addr + k);
 		if (o && (o->armed || o->optimized))
 			return false;
 	}
-	if (s->opt && s->opt->state > 0) {
-		/* no other armed probe inside, no overlapping jump */
-		for (unsigned k = 1; k < s->opt->r.len; k++) {
-			struct ukp_site *o = ukp_site_lookup(s->addr + k);
-			if (o && (o->armed || o->optimized))
-				return false;
-		}
-		for (unsigned k = 1; k < 16; k++) {
-			struct ukp_site *o = ukp_site_lookup(s->addr - k);
-			if (o && o->opt && o->opt->state > 0 && (o->optimized || o->resume) &&
-			    k < o->opt->r.len)
-				return false;
-		}
+	/* no jump, done or pending, over this address */
+	for (unsigned k = 1; k < 16; k++) {
+		struct ukp_site *o = ukp_site_lookup(s->addr - k);
+		if (region_covers(o, k) && (o->optimized || o->resume))
+			return false;
 	}
 	return true;
 }
@@ -286,22 +286,16 @@ void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr)
 {
 	for (unsigned k = 0; k < 16; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
-		if (!s)
-			continue;
-		if (k && s->opt && s->opt->state > 0 && k >= s->opt->r.len)
-			continue;
-		if (k && (!s->opt || s->opt->state <= 0))
-			continue;
-		ukp_opt_collect_site_locked(u, s);
+		if (s && (!k || region_covers(s, k)))
+			ukp_opt_collect_site_locked(u, s);
 	}
 }
 
-static int poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s,
-		       unsigned from, unsigned to, const uint8_t *bytes)
+static void poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s,
+			unsigned from, unsigned to, const uint8_t *bytes)
 {
 	for (unsigned k = from; k < to; k++)
 		pk[(*n)++] = (struct ukp_poke){ s->addr + k, bytes[k] };
-	return 0;
 }
 
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
@@ -532,7 +526,6 @@ static void optimize_batch(void)
 		batch[n++] = s;
 	}
 	nqueue = 0;
-	thread_busy = true;
 	pthread_mutex_unlock(&ukp_lock);
 
 	int err = 0;
@@ -569,7 +562,6 @@ static void optimize_batch(void)
 	free(p2);
 	if (done_gen < gen_target)
 		done_gen = gen_target;
-	thread_busy = false;
 	pthread_cond_broadcast(&done_cv);
 	pthread_mutex_unlock(&ukp_lock);
 	if (err && verbose())
@@ -650,7 +642,6 @@ static void fork_child(void)
 {
 	/* the optimizer thread stayed in the parent; the next call starts one */
 	thread_running = false;
-	thread_busy = false;
 	pthread_cond_init(&opt_cv, NULL);
 	pthread_cond_init(&done_cv, NULL);
 }

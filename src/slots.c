@@ -201,14 +201,28 @@ static struct chunk *chunk_of(unsigned long a)
 	return NULL;
 }
 
+/* Copy code into the slot through the writable view and record what it
+ * is.  Nothing executes these bytes yet: the site is published later. */
+static int slot_put(uint8_t *slot, const uint8_t *code, size_t len,
+		    struct slot_meta m)
+{
+	struct chunk *c = chunk_of((unsigned long)slot);
+	if (!c)
+		return -EINVAL;
+	memcpy(c->rw + ((unsigned long)slot - c->base), code, len);
+	m.off = (uint32_t)((unsigned long)slot - c->base);
+	m.len = (uint32_t)len;
+	unsigned n = atomic_load(&c->nmeta);
+	c->meta[n] = m;
+	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
+	return 0;
+}
+
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix)
 {
-	struct chunk *c = chunk_of((unsigned long)slot);
 	int8_t *fix = NULL;
 
-	if (!c)
-		return -EINVAL;
 	for (size_t i = 0; i < len && sp_fix; i++) {
 		if (sp_fix[i]) {
 			fix = malloc(len);
@@ -218,34 +232,19 @@ int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 			break;
 		}
 	}
-	/* Nothing executes these bytes yet: the site is published later. */
-	memcpy(c->rw + ((unsigned long)slot - c->base), code, len);
-
-	unsigned n = atomic_load(&c->nmeta);
-	c->meta[n] = (struct slot_meta){
-		.off = (uint32_t)((unsigned long)slot - c->base),
-		.len = (uint32_t)len, .site = site, .sp_fix = fix,
-		.post = slot == site->slot_post,
-	};
-	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
-	return 0;
+	int err = slot_put(slot, code, len, (struct slot_meta){
+		.site = site, .sp_fix = fix, .post = slot == site->slot_post });
+	if (err)
+		free(fix);
+	return err;
 }
 
 int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
 			  struct ukp_site *site, const struct ukp_copy_map *map,
 			  unsigned entry)
 {
-	struct chunk *c = chunk_of((unsigned long)slot);
-	if (!c)
-		return -EINVAL;
-	memcpy(c->rw + ((unsigned long)slot - c->base), code, len);
-	unsigned n = atomic_load(&c->nmeta);
-	c->meta[n] = (struct slot_meta){
-		.off = (uint32_t)((unsigned long)slot - c->base),
-		.len = (uint32_t)len, .site = site, .map = map, .entry = entry,
-	};
-	atomic_store_explicit(&c->nmeta, n + 1, memory_order_release);
-	return 0;
+	return slot_put(slot, code, len, (struct slot_meta){
+		.site = site, .map = map, .entry = entry });
 }
 
 static const struct slot_meta *meta_of(unsigned long ip, struct chunk **cp)
@@ -298,28 +297,3 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 	return true;
 }
 
-struct ukp_site *ukp_slot_owner(unsigned long ip, int *sp_fix, bool *post)
-{
-	struct chunk *c = chunk_of(ip);
-	if (!c)
-		return NULL;
-	unsigned long off = ip - c->base;
-	unsigned n = atomic_load_explicit(&c->nmeta, memory_order_acquire);
-	/* slots are laid out in allocation order: binary search by offset */
-	unsigned lo = 0, hi = n;
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		if (c->meta[mid].off + c->meta[mid].len <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo >= n || off < c->meta[lo].off)
-		return NULL;
-	const struct slot_meta *m = &c->meta[lo];
-	if (sp_fix)
-		*sp_fix = m->sp_fix ? m->sp_fix[off - m->off] : 0;
-	if (post)
-		*post = m->post;
-	return m->site;
-}

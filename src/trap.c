@@ -229,6 +229,17 @@ static void count_missed(const struct ukp_plist *l)
 
 /* ---- the breakpoint ----------------------------------------------------- */
 
+/* A hit by a thread without a block (nested in the block's own attach,
+ * or the pool exhausted): like a hit inside a handler, nmissed only. */
+static void anon_missed(const struct ukp_site *s)
+{
+	ukp_anon_read_lock();
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (l && ukp_knob_enabled)
+		count_missed(l);
+	ukp_anon_read_unlock();
+}
+
 static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 {
 	struct ukp_site *s = ukp_site_lookup(bp);
@@ -239,11 +250,7 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		/* No thread block: a hit nested in the block's own attach (a
 		 * signal handler of the program), or the pool is exhausted.
 		 * Like a hit inside a handler: count it missed, run the copy. */
-		ukp_anon_read_lock();
-		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-		if (l && ukp_knob_enabled)
-			count_missed(l);
-		ukp_anon_read_unlock();
+		anon_missed(s);
 		uint8_t *r = atomic_load_explicit(&s->resume, memory_order_acquire);
 		ukp_arch_uc_set_ip(uc, (unsigned long)(r ? r : s->slot));
 		return true;
@@ -352,11 +359,7 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	int ret = 0;
 
 	if (!t) {
-		ukp_anon_read_lock();
-		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-		if (l && ukp_knob_enabled)
-			count_missed(l);
-		ukp_anon_read_unlock();
+		anon_missed(s);
 		return 0;
 	}
 	int *errp = t->errno_p;		/* no call per hit to find errno */

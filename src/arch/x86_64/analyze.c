@@ -790,7 +790,7 @@ static void lcache_drop(void)
 }
 
 static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
-			     unsigned long addr, struct vm *out, bool *zmm);
+			     bool *zmm);
 
 /* Vector state live at addr, from the function [lo, hi).  false: unknown. */
 static bool liveness(const struct objscan *os, unsigned long lo, unsigned long hi,
@@ -801,7 +801,7 @@ static bool liveness(const struct objscan *os, unsigned long lo, unsigned long h
 		lcache.os = os;
 		lcache.lo = lo;
 		lcache.hi = hi;
-		lcache.ok = liveness_compute(os, lo, hi, addr, out, &lcache.zmm);
+		lcache.ok = liveness_compute(os, lo, hi, &lcache.zmm);
 	}
 	*zmm = lcache.zmm;
 	if (!lcache.ok)
@@ -817,8 +817,10 @@ static bool liveness(const struct objscan *os, unsigned long lo, unsigned long h
 	return true;
 }
 
+/* Decode [lo, hi) into lcache.f and solve liveness to a fixed point.
+ * false: undecodable, or no fixed point. */
 static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
-			     unsigned long addr, struct vm *out, bool *zmm)
+			     bool *zmm)
 {
 	uint8_t *code = read_code(lo, hi);
 	size_t cap = 64, n = 0;
@@ -942,8 +944,6 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 			}
 		}
 	}
-	(void)addr;
-	(void)out;
 	lcache.f = f;
 	lcache.n = n;
 	lcache.entry_jumped = entry_jumped;

@@ -48,10 +48,10 @@
 #define PT_SIZE 168
 #define FRAME_SP (PT_SIZE + 8 + 128)	/* from pt_regs to the thread's sp */
 
-	.globl ukp_post_trampoline
-	.hidden ukp_post_trampoline
-	.type ukp_post_trampoline, @function
-ukp_post_trampoline:
+/* Both trampolines enter with the return address at (%rsp): room for
+ * pt_regs below it, every general register and the flags into it (lea and
+ * mov leave the flags alone; pushfq reads them before anything else). */
+.macro SAVE_GPRS
 	lea -PT_SIZE(%rsp), %rsp	/* lea: flags untouched */
 	mov %rax, PT_AX(%rsp)
 	pushfq
@@ -72,19 +72,34 @@ ukp_post_trampoline:
 	mov %rsi, PT_SI(%rsp)
 	mov %rdi, PT_DI(%rsp)
 	movq $-1, PT_ORIG_AX(%rsp)
-	mov PT_SIZE(%rsp), %r12		/* r12 = cont = &{site, x} */
-	mov 8(%r12), %rax
-	mov %rax, PT_IP(%rsp)
-	xor %eax, %eax
-	mov %cs, %ax
-	mov %rax, PT_CS(%rsp)
-	mov %ss, %ax
-	mov %rax, PT_SS(%rsp)
-	lea FRAME_SP(%rsp), %rax
-	mov %rax, PT_SP(%rsp)
-	cld				/* the ABI wants DF clear in C */
-	mov %rsp, %rbx			/* rbx = pt_regs */
+.endm
 
+/* ...and leave through "ret $128": pops the exit target written over the
+ * return address and lands %rsp on the thread's sp (see above). */
+.macro LOAD_GPRS_AND_LEAVE
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	mov PT_R11(%rsp), %r11
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
+	lea PT_SIZE(%rsp), %rsp
+	ret $128
+.endm
+
+/* The whole extended state below %rsp, 64-aligned: XSAVE with a clean
+ * header (XRSTOR wants one), FXSAVE on machines without it.  Uses rax,
+ * rcx, rdx and labels 1-2; XRSTOR_ALL uses rax, rdx and labels 3-4. */
+.macro XSAVE_ALL
 	mov ukp_xsave_size(%rip), %rcx
 	test %rcx, %rcx
 	jz 1f
@@ -107,10 +122,9 @@ ukp_post_trampoline:
 	and $-64, %rsp
 	fxsave64 (%rsp)
 2:
-	mov %r12, %rdi
-	mov %rbx, %rsi
-	call ukp_post_dispatch
+.endm
 
+.macro XRSTOR_ALL
 	cmpq $0, ukp_xsave_size(%rip)
 	je 3f
 	mov $-1, %eax
@@ -118,7 +132,34 @@ ukp_post_trampoline:
 	xrstor64 (%rsp)
 	jmp 4f
 3:	fxrstor64 (%rsp)
-4:	mov %rbx, %rsp
+4:
+.endm
+
+	.globl ukp_post_trampoline
+	.hidden ukp_post_trampoline
+	.type ukp_post_trampoline, @function
+ukp_post_trampoline:
+	SAVE_GPRS
+	mov PT_SIZE(%rsp), %r12		/* r12 = cont = &{site, x} */
+	mov 8(%r12), %rax
+	mov %rax, PT_IP(%rsp)
+	xor %eax, %eax
+	mov %cs, %ax
+	mov %rax, PT_CS(%rsp)
+	mov %ss, %ax
+	mov %rax, PT_SS(%rsp)
+	lea FRAME_SP(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	cld				/* the ABI wants DF clear in C */
+	mov %rsp, %rbx			/* rbx = pt_regs */
+
+	XSAVE_ALL
+	mov %r12, %rdi
+	mov %rbx, %rsi
+	call ukp_post_dispatch
+
+	XRSTOR_ALL
+	mov %rbx, %rsp
 	lea FRAME_SP(%rsp), %rax
 	cmp PT_SP(%rsp), %rax
 	jne .Lslow
@@ -126,23 +167,7 @@ ukp_post_trampoline:
 	mov %rax, PT_SIZE(%rsp)		/* T = exit target */
 	pushq PT_FLAGS(%rsp)
 	popfq
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
-	mov PT_R11(%rsp), %r11
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
-	lea PT_SIZE(%rsp), %rsp
-	ret $128
+	LOAD_GPRS_AND_LEAVE
 .Lslow:
 	.globl ukp_post_slow_trap
 	.hidden ukp_post_slow_trap
@@ -223,26 +248,7 @@ ukp_post_trampoline_end:
 	.hidden \name
 	.type \name, @function
 \name:
-	lea -PT_SIZE(%rsp), %rsp
-	mov %rax, PT_AX(%rsp)
-	pushfq
-	pop %rax
-	mov %rax, PT_FLAGS(%rsp)
-	mov %r15, PT_R15(%rsp)
-	mov %r14, PT_R14(%rsp)
-	mov %r13, PT_R13(%rsp)
-	mov %r12, PT_R12(%rsp)
-	mov %rbp, PT_BP(%rsp)
-	mov %rbx, PT_BX(%rsp)
-	mov %r11, PT_R11(%rsp)
-	mov %r10, PT_R10(%rsp)
-	mov %r9, PT_R9(%rsp)
-	mov %r8, PT_R8(%rsp)
-	mov %rcx, PT_CX(%rsp)
-	mov %rdx, PT_DX(%rsp)
-	mov %rsi, PT_SI(%rsp)
-	mov %rdi, PT_DI(%rsp)
-	movq $-1, PT_ORIG_AX(%rsp)
+	SAVE_GPRS
 	mov PT_SIZE(%rsp), %rax		/* R */
 	mov -27(%rax), %rdi		/* the site; its first field: addr */
 	mov (%rdi), %rax
@@ -254,39 +260,13 @@ ukp_post_trampoline_end:
 	cld
 	mov %rsp, %rbx			/* rbx = pt_regs */
 	.if \vs == VS_XSAVE
-	mov ukp_xsave_size(%rip), %rcx
-	test %rcx, %rcx
-	jz 1f
-	sub %rcx, %rsp
-	and $-64, %rsp
-	xor %eax, %eax
-	mov %rax, 512(%rsp)
-	mov %rax, 520(%rsp)
-	mov %rax, 528(%rsp)
-	mov %rax, 536(%rsp)
-	mov %rax, 544(%rsp)
-	mov %rax, 552(%rsp)
-	mov %rax, 560(%rsp)
-	mov %rax, 568(%rsp)
-	mov $-1, %eax
-	mov $-1, %edx
-	xsave64 (%rsp)
-	jmp 2f
-1:	sub $512, %rsp
-	and $-64, %rsp
-	fxsave64 (%rsp)
-2:	fninit				/* handlers get an empty x87 stack */
+	XSAVE_ALL
+	fninit				/* handlers get an empty x87 stack */
 	mov %rbx, %rsi
 	call ukp_opt_dispatch
 	mov %eax, %r12d
-	cmpq $0, ukp_xsave_size(%rip)
-	je 3f
-	mov $-1, %eax
-	mov $-1, %edx
-	xrstor64 (%rsp)
-	jmp 4f
-3:	fxrstor64 (%rsp)
-4:	mov %r12d, %eax
+	XRSTOR_ALL
+	mov %r12d, %eax
 	.else
 	.if \vs == VS_NONE
 	sub $32, %rsp
@@ -371,23 +351,7 @@ ukp_post_trampoline_end:
 	add %cl, %al
 	mov PT_FLAGS(%rsp), %ah
 	sahf
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
-	mov PT_R11(%rsp), %r11
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
-	lea PT_SIZE(%rsp), %rsp
-	ret $128
+	LOAD_GPRS_AND_LEAVE
 20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
 	mov %rax, PT_SIZE(%rsp)
 	jmp 10b
