@@ -61,11 +61,15 @@ lib: $(SO) $(B)/libukprobes.so $(AR_LIB)
 deps:
 	scripts/install-deps
 
+# The hit path of optimised probes runs without saving vector state when
+# the handlers do not touch it: the compiler must not use it there either.
+$(B)/src/trap.o: FILE_CFLAGS := -mgeneral-regs-only
+
 # All of ukprobes' code goes to section ukp_text, so the blacklist can
 # cover it by __start_/__stop_ukp_text even when linked statically.
 $(B)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) $(CFLAGS) $(NO_REORDER) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) $(NO_REORDER) $(FILE_CFLAGS) -c $< -o $@
 	objcopy $(foreach t,.text .text.unlikely .text.hot .text.startup,--rename-section $(t)=ukp_text,alloc,load,readonly,code,contents) $@
 
 $(B)/%.o: %.S $(LIB_HDRS)

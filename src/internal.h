@@ -56,11 +56,49 @@ struct ukp_thread {
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
 
-struct ukp_thread *ukp_thread_self(void);	/* attaches on first use */
-struct ukp_thread *ukp_thread_peek(void);	/* NULL if never attached */
+/* sync.c; inline below because every hit takes these */
+extern __thread struct ukp_thread *ukp_self
+	__attribute__((tls_model("initial-exec")));
+extern int ukp_fast_readers;	/* membarrier does the readers' fence */
+struct ukp_thread *ukp_thread_attach(void);
+
+/* attaches on first use (NULL: it could not) */
+static inline struct ukp_thread *ukp_thread_self(void)
+{
+	struct ukp_thread *t = ukp_self;
+	return __builtin_expect(t != NULL, 1) ? t : ukp_thread_attach();
+}
+
+/* NULL if never attached */
+static inline struct ukp_thread *ukp_thread_peek(void)
+{
+	return ukp_self;
+}
+
 /* Enter/leave the hit path: readers of sites' probe lists. */
-void ukp_read_lock(struct ukp_thread *t);
-void ukp_read_unlock(struct ukp_thread *t);
+static inline void ukp_read_lock(struct ukp_thread *t)
+{
+	if (t->nest++ == 0) {
+		/* only this thread writes seq.  Without membarrier, xchg is
+		 * the full barrier that orders the odd seq before any load of
+		 * a probe list; with it, the writer's membarrier does that */
+		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		if (ukp_fast_readers) {
+			atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
+			atomic_signal_fence(memory_order_seq_cst);
+		} else {
+			atomic_exchange_explicit(&t->seq, s + 1, memory_order_seq_cst);
+		}
+	}
+}
+
+static inline void ukp_read_unlock(struct ukp_thread *t)
+{
+	if (--t->nest == 0) {
+		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
+	}
+}
 /* A hit with no thread block (nested in the block's own attach): enough
  * of a reader to count nmissed on the site's list. */
 void ukp_anon_read_lock(void);
@@ -76,6 +114,7 @@ void ukp_sync_init(void);
 struct ukp_plist {
 	unsigned n;
 	bool any_post;
+	bool gpr_only;		/* every handler leaves vector/x87 state alone */
 	struct kprobe *p[];
 };
 
@@ -116,6 +155,7 @@ struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
 void ukp_slots_init(void);
 /* Executable memory within +-1 GiB of near.  NULL on failure. */
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
+void ukp_slot_set_word(uint8_t *at, uint64_t v);
 /* Copy code into slot memory (makes it writable for the duration). */
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix);
@@ -189,6 +229,14 @@ extern int ukp_knob_enabled;
  * For tools (coverage report) and tests that link the static library.
  */
 int ukp_opt_check(unsigned long addr, char *why, size_t n);
+/* Would a handler at fn let its probes use the lean trampoline (it and
+ * all it calls leave vector, x87 and MXCSR state alone)?  0 or a negative
+ * errno, with the reason in why.  For tests and tools, like the above. */
+int ukp_opt_handler_check(void *fn, char *why, size_t n);
+/* Tests: point the detour at addr to the lean trampoline (or its class
+ * one) whatever its probes are, as a thread can find it between a change
+ * of the probe list and the switch of the pointer. */
+int ukp_opt_force_tramp(unsigned long addr, bool lean);
 
 /*
  * The registry's side (all under ukp_lock).  Before a site's probes,
@@ -202,10 +250,13 @@ void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s);
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u);
 void ukp_opt_update_locked(unsigned long addr);
 void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
+/* Does the code at fn, with all it calls, leave the vector state alone? */
+bool ukp_opt_gpr_only_locked(unsigned long fn);
 void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */
 int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs);
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs);
 /* SIGTRAP from the optimizer asking where this thread is. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
 void ukp_opt_objects_changed(void);

@@ -341,9 +341,15 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 			l->p[l->n++] = old->p[i];
 	if (add)
 		l->p[l->n++] = add;
-	for (unsigned i = 0; i < l->n; i++)
-		if (l->p[i]->post_handler)
+	l->gpr_only = true;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct kprobe *p = l->p[i];
+		if (p->post_handler)
 			l->any_post = true;
+		if (p->post_handler || !ukp_opt_gpr_only_locked((unsigned long)p->pre_handler) ||
+		    !ukp_opt_gpr_only_locked((unsigned long)p->fault_handler))
+			l->gpr_only = false;
+	}
 	return l;
 }
 

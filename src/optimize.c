@@ -28,6 +28,7 @@
  * freed.
  */
 #include <dirent.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -66,12 +67,14 @@ static void sleep_ns(long ns)
 	nanosleep(&ts, NULL);
 }
 
-static bool verbose(void)
+/* UKPROBES_VERBOSE: 1 says why a probe is not optimised, 2 also what
+ * each detour saves */
+static int verbose(void)
 {
 	static int v = -1;
 	if (v < 0) {
 		const char *e = getenv("UKPROBES_VERBOSE");
-		v = e && *e && *e != '0';
+		v = e && *e >= '0' && *e <= '9' ? *e - '0' : e && *e;
 	}
 	return v;
 }
@@ -193,18 +196,25 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 	int err = analyse(addr, &r, why, n);
 	pthread_mutex_unlock(&ukp_lock);
 	if (!err)
-		snprintf(why, n, "ok");
+		snprintf(why, n, "ok, saves %s", ukp_arch_vsave_name(r.vsave));
 	return err;
+}
+
+static void report(struct ukp_site *s, int level, const char *what)
+{
+	if (verbose() >= level) {
+		struct ukp_where w;
+		whereof(s, &w);
+		ukp_log("kprobe at %s+0x%lx: %s", w.func[0] ? w.func : "?",
+			s->addr - w.func_start, what);
+	}
 }
 
 static void report_refusal(struct ukp_site *s)
 {
-	if (verbose()) {
-		struct ukp_where w;
-		whereof(s, &w);
-		ukp_log("kprobe at %s+0x%lx: not optimized: %s", w.func[0] ? w.func : "?",
-			s->addr - w.func_start, s->opt->why);
-	}
+	char what[sizeof(s->opt->why) + 32];
+	snprintf(what, sizeof(what), "not optimized: %s", s->opt->why);
+	report(s, 1, what);
 }
 
 /*
@@ -228,6 +238,126 @@ void ukp_opt_analyse_locked(struct ukp_site *s)
 	}
 }
 
+/* ---- handlers that leave the vector state alone ---------------------------- */
+
+/*
+ * Whether a handler (with all it calls) provably touches no vector, mask,
+ * x87 or MMX register, nor MXCSR or the x87 control/status words, by
+ * function address; NULL is fine.  Such handlers let a probe use the lean
+ * trampoline, which saves none of that state (most of a detour's cost).
+ * Cached; forgotten when objects go away (an address may be reused).
+ */
+struct gpr_cache { unsigned long fn; bool ok; };
+static struct gpr_cache *gprc;
+static size_t ngprc, capgprc;
+
+static int fn_bounds(unsigned long addr, unsigned long *lo, unsigned long *hi)
+{
+	struct ukp_where w;
+	if (ukp_sym_where(addr, &w) || !w.obj || w.func_end <= w.func_start)
+		return -ENOENT;
+	*lo = w.func_start;
+	*hi = w.func_end;
+	return 0;
+}
+
+struct ro_query { unsigned long addr; bool ro; };
+
+static int ro_phdr(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct ro_query *q = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		unsigned long lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (q->addr < lo || q->addr + 8 > hi)
+			continue;
+		if (ph->p_type == PT_GNU_RELRO ||
+		    (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W))) {
+			q->ro = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static bool slot_read_only(unsigned long addr)
+{
+	struct ro_query q = { addr, false };
+	dl_iterate_phdr(ro_phdr, &q);
+	return q.ro;
+}
+
+static const struct ukp_code_env code_env = { fn_bounds, slot_read_only };
+
+bool ukp_opt_gpr_only_locked(unsigned long fn)
+{
+	if (!fn)
+		return true;
+	for (size_t i = 0; i < ngprc; i++)
+		if (gprc[i].fn == fn)
+			return gprc[i].ok;
+	char why[112];
+	bool ok = ukp_arch_code_gpr_only(fn, &code_env, why, sizeof(why)) == 0;
+	if (verbose() >= 2)
+		ukp_log("handler at %#lx: %s", fn, ok ? "leaves vector state alone" : why);
+	if (ngprc == capgprc) {
+		size_t nc = capgprc ? 2 * capgprc : 16;
+		struct gpr_cache *nv = realloc(gprc, nc * sizeof(*nv));
+		if (!nv)
+			return ok;
+		gprc = nv;
+		capgprc = nc;
+	}
+	gprc[ngprc++] = (struct gpr_cache){ fn, ok };
+	return ok;
+}
+
+int ukp_opt_handler_check(void *fn, char *why, size_t n)
+{
+	ukp_init_once();
+	pthread_mutex_lock(&ukp_lock);
+	int err = fn ? ukp_arch_code_gpr_only((unsigned long)fn, &code_env, why, n) : 0;
+	pthread_mutex_unlock(&ukp_lock);
+	if (!err)
+		snprintf(why, n, "ok");
+	return err;
+}
+
+/* The trampoline for the site's probes as they are now: the lean one if
+ * every handler leaves the vector state alone, else the one for what is
+ * live at the probe point. */
+static void (*tramp_for_locked(const struct ukp_site *s))(void)
+{
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	if (l && l->gpr_only)
+		return ukp_opt_tramp_lean;
+	return ukp_arch_opt_tramp(s->opt->r.vsave);
+}
+
+/* The probes changed: the detour calls through a pointer in its header,
+ * switched with one store (a thread already in the lean trampoline that
+ * finds a handler needing more is sent back to save everything). */
+static void tramp_refresh_locked(struct ukp_site *s)
+{
+	if (s && s->opt && s->opt->detour)
+		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)tramp_for_locked(s));
+}
+
+int ukp_opt_force_tramp(unsigned long addr, bool lean)
+{
+	int err = -ENOENT;
+	pthread_mutex_lock(&ukp_lock);
+	struct ukp_site *s = ukp_site_lookup(addr);
+	if (s && s->opt && s->opt->detour) {
+		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)(lean ?
+				  ukp_opt_tramp_lean : ukp_arch_opt_tramp(s->opt->r.vsave)));
+		err = 0;
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	return err;
+}
+
 /* The detour, once per site (never freed: a thread may be inside). */
 static void prepare_locked(struct ukp_site *s)
 {
@@ -236,14 +366,13 @@ static void prepare_locked(struct ukp_site *s)
 	if (!o || o->state < 0 || o->detour)
 		return;
 	uint8_t code[UKP_DETOUR_MAX];
-	int len = ukp_arch_build_detour(&o->r, code, s->addr, s,
-					ukp_arch_opt_tramp(o->r.vsave), &o->entry,
+	void (*tramp)(void) = tramp_for_locked(s);
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, tramp, &o->entry,
 					&o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
 	if (d)
-		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s,
-					    ukp_arch_opt_tramp(o->r.vsave), &o->entry,
-					    &o->copy, &o->map);
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, tramp,
+					    &o->entry, &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
 			 strerror(-len));
@@ -251,6 +380,14 @@ static void prepare_locked(struct ukp_site *s)
 		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
 	} else {
 		o->detour = d;
+		if (verbose() >= 2) {
+			char what[96];
+			snprintf(what, sizeof(what), "detour of %u bytes; saves %s",
+				 o->r.len, tramp == ukp_opt_tramp_lean ?
+				 "no vector state (handlers keep to general registers)" :
+				 ukp_arch_vsave_name(o->r.vsave));
+			report(s, 2, what);
+		}
 		return;
 	}
 	o->state = -1;
@@ -352,6 +489,7 @@ static void enqueue_locked(struct ukp_site *s)
 /* After a change at addr: its site and the ones whose region covers it. */
 void ukp_opt_update_locked(unsigned long addr)
 {
+	tramp_refresh_locked(ukp_site_lookup(addr));
 	for (unsigned k = 0; k < 16; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 		if (s && (!k || !s->opt || s->opt->state > 0))
@@ -708,6 +846,7 @@ static bool object_dead(const void *key)
 void ukp_opt_objects_changed(void)
 {
 	ukp_arch_opt_forget_if(object_dead);
+	ngprc = 0;
 	for (struct desc_cache **pp = &descs; *pp;) {
 		struct desc_cache *c = *pp;
 		if (object_dead(c->d.key)) {

@@ -218,6 +218,16 @@ static int slot_put(uint8_t *slot, const uint8_t *code, size_t len,
 	return 0;
 }
 
+/* One aligned 8-byte word of written slot memory, replaced in one store
+ * (a detour's trampoline pointer, which threads read as they pass). */
+void ukp_slot_set_word(uint8_t *at, uint64_t v)
+{
+	struct chunk *c = chunk_of((unsigned long)at);
+	if (c && !((unsigned long)at & 7))
+		__atomic_store_n((uint64_t *)(void *)(c->rw + ((unsigned long)at - c->base)), v,
+				 __ATOMIC_RELEASE);
+}
+
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix)
 {

@@ -34,8 +34,9 @@ static int exit_key_ok;
 
 static struct ukp_thread *block(unsigned i);
 
-static __thread struct ukp_thread *self
+__thread struct ukp_thread *ukp_self
 	__attribute__((tls_model("initial-exec")));
+#define self ukp_self
 static __thread int attaching __attribute__((tls_model("initial-exec")));
 
 static void *raw_mmap(size_t len)
@@ -78,7 +79,8 @@ static void fork_child(void)
  * of userspace RCU).  A locked xchg on entry costs ~8 ns per hit here,
  * which is most of an optimised probe's budget.
  */
-static int fast_readers;
+int ukp_fast_readers;
+#define fast_readers ukp_fast_readers
 
 void ukp_sync_init(void)
 {
@@ -100,7 +102,7 @@ static struct ukp_thread *block(unsigned i)
  * user could have probed until `self` is set (raw system calls only), and
  * a hit that nests anyway finds `attaching` and runs without handlers.
  */
-static struct ukp_thread *attach(void)
+struct ukp_thread *ukp_thread_attach(void)
 {
 	struct ukp_thread *t = NULL;
 	unsigned used = atomic_load(&pool_used);
@@ -151,41 +153,6 @@ static struct ukp_thread *attach(void)
 	if (exit_key_ok && exit_key < 32)
 		pthread_setspecific(exit_key, t);
 	return t;
-}
-
-struct ukp_thread *ukp_thread_self(void)
-{
-	struct ukp_thread *t = self;
-	return t ? t : attach();
-}
-
-struct ukp_thread *ukp_thread_peek(void)
-{
-	return self;
-}
-
-void ukp_read_lock(struct ukp_thread *t)
-{
-	if (t->nest++ == 0) {
-		/* only this thread writes seq.  Without membarrier, xchg is
-		 * the full barrier that orders the odd seq before any load of
-		 * a probe list; with it, the writer's membarrier does that */
-		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
-		if (fast_readers) {
-			atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
-			atomic_signal_fence(memory_order_seq_cst);
-		} else {
-			atomic_exchange_explicit(&t->seq, s + 1, memory_order_seq_cst);
-		}
-	}
-}
-
-void ukp_read_unlock(struct ukp_thread *t)
-{
-	if (--t->nest == 0) {
-		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
-		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
-	}
 }
 
 static _Atomic long anon_readers;

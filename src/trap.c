@@ -351,14 +351,21 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 /*
  * An optimised probe: the trampoline saved the registers (ip = the probed
  * address) and what vector state is live; run the pre_handlers as a trap
- * would.  Non-zero: a pre_handler redirected to regs->ip.
+ * would.  1: a pre_handler redirected to regs->ip.  lean: called by the
+ * trampoline that saved no vector, x87 or MXCSR state at all, which may
+ * run only handlers proven to leave that state alone (the list says so);
+ * otherwise 2, and the trampoline saves everything and calls again.  This
+ * file is built with -mgeneral-regs-only, so the code here keeps to the
+ * general registers too.
  */
-int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
+static inline int opt_dispatch(struct ukp_site *s, struct pt_regs *regs, bool lean)
 {
-	struct ukp_thread *t = ukp_thread_self();
+	struct ukp_thread *t = lean ? ukp_thread_peek() : ukp_thread_self();
 	int ret = 0;
 
 	if (!t) {
+		if (lean)
+			return 2;	/* attaching calls libc */
 		anon_missed(s);
 		return 0;
 	}
@@ -366,7 +373,9 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	int saved_errno = *errp;
 	ukp_read_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (l && l->n && ukp_knob_enabled && !t->internal) {
+	if (lean && l && !l->gpr_only) {
+		ret = 2;
+	} else if (l && l->n && ukp_knob_enabled && !t->internal) {
 		if (t->in_handler)
 			count_missed(l);
 		else
@@ -375,6 +384,16 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	ukp_read_unlock(t);
 	*errp = saved_errno;
 	return ret;
+}
+
+int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
+{
+	return opt_dispatch(s, regs, false);
+}
+
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
+{
+	return opt_dispatch(s, regs, true);
 }
 
 /* ---- faults --------------------------------------------------------------- */

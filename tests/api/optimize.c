@@ -62,6 +62,12 @@
  *                         optimized: <reason>" line on stderr, the probe
  *                         still fires as a breakpoint, never OPTIMIZED
  *   padding_after_ret_may_belong_to_region   optimized, no refusal line
+ *   lean_and_vector_handlers_share_a_site    16 xmm live at the probe: a
+ *                         handler that keeps to the general registers
+ *                         (the lean trampoline, see tests/unit/handlers.c)
+ *                         alone, then with a vector-dirtying
+ *                         one at the same address, then alone again;
+ *                         results identical at every step
  */
 #include <errno.h>
 #include <fenv.h>
@@ -1759,4 +1765,54 @@ UKT_CASE(padding_after_ret_may_belong_to_region)
 	unregister_kprobe(&kp);
 	UKT_EQ(o_ret0(), 0);
 	UKT_EQ(hits, 5);
+}
+
+/* ---- handlers that keep to the general registers --------------------------------- */
+
+static atomic_long lean_hits;
+static volatile long lean_sum;
+
+/* integer only: unit-handlers shows such a handler runs from the lean
+ * trampoline, which saves no vector state */
+static int lean_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	lean_hits++;
+	lean_sum += (long)r->di;
+	return 0;
+}
+
+UKT_CASE(lean_and_vector_handlers_share_a_site)
+{
+	double ref[2][32], got[2][32];
+	int nout = 8;
+
+	dirty_init();
+	vector_data(1);
+	loop_run(o_vloop, ref);
+	struct kprobe kl = { .addr = (void *)o_vloop_mid, .pre_handler = lean_pre };
+	struct kprobe kd = { .addr = (void *)o_vloop_mid, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&kl), 0);
+	wait_for_kprobe_optimizer();
+	EXPECT_OPTIMIZED(&kl);
+	for (int step = 0; step < 3; step++) {
+		if (step == 1) {
+			UKT_EQ(register_kprobe(&kd), 0);
+			loop_run(o_vloop, got);		/* the new list, before any wait */
+			expect_same_doubles(got[0], ref[0], nout, "dirty added, to nearest");
+			expect_same_doubles(got[1], ref[1], nout, "dirty added, toward zero");
+		}
+		if (step == 2)
+			unregister_kprobe(&kd);
+		wait_for_kprobe_optimizer();
+		EXPECT_OPTIMIZED(&kl);
+		long h0 = lean_hits, d0 = hits;
+		loop_run(o_vloop, got);
+		expect_same_doubles(got[0], ref[0], nout, "to nearest");
+		expect_same_doubles(got[1], ref[1], nout, "toward zero");
+		UKT_EQ(lean_hits - h0, 2 * (VN / nout));
+		UKT_EQ(hits - d0, step == 1 ? 2 * (VN / nout) : 0);
+	}
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kl);
 }

@@ -48,6 +48,9 @@
  *   stress_flips_with_program_signals    knob, post and inner flips in turn
  *                                        under SIGPROF and SIGUSR1 whose
  *                                        handlers call the probed functions
+ *   stress_lean_and_vector_handlers_switch  the lean trampoline (no vector
+ *                                        state saved) and a saving one
+ *                                        switching at one site, xmm0-7 live
  */
 #include <errno.h>
 #include <pthread.h>
@@ -807,3 +810,113 @@ UKT_CASE_T(stress_inner_probe_flips, 60) { run(M_INNER, false, 3.0, 5000); }
 UKT_CASE_T(stress_disable_enable_flips, 60) { run(M_DISABLE, false, 3.0, 5000); }
 UKT_CASE_T(stress_register_optimize_unregister, 60) { run(M_REREG, false, 3.0, 5000); }
 UKT_CASE_T(stress_flips_with_program_signals, 60) { run(M_MIXED, true, 4.0, 5000); }
+
+/* ---- lean and full trampolines switching under running threads ------------------- */
+
+/*
+ * One probe whose handler keeps to the general registers stays on
+ * v_live+off, where %xmm0-%xmm7 hold values computed before the probe and
+ * summed after it; its site runs the lean trampoline (no vector state
+ * saved).  The controller registers and unregisters, 2000 times, a second
+ * pre-only probe at the same address whose handler overwrites xmm0-15:
+ * the site switches to a trampoline that saves the vector registers and
+ * back, while the workers run through it.  A worker in the lean
+ * trampoline that meets the new list must save everything first.
+ * Exactly: every result right, and the staying probe counts every call.
+ */
+unsigned long v_live(unsigned long x);	/* 40 * x + 28, through xmm0-7 */
+extern char v_live_probe[];
+__asm__(
+	".text\n.p2align 4\n.globl v_live\n.type v_live,@function\n"
+	"v_live: movq %rdi,%xmm0\n lea 1(%rdi),%rax\n movq %rax,%xmm1\n"
+	" lea 2(%rdi),%rax\n movq %rax,%xmm2\n lea 3(%rdi),%rax\n movq %rax,%xmm3\n"
+	" lea 4(%rdi),%rax\n movq %rax,%xmm4\n lea 5(%rdi),%rax\n movq %rax,%xmm5\n"
+	" lea 6(%rdi),%rax\n movq %rax,%xmm6\n lea 7(%rdi),%rax\n movq %rax,%xmm7\n"
+	".globl v_live_probe\nv_live_probe:\n"
+	" lea 0x1000(%rdi),%rax\n"	/* probed: 7 bytes, the whole region */
+	" paddq %xmm1,%xmm0\n paddq %xmm3,%xmm2\n paddq %xmm5,%xmm4\n paddq %xmm7,%xmm6\n"
+	" paddq %xmm2,%xmm0\n paddq %xmm6,%xmm4\n paddq %xmm4,%xmm0\n"
+	" movq %xmm0,%rax\n imul $4,%rax,%rax\n sub %rdi,%rax\n sub %rdi,%rax\n"
+	" sub %rdi,%rax\n sub %rdi,%rax\n lea 0(%rax,%rdi,8),%rax\n"
+	" lea 0(%rax,%rdi,4),%rax\n sub $84,%rax\n ret\n"
+	".size v_live,.-v_live\n");
+
+static unsigned long v_ref(unsigned long x) { return 40 * x + 28; }
+
+static unsigned long lean_hits, dirty_hits;
+static _Atomic int v_stop;
+static unsigned long v_calls[3], v_wrong;
+
+static int lean_count_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__atomic_fetch_add(&lean_hits, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int vec_dirty_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("pcmpeqd %%xmm0,%%xmm0\n pcmpeqd %%xmm1,%%xmm1\n pcmpeqd %%xmm2,%%xmm2\n"
+			 "pcmpeqd %%xmm3,%%xmm3\n pcmpeqd %%xmm4,%%xmm4\n pcmpeqd %%xmm5,%%xmm5\n"
+			 "pcmpeqd %%xmm6,%%xmm6\n pcmpeqd %%xmm7,%%xmm7\n"
+			 ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
+	__atomic_fetch_add(&dirty_hits, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void *v_worker(void *arg)
+{
+	int w = (int)(long)arg;
+	uint64_t seed = 0x9e3779b97f4a7c15ULL * (unsigned long)(w + 1);
+	unsigned long (*volatile fn)(unsigned long) = v_live, n = 0;
+	while (!atomic_load(&v_stop)) {
+		unsigned long x = xs(&seed) >> 8;
+		if (fn(x) != v_ref(x))
+			__atomic_fetch_add(&v_wrong, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&v_calls[w], ++n, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+UKT_CASE_T(stress_lean_and_vector_handlers_switch, 60)
+{
+	for (unsigned long x = 0; x < 100; x++)
+		UKT_EQ(v_live(x), v_ref(x));
+	struct kprobe keep = { .addr = (void *)v_live_probe, .pre_handler = lean_count_pre };
+	UKT_EQ(register_kprobe(&keep), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
+
+	pthread_t th[3];
+	for (long w = 0; w < 3; w++)
+		UKT_EQ(pthread_create(&th[w], NULL, v_worker, (void *)w), 0);
+	double deadline = now() + 5.0;
+	long it;
+	for (it = 0; it < 2000 && now() < deadline; it++) {
+		struct kprobe dirty = { .addr = (void *)v_live_probe, .pre_handler = vec_dirty_pre };
+		UKT_EQ(register_kprobe(&dirty), 0);
+		if (it % 8 == 0)
+			wait_for_kprobe_optimizer();
+		unsigned long c0 = __atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED);
+		while (__atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED) == c0 && now() < deadline)
+			sched_yield();	/* let the workers through with it */
+		unregister_kprobe(&dirty);
+		if (it % 8 == 4)
+			wait_for_kprobe_optimizer();
+	}
+	atomic_store(&v_stop, 1);
+	for (int w = 0; w < 3; w++)
+		pthread_join(th[w], NULL);
+	unsigned long calls = v_calls[0] + v_calls[1] + v_calls[2];
+	wait_for_kprobe_optimizer();
+	printf("  %ld switches, %lu calls, %lu lean hits, %lu vector-handler hits\n", it, calls,
+	       lean_hits, dirty_hits);
+	UKT_EQ(v_wrong, 0);
+	UKT_EQ(lean_hits, calls);
+	UKT_EQ(keep.nmissed, 0);
+	UKT_ASSERT(dirty_hits > 0);
+	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
+	unregister_kprobe(&keep);
+	UKT_EQ(v_live(5), v_ref(5));
+}

@@ -1097,3 +1097,164 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	}
 	return 0;
 }
+
+/* ---- handlers that keep to the general registers ------------------------ */
+
+/* Instruction sets with nothing but general-register state. */
+static bool gpr_isa(ZydisISAExt e)
+{
+	switch (e) {
+	case ZYDIS_ISA_EXT_BASE: case ZYDIS_ISA_EXT_LONGMODE: case ZYDIS_ISA_EXT_BMI1:
+	case ZYDIS_ISA_EXT_BMI2: case ZYDIS_ISA_EXT_LZCNT: case ZYDIS_ISA_EXT_ADOX_ADCX:
+	case ZYDIS_ISA_EXT_MOVBE: case ZYDIS_ISA_EXT_CET: case ZYDIS_ISA_EXT_PAUSE:
+	case ZYDIS_ISA_EXT_RDTSCP: case ZYDIS_ISA_EXT_RDPID: case ZYDIS_ISA_EXT_RDRAND:
+	case ZYDIS_ISA_EXT_RDSEED: case ZYDIS_ISA_EXT_RDWRFSGS: case ZYDIS_ISA_EXT_CLFSH:
+	case ZYDIS_ISA_EXT_CLFLUSHOPT: case ZYDIS_ISA_EXT_CLWB:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Does the instruction read or write anything but general registers,
+ * flags and memory?  Two independent checks: its instruction set, and
+ * every operand (hidden ones too: MXCSR, the x87 words). */
+static bool touches_fpu(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op)
+{
+	if (!gpr_isa(d->meta.isa_ext))
+		return true;
+	for (unsigned i = 0; i < d->operand_count; i++) {
+		ZydisRegister r[2] = { ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE };
+		if (op[i].type == ZYDIS_OPERAND_TYPE_REGISTER)
+			r[0] = op[i].reg.value;
+		else if (op[i].type == ZYDIS_OPERAND_TYPE_MEMORY)
+			r[0] = op[i].mem.base, r[1] = op[i].mem.index;
+		for (int k = 0; k < 2; k++) {
+			switch (ZydisRegisterGetClass(r[k])) {
+			case ZYDIS_REGCLASS_XMM: case ZYDIS_REGCLASS_YMM: case ZYDIS_REGCLASS_ZMM:
+			case ZYDIS_REGCLASS_MASK: case ZYDIS_REGCLASS_X87: case ZYDIS_REGCLASS_MMX:
+			case ZYDIS_REGCLASS_TMM:
+				return true;
+			default:
+				break;
+			}
+			if (r[k] == ZYDIS_REGISTER_MXCSR || r[k] == ZYDIS_REGISTER_X87CONTROL ||
+			    r[k] == ZYDIS_REGISTER_X87STATUS || r[k] == ZYDIS_REGISTER_X87TAG)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A call or jump target outside the function: through a PLT stub to the
+ * function its GOT entry holds now (an unresolved lazy entry leads to the
+ * resolver, which saves vector state: refused, as it should be).  Only
+ * code in no function is taken for a stub; its slot may be writable (lazy
+ * binding), but only the dynamic linker writes it. */
+static unsigned long resolve_stub(unsigned long t, const struct ukp_code_env *env)
+{
+	int (*bounds)(unsigned long, unsigned long *, unsigned long *) = env->bounds;
+	unsigned long lo, hi;
+	for (int hop = 0; hop < 2 && bounds(t, &lo, &hi); hop++) {
+		uint8_t code[32];
+		struct dinsn di;
+		if (ukp_copy_nofault(code, (const void *)t, 16) ||
+		    !decode_at(code, t, t + 16, t, &di))
+			return 0;
+		if (di.d.mnemonic == ZYDIS_MNEMONIC_ENDBR64) {
+			if (!decode_at(code, t, t + 16, t + di.d.length, &di))
+				return 0;
+		}
+		unsigned long slot, target;
+		if (di.d.mnemonic != ZYDIS_MNEMONIC_JMP || !is_got_jump(&di.d, di.op) ||
+		    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&di.d, &di.op[0], di.addr, &slot)) ||
+		    ukp_copy_nofault(&target, (const void *)slot, sizeof(target)))
+			return 0;
+		t = target;
+	}
+	return bounds(t, &lo, &hi) ? 0 : t;
+}
+
+#define GPR_MAX_FUNCS 256
+
+int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
+			   char *why, size_t n)
+{
+	int (*bounds)(unsigned long, unsigned long *, unsigned long *) = env->bounds;
+	struct ulv todo = { 0 }, seen = { 0 };
+	int err = 0;
+
+	dec_init();
+	if (ulv_add(&todo, fn))
+		return refuse(why, n, -ENOMEM, "out of memory");
+	while (todo.n && !err) {
+		unsigned long f = todo.v[--todo.n], lo, hi;
+		if (bounds(f, &lo, &hi)) {
+			err = refuse(why, n, -ENOENT, "code at %#lx is in no known function", f);
+			break;
+		}
+		if (ulv_has(&seen, lo))
+			continue;
+		if (seen.n >= GPR_MAX_FUNCS) {
+			err = refuse(why, n, -E2BIG, "calls more than %d functions", GPR_MAX_FUNCS);
+			break;
+		}
+		if (ulv_add(&seen, lo)) {
+			err = refuse(why, n, -ENOMEM, "out of memory");
+			break;
+		}
+		ulv_sort_unique(&seen);
+		uint8_t *code = read_code(lo, hi);
+		if (!code) {
+			err = refuse(why, n, -ENOMEM, "out of memory");
+			break;
+		}
+		for (unsigned long pc = lo; pc < hi && !err;) {
+			struct dinsn di;
+			if (!decode_at(code, lo, hi, pc, &di)) {
+				err = refuse(why, n, -EILSEQ, "undecodable code at %#lx", pc);
+				break;
+			}
+			pc += di.d.length;
+			const ZydisDecodedInstruction *d = &di.d;
+			if (touches_fpu(d, di.op)) {
+				err = refuse(why, n, -EDOM, "%s at %#lx uses vector/x87 state",
+					     ZydisMnemonicGetString(d->mnemonic), di.addr);
+				break;
+			}
+			bool branch = d->meta.category == ZYDIS_CATEGORY_CALL ||
+				      d->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+				      d->meta.category == ZYDIS_CATEGORY_COND_BR;
+			if (!branch)
+				continue;
+			unsigned long t = 0;
+			if (di.op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+				if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &t)))
+					t = 0;
+				if (t >= lo && t < hi)
+					continue;	/* the sweep covers it */
+				t = resolve_stub(t, env);
+			} else if (is_got_jump(d, di.op)) {
+				/* a GOT entry (-fno-plt), read-only after relocation;
+				 * a writable one is a function pointer that can change */
+				unsigned long slot;
+				if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &slot)) &&
+				    env->read_only(slot) &&
+				    !ukp_copy_nofault(&t, (const void *)slot, sizeof(t)))
+					t = resolve_stub(t, env);
+				else
+					t = 0;
+			}
+			if (!t) {
+				err = refuse(why, n, -EDOM, "%s at %#lx goes where the analysis cannot follow",
+					     ZydisMnemonicGetString(d->mnemonic), di.addr);
+			} else if (ulv_add(&todo, t)) {
+				err = refuse(why, n, -ENOMEM, "out of memory");
+			}
+		}
+		free(code);
+	}
+	free(todo.v);
+	free(seen.v);
+	return err;
+}

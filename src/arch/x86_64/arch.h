@@ -159,6 +159,24 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned *entry, unsigned *copy, struct ukp_copy_map *map);
 /* The trampoline for a vector class. */
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
+const char *ukp_arch_vsave_name(enum ukp_vsave v);
+
+/*
+ * 0 if the code of the function at fn and of every function it calls or
+ * jumps to (directly, through a PLT stub, or through a read-only GOT
+ * entry) reads and writes no vector,
+ * mask, x87 or MMX register, nor MXCSR or the x87 control and status
+ * words; else a negative errno with the reason in why.  bounds gives the
+ * function holding an address.
+ */
+struct ukp_code_env {
+	/* the function holding addr: 0, or -ENOENT */
+	int (*bounds)(unsigned long addr, unsigned long *lo, unsigned long *hi);
+	/* is the 8-byte slot at addr read-only memory (a RELRO GOT entry)? */
+	bool (*read_only)(unsigned long addr);
+};
+int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
+			   char *why, size_t n);
 /* jmp rel32 from addr to target */
 void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
 			unsigned long target);
@@ -210,6 +228,7 @@ void ukp_opt_tramp_none(void);
 void ukp_opt_tramp_args(void);
 void ukp_opt_tramp_all16(void);
 void ukp_opt_tramp_xsave(void);
+void ukp_opt_tramp_lean(void);	/* no vector, x87 or MXCSR state */
 extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];
 extern char ukp_post_slow_trap[];	/* the int3 of the trampoline's slow exit */
 extern char ukp_nofault_begin[], ukp_nofault_end[], ukp_nofault_fixup[];

@@ -222,6 +222,36 @@ ukp_post_trampoline_end:
 	movdqu 32+16*\n(%rsp), %xmm\n
 	.endif
 .endm
+/* VEX.128 load of a register saved 32 bytes wide: zeroes its upper half
+ * and keeps the upper state clean */
+.macro LOAD_VEC128 n, w
+	vmovdqu 32+32*\n(%rsp), %xmm\n
+.endm
+/* ZF = the upper halves of ymm0..cnt-1 are all zero (after saving them:
+ * clobbers the registers) */
+.macro UPPERS_ZERO cnt
+	.if \cnt == 16
+	vorps %ymm9, %ymm8, %ymm8
+	vorps %ymm11, %ymm10, %ymm10
+	vorps %ymm13, %ymm12, %ymm12
+	vorps %ymm15, %ymm14, %ymm14
+	vorps %ymm10, %ymm8, %ymm8
+	vorps %ymm14, %ymm12, %ymm12
+	vorps %ymm12, %ymm8, %ymm8
+	.endif
+	vorps %ymm1, %ymm0, %ymm0
+	vorps %ymm3, %ymm2, %ymm2
+	vorps %ymm5, %ymm4, %ymm4
+	vorps %ymm7, %ymm6, %ymm6
+	vorps %ymm2, %ymm0, %ymm0
+	vorps %ymm6, %ymm4, %ymm4
+	vorps %ymm4, %ymm0, %ymm0
+	.if \cnt == 16
+	vorps %ymm8, %ymm0, %ymm0
+	.endif
+	vextractf128 $1, %ymm0, %xmm0
+	vptest %xmm0, %xmm0
+.endm
 .macro VEC_ALL op, cnt, w
 	\op 0, \w
 	\op 1, \w
@@ -243,11 +273,8 @@ ukp_post_trampoline_end:
 	.endif
 .endm
 
-.macro OPT_TRAMP name, vs
-	.globl \name
-	.hidden \name
-	.type \name, @function
-\name:
+/* pt_regs of the probe point; rdi = the site, rbx = pt_regs */
+.macro OPT_ENTRY
 	SAVE_GPRS
 	mov PT_SIZE(%rsp), %rax		/* R */
 	mov -27(%rax), %rdi		/* the site; its first field: addr */
@@ -259,7 +286,44 @@ ukp_post_trampoline_end:
 	mov %rax, PT_SP(%rsp)
 	cld
 	mov %rsp, %rbx			/* rbx = pt_regs */
-	.if \vs == VS_XSAVE
+.endm
+
+/* %rsp = pt_regs, eax = the dispatch's answer: back to R, or where a
+ * handler sent the probed code */
+.macro OPT_EXIT
+	lea FRAME_SP(%rsp), %rcx
+	cmp PT_SP(%rsp), %rcx
+	jne 30f				/* a handler moved sp */
+	test %eax, %eax
+	jnz 20f
+	/* flags without popfq (microcoded, ~7 ns here): DF by std, OF by
+	 * an add that overflows exactly when it was set, then sahf for SF
+	 * ZF AF PF CF.  These are the flags a handler may change (the
+	 * others, TF, AC..., the trampoline never touches). */
+10:	testw $0x400, PT_FLAGS(%rsp)
+	jz 11f
+	std
+11:	movzbl PT_FLAGS+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
+	shr $3, %ecx
+	and $1, %ecx
+	mov $0x7f, %al
+	add %cl, %al
+	mov PT_FLAGS(%rsp), %ah
+	sahf
+	LOAD_GPRS_AND_LEAVE
+20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
+	mov %rax, PT_SIZE(%rsp)
+	jmp 10b
+30:	test %eax, %eax			/* sp moved: the int3 exit loads */
+	jnz ukp_post_slow_trap		/* everything from pt_regs; without */
+	mov PT_SIZE(%rsp), %rax		/* a redirect, on to the region's */
+	mov %rax, PT_IP(%rsp)		/* copy */
+	jmp ukp_post_slow_trap
+.endm
+
+/* XSAVE the whole extended state around ukp_opt_dispatch(rdi, rbx);
+ * eax = its answer */
+.macro OPT_CALL_XSAVE
 	XSAVE_ALL
 	fninit				/* handlers get an empty x87 stack */
 	mov %rbx, %rsi
@@ -267,6 +331,16 @@ ukp_post_trampoline_end:
 	mov %eax, %r12d
 	XRSTOR_ALL
 	mov %r12d, %eax
+.endm
+
+.macro OPT_TRAMP name, vs
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	OPT_ENTRY
+	.if \vs == VS_XSAVE
+	OPT_CALL_XSAVE
 	.else
 	.if \vs == VS_NONE
 	sub $32, %rsp
@@ -286,11 +360,28 @@ ukp_post_trampoline_end:
 	je 5f
 	.if \vs == VS_ARGS
 	VEC_ALL SAVE_VEC, 8, 32
+	UPPERS_ZERO 8
 	.else
 	VEC_ALL SAVE_VEC, 16, 32
+	UPPERS_ZERO 16
 	.endif
+	setz %r13b			/* r13: every upper half was zero */
+	vzeroupper			/* C code may use legacy SSE */
 	mov %rbx, %rsi
 	call ukp_opt_dispatch
+	test %r13b, %r13b
+	jz 9f
+	/* uppers all zero: back to the clean state the probed code may be
+	 * in.  Loading ymm would leave it dirty, and on this AMD EPYC
+	 * legacy-SSE code after that pays ~120 ns per hit. */
+	vzeroupper
+	.if \vs == VS_ARGS
+	VEC_ALL LOAD_VEC128, 8, 16
+	.else
+	VEC_ALL LOAD_VEC128, 16, 16
+	.endif
+	jmp 6f
+9:
 	.if \vs == VS_ARGS
 	VEC_ALL LOAD_VEC, 8, 32
 	.else
@@ -332,34 +423,7 @@ ukp_post_trampoline_end:
 8:	mov %r12d, %eax
 	.endif
 	mov %rbx, %rsp
-	lea FRAME_SP(%rsp), %rcx
-	cmp PT_SP(%rsp), %rcx
-	jne 30f				/* a handler moved sp */
-	test %eax, %eax
-	jnz 20f
-	/* flags without popfq (microcoded, ~7 ns here): DF by std, OF by
-	 * an add that overflows exactly when it was set, then sahf for SF
-	 * ZF AF PF CF.  These are the flags a handler may change (the
-	 * others, TF, AC..., the trampoline never touches). */
-10:	testw $0x400, PT_FLAGS(%rsp)
-	jz 11f
-	std
-11:	movzbl PT_FLAGS+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
-	shr $3, %ecx
-	and $1, %ecx
-	mov $0x7f, %al
-	add %cl, %al
-	mov PT_FLAGS(%rsp), %ah
-	sahf
-	LOAD_GPRS_AND_LEAVE
-20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
-	mov %rax, PT_SIZE(%rsp)
-	jmp 10b
-30:	test %eax, %eax			/* sp moved: the int3 exit loads */
-	jnz ukp_post_slow_trap		/* everything from pt_regs; without */
-	mov PT_SIZE(%rsp), %rax		/* a redirect, on to the region's */
-	mov %rax, PT_IP(%rsp)		/* copy */
-	jmp ukp_post_slow_trap
+	OPT_EXIT
 	.size \name, .-\name
 .endm
 
@@ -384,6 +448,32 @@ ukp_opt_tramp_begin:
 	OPT_TRAMP ukp_opt_tramp_args, VS_ARGS
 	OPT_TRAMP ukp_opt_tramp_all16, VS_ALL16
 	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE
+
+/*
+ * The lean trampoline: for probes whose handlers all keep to the general
+ * registers (analyze.c proves it, the probe list records it), so no
+ * vector, x87 or MXCSR state is saved at all.  If the list changed under
+ * it (a probe that needs more was added), the dispatch answers 2 and this
+ * saves everything and dispatches again.
+ */
+	.globl ukp_opt_tramp_lean
+	.hidden ukp_opt_tramp_lean
+	.type ukp_opt_tramp_lean, @function
+ukp_opt_tramp_lean:
+	OPT_ENTRY
+	and $-16, %rsp
+	mov %rbx, %rsi
+	call ukp_opt_dispatch_lean
+	cmp $2, %eax
+	je 1f
+	mov %rbx, %rsp
+	OPT_EXIT
+1:	mov PT_SIZE(%rbx), %rax		/* R */
+	mov -27(%rax), %rdi		/* the site */
+	OPT_CALL_XSAVE
+	mov %rbx, %rsp
+	OPT_EXIT
+	.size ukp_opt_tramp_lean, .-ukp_opt_tramp_lean
 	.globl ukp_opt_tramp_end
 	.hidden ukp_opt_tramp_end
 ukp_opt_tramp_end:

@@ -270,3 +270,13 @@ void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void)
 	default: return ukp_opt_tramp_xsave;
 	}
 }
+
+const char *ukp_arch_vsave_name(enum ukp_vsave v)
+{
+	switch (v) {
+	case UKP_VSAVE_NONE: return "no vector registers";
+	case UKP_VSAVE_ARGS: return "vector registers 0-7";
+	case UKP_VSAVE_ALL16: return "vector registers 0-15";
+	default: return "the whole extended state (XSAVE)";
+	}
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which handlers may run from the lean trampoline: the detour that saves
+ * no vector, mask, x87 or MMX register, nor MXCSR or the x87 control and
+ * status words, because the handler (and everything it calls) provably
+ * leaves them alone.  The analysis decodes the handler and follows every
+ * direct call and jump, and calls through the GOT into real libc code.
+ *
+ * Cases:
+ *   integer_handlers_are_lean        counting, reading pt_regs, calling
+ *                         libc's getpid through its PLT entry
+ *   vector_and_x87_handlers_are_not  inline SSE/AVX (the api tests'
+ *                         register-dirtying handler), double arithmetic in
+ *                         a helper it calls (the reason names the helper's
+ *                         instruction), long double (x87), libc's strlen
+ *   unfollowable_calls_are_not       a call through a function pointer
+ *   lean_handler_runs_optimized      a lean handler's probe is optimised,
+ *                         fires exactly once per call, and the vector
+ *                         values live across it survive
+ *   lean_trampoline_saves_for_a_vector_handler   a thread in the lean
+ *                         trampoline that finds a handler needing vector
+ *                         state in the list (the moment between a list
+ *                         change and the trampoline switch, forced here)
+ *                         saves everything first
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+#include "ukt.h"
+
+static atomic_long hits;
+static volatile long sum;
+
+static int lean_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	hits++;
+	sum += (long)r->di ^ (long)r->si;
+	return 0;
+}
+
+static int getpid_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits += getpid() > 0;
+	return 0;
+}
+
+static int sse_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("pxor %%xmm3, %%xmm3" ::: "xmm3");
+	return 0;
+}
+
+static int avx_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("vpxor %%ymm9, %%ymm9, %%ymm9" ::: "xmm9");
+	return 0;
+}
+
+static int mxcsr_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	unsigned m;
+	__asm__ volatile("stmxcsr %0" : "=m"(m));
+	return m == 1;
+}
+
+static volatile double fp_sink;
+
+__attribute__((noinline)) static double fp_helper(double x)
+{
+	return x * 1.5 + 0.25;
+}
+
+static int calls_fp_helper_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	fp_sink = fp_helper((double)(long)r->di);
+	return 0;
+}
+
+static int long_double_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	volatile long double x = (long double)(long)r->di;
+	x = x / 3.0L;
+	return x == 7.0L;
+}
+
+/* libc's strlen (an IFUNC: the SSE2, AVX2 or EVEX variant): vector code */
+static int strlen_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	return strlen((const char *)r->di) == 3;
+}
+
+static int (*volatile indirect_target)(struct kprobe *, struct pt_regs *) = lean_pre;
+
+static int fnptr_pre(struct kprobe *p, struct pt_regs *r)
+{
+	return indirect_target(p, r);
+}
+
+/* reason NULL: must be lean; else refused with reason in the message */
+static void expect(void *fn, const char *name, const char *reason)
+{
+	char why[160] = "";
+	int r = ukp_opt_handler_check(fn, why, sizeof(why));
+	printf("  %-20s %s\n", name, why);
+	if (!reason && r)
+		UKT_FAIL("%s: refused: %s", name, why);
+	if (reason && !r)
+		UKT_FAIL("%s: accepted, expected \"%s\"", name, reason);
+	if (reason && r && r > -4096 && !strstr(why, reason))
+		UKT_FAIL("%s: reason \"%s\", expected \"%s\"", name, why, reason);
+}
+
+UKT_CASE(integer_handlers_are_lean)
+{
+	UKT_ASSERT(getpid() > 0);	/* binds the PLT entry (lazy binding) */
+	expect((void *)lean_pre, "lean_pre", NULL);
+	expect((void *)getpid_pre, "getpid_pre", NULL);
+	expect(NULL, "no handler", NULL);
+}
+
+UKT_CASE(vector_and_x87_handlers_are_not)
+{
+	expect((void *)sse_pre, "sse_pre", "pxor");
+	expect((void *)avx_pre, "avx_pre", "vpxor");
+	expect((void *)mxcsr_pre, "mxcsr_pre", "stmxcsr");
+	expect((void *)calls_fp_helper_pre, "calls_fp_helper_pre", "uses vector/x87 state");
+	expect((void *)long_double_pre, "long_double_pre", "uses vector/x87 state");
+	const char *volatile abc = "abc";
+	UKT_EQ(strlen(abc), 3);		/* binds strlen's PLT entry (lazy binding) */
+	expect((void *)strlen_pre, "strlen_pre", "uses vector/x87 state");
+	/* the reason names the helper's instruction, not the handler's */
+	char why[160];
+	UKT_ASSERT(ukp_opt_handler_check((void *)calls_fp_helper_pre, why, sizeof(why)) < 0);
+	const char *at = strstr(why, " at ");
+	UKT_ASSERT(at != NULL);
+	unsigned long a = strtoul(at + 4, NULL, 16);
+	if (a < (unsigned long)fp_helper || a >= (unsigned long)fp_helper + 64)
+		UKT_FAIL("reason points at %#lx, not into fp_helper at %p", a, (void *)fp_helper);
+}
+
+UKT_CASE(unfollowable_calls_are_not)
+{
+	expect((void *)fnptr_pre, "fnptr_pre", "cannot follow");
+}
+
+/* xmm0 = x + 1 across the probed lea: lost if the detour dropped it */
+__asm__(".text\n.globl u_xmm_live\n.type u_xmm_live,@function\n"
+	"u_xmm_live: movq %rdi, %xmm0\n pcmpeqd %xmm1, %xmm1\n psubq %xmm1, %xmm0\n"
+	".globl u_xmm_live_probe\nu_xmm_live_probe:\n"
+	" lea 0x1000(%rdi), %rax\n movq %xmm0, %rdx\n sub %rdi, %rax\n"
+	" lea -0x1000(%rax,%rdx), %rax\n ret\n.size u_xmm_live,.-u_xmm_live\n");
+long u_xmm_live(long);
+extern char u_xmm_live_probe[];
+
+UKT_CASE(lean_handler_runs_optimized)
+{
+	long (*volatile fn)(long) = u_xmm_live;
+	struct kprobe kp = { .addr = (void *)u_xmm_live_probe, .pre_handler = lean_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	long h0 = hits;
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(fn(i * 7919), i * 7919 + 1);
+	UKT_EQ(hits - h0, 1000);
+	unregister_kprobe(&kp);
+	UKT_EQ(fn(41), 42);
+	UKT_EQ(hits - h0, 1000);
+}
+
+static int dirty_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n pcmpeqd %%xmm1, %%xmm1" ::: "xmm0", "xmm1");
+	hits += 1000;
+	return 0;
+}
+
+UKT_CASE(lean_trampoline_saves_for_a_vector_handler)
+{
+	long (*volatile fn)(long) = u_xmm_live;
+	struct kprobe kl = { .addr = (void *)u_xmm_live_probe, .pre_handler = lean_pre };
+	struct kprobe kd = { .addr = (void *)u_xmm_live_probe, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&kl), 0);
+	UKT_EQ(register_kprobe(&kd), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kl.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(kd.flags & KPROBE_FLAG_OPTIMIZED);
+	long h0 = hits;
+	UKT_EQ(fn(10), 11);
+	UKT_EQ(hits - h0, 1001);
+	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, true), 0);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i * 31), i * 31 + 1);
+	UKT_EQ(hits - h0, 101 * 1001);
+	unregister_kprobe(&kd);
+	unregister_kprobe(&kl);
+	UKT_EQ(fn(1), 2);
+}
