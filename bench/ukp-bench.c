@@ -737,13 +737,25 @@ struct kp_ctx {
 	const char *sym;
 	const unsigned int *off;
 	int opt_saved;			/* knob value to restore, or -1 */
+	int vec;			/* the pre_handler does double arithmetic */
 	unsigned long pre_hits, post_hits;
+	double acc;
 };
 
 static int kp_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	(void)regs;
 	container_of(p, struct kp_ctx, kp)->pre_hits++;
+	return 0;
+}
+
+/* A handler that touches vector state (SSE double arithmetic): its
+ * probe's detour must save what is live there, unlike kp_pre's. */
+static int kp_pre_vec(struct kprobe *p, struct pt_regs *regs)
+{
+	struct kp_ctx *c = container_of(p, struct kp_ctx, kp);
+	c->acc = c->acc * 0.5 + (double)(long)regs->di;
+	c->pre_hits++;
 	return 0;
 }
 
@@ -794,7 +806,7 @@ static int kp_setup(struct row *r, char *msg)
 	} else {
 		c->kp.addr = want;
 	}
-	c->kp.pre_handler = kp_pre;
+	c->kp.pre_handler = c->vec ? kp_pre_vec : kp_pre;
 	if (c->post)
 		c->kp.post_handler = kp_post;
 	c->opt_saved = opt_knob(c->opt);
@@ -1013,6 +1025,9 @@ static struct kp_ctx kp_k = { .post = 1, .opt = 0 };
 static struct kp_ctx kp_o = { .post = 0, .opt = 1 };
 static struct kp_ctx kp_om = { .post = 0, .opt = 1, .sym = "ukpb_tgt_om",
 			       .off = &ukpb_om_off };
+static struct kp_ctx kp_ov = { .post = 0, .opt = 1, .vec = 1 };
+static struct kp_ctx kp_omv = { .post = 0, .opt = 1, .vec = 1, .sym = "ukpb_tgt_om",
+				.off = &ukpb_om_off };
 static struct up_ctx up_lea, up_nop5;
 
 /* --- the table --- */
@@ -1069,6 +1084,17 @@ static struct row rows[] = {
 		  "(ukpb_tgt_om+off, a 7-byte lea) with %xmm0 live across it",
 	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
 	  .ctx = &kp_om },
+	{ .name = "ov", .target = ukpb_tgt_o, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "o with a pre_handler doing double arithmetic: the detour "
+		  "saves the vector registers live there, MXCSR, x87 words",
+	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
+	  .ctx = &kp_ov },
+	{ .name = "omv", .target = ukpb_tgt_om, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "om with that pre_handler",
+	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
+	  .ctx = &kp_omv },
 	{ .name = "o10k", .flags = ROW_BATCH,
 	  .what = "ms to register 10,000 optimisable probes in one batch, "
 		  "wait_for_kprobe_optimizer() until all are optimised, "
