@@ -406,6 +406,31 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
  * the faulting handler is abandoned and the probed code goes on with the
  * registers the program's handler left.
  */
+/*
+ * Put back the vector/x87 state the kernel saved when the fault was
+ * delivered.  Leaving the signal handler by longjmp skips sigreturn (the
+ * kernel hands a signal handler a reset state), and a program handler we
+ * called may have changed that state too; a lean trampoline (which saved
+ * none) needs it as the fault found it, which for its handlers is the
+ * probed code's.  Elsewhere the trampoline or the outer signal frame
+ * restores its own over this.
+ */
+static void fpu_restore(const ucontext_t *uc)
+{
+	const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
+	if (!fp)
+		return;
+	uint32_t magic;
+	uint64_t features;
+	memcpy(&magic, fp + 464, 4);		/* struct _fpx_sw_bytes */
+	memcpy(&features, fp + 472, 8);
+	if (magic == 0x46505853U && ukp_xsave_size && !((unsigned long)fp & 63))
+		__asm__ volatile("xrstor64 (%0)" :: "r"(fp), "a"((uint32_t)features),
+				 "d"((uint32_t)(features >> 32)) : "memory");
+	else if (!((unsigned long)fp & 15))
+		__asm__ volatile("fxrstor64 (%0)" :: "r"(fp) : "memory");
+}
+
 static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si,
 				    ucontext_t *uc)
 {
@@ -423,6 +448,7 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	t->in_handler = 1;
 	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);
+	fpu_restore(&pc);
 	ukp_longjmp(t->cur_jb, 1);
 }
 
@@ -498,6 +524,7 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		errno = saved_errno;
 		if (handled) {
 			t->cur = NULL;
+			fpu_restore(uc);
 			ukp_longjmp(t->cur_jb, 1);
 		}
 		handler_fault_unhandled(t, sig, si, uc);

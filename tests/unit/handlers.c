@@ -22,9 +22,16 @@
  *                         state in the list (the moment between a list
  *                         change and the trampoline switch, forced here)
  *                         saves everything first
+ *   fault_in_lean_handler_keeps_vectors   a lean handler faults with
+ *                         %xmm0 live at the probe: its fault_handler takes
+ *                         the fault; or none does and the program's own
+ *                         SIGSEGV handler (which dirties xmm0) returns;
+ *                         either way the probed code's result is right
  */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -207,4 +214,63 @@ UKT_CASE(lean_trampoline_saves_for_a_vector_handler)
 	unregister_kprobe(&kd);
 	unregister_kprobe(&kl);
 	UKT_EQ(fn(1), 2);
+}
+
+static volatile long *volatile bad_ptr = (volatile long *)16;
+
+static int faulting_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return (int)*bad_ptr;
+}
+
+static int take_fault(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r; (void)trapnr;
+	hits += 100;
+	return 1;
+}
+
+static void prog_segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si; (void)ctx;
+	__asm__ volatile("pcmpeqd %%xmm0, %%xmm0" ::: "xmm0");
+	hits += 10000;
+}
+
+UKT_CASE(fault_in_lean_handler_keeps_vectors)
+{
+	long (*volatile fn)(long) = u_xmm_live;
+	char why[160];
+	UKT_EQ(ukp_opt_handler_check((void *)faulting_pre, why, sizeof(why)), 0);
+	UKT_EQ(ukp_opt_handler_check((void *)take_fault, why, sizeof(why)), 0);
+
+	/* the probe's fault_handler takes it */
+	struct kprobe kp = { .addr = (void *)u_xmm_live_probe, .pre_handler = faulting_pre,
+			     .fault_handler = take_fault };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	long h0 = hits;
+	for (long i = 0; i < 20; i++)
+		UKT_EQ(fn(i * 1000 + 7), i * 1000 + 8);
+	UKT_EQ(hits - h0, 20 * 101);
+	unregister_kprobe(&kp);
+
+	/* nobody takes it: the program's handler runs and returns */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_segv;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct kprobe kq = { .addr = (void *)u_xmm_live_probe, .pre_handler = faulting_pre };
+	UKT_EQ(register_kprobe(&kq), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kq.flags & KPROBE_FLAG_OPTIMIZED);
+	h0 = hits;
+	for (long i = 0; i < 20; i++)
+		UKT_EQ(fn(i * 1000 + 9), i * 1000 + 10);
+	UKT_EQ(hits - h0, 20 * 10001);
+	unregister_kprobe(&kq);
 }
