@@ -1151,6 +1151,15 @@ static bool touches_fpu(const ZydisDecodedInstruction *d, const ZydisDecodedOper
  * resolver, which saves vector state: refused, as it should be).  Only
  * code in no function is taken for a stub; its slot may be writable (lazy
  * binding), but only the dynamic linker writes it. */
+/* A jump or call through *disp(%rip): the slot's address and what it
+ * holds now */
+static bool through_slot(const struct dinsn *di, unsigned long *slot, unsigned long *target)
+{
+	return is_got_jump(&di->d, di->op) &&
+	       ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&di->d, &di->op[0], di->addr, slot)) &&
+	       !ukp_copy_nofault(target, (const void *)*slot, sizeof(*target));
+}
+
 static unsigned long resolve_stub(unsigned long t, const struct ukp_code_env *env)
 {
 	int (*bounds)(unsigned long, unsigned long *, unsigned long *) = env->bounds;
@@ -1166,9 +1175,7 @@ static unsigned long resolve_stub(unsigned long t, const struct ukp_code_env *en
 				return 0;
 		}
 		unsigned long slot, target;
-		if (di.d.mnemonic != ZYDIS_MNEMONIC_JMP || !is_got_jump(&di.d, di.op) ||
-		    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&di.d, &di.op[0], di.addr, &slot)) ||
-		    ukp_copy_nofault(&target, (const void *)slot, sizeof(target)))
+		if (di.d.mnemonic != ZYDIS_MNEMONIC_JMP || !through_slot(&di, &slot, &target))
 			return 0;
 		t = target;
 	}
@@ -1234,13 +1241,11 @@ int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
 				if (t >= lo && t < hi)
 					continue;	/* the sweep covers it */
 				t = resolve_stub(t, env);
-			} else if (is_got_jump(d, di.op)) {
+			} else {
 				/* a GOT entry (-fno-plt), read-only after relocation;
 				 * a writable one is a function pointer that can change */
 				unsigned long slot;
-				if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &slot)) &&
-				    env->read_only(slot) &&
-				    !ukp_copy_nofault(&t, (const void *)slot, sizeof(t)))
+				if (through_slot(&di, &slot, &t) && env->read_only(slot))
 					t = resolve_stub(t, env);
 				else
 					t = 0;

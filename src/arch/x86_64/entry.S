@@ -333,7 +333,7 @@ ukp_post_trampoline_end:
 	mov %r12d, %eax
 .endm
 
-.macro OPT_TRAMP name, vs
+.macro OPT_TRAMP name, vs, nvec
 	.globl \name
 	.hidden \name
 	.type \name, @function
@@ -342,29 +342,17 @@ ukp_post_trampoline_end:
 	.if \vs == VS_XSAVE
 	OPT_CALL_XSAVE
 	.else
-	.if \vs == VS_NONE
-	sub $32, %rsp
-	.elseif \vs == VS_ARGS
-	sub $(32+32*8), %rsp
-	.else
-	sub $(32+32*16), %rsp
-	.endif
+	sub $(32+32*\nvec), %rsp
 	and $-32, %rsp
 	stmxcsr 0(%rsp)
 	fnstcw 4(%rsp)
-	mov %eax, %ecx
 	fnstsw %ax
 	mov %ax, 6(%rsp)
 	.if \vs != VS_NONE
 	cmpl $0, ukp_vec_level(%rip)
 	je 5f
-	.if \vs == VS_ARGS
-	VEC_ALL SAVE_VEC, 8, 32
-	UPPERS_ZERO 8
-	.else
-	VEC_ALL SAVE_VEC, 16, 32
-	UPPERS_ZERO 16
-	.endif
+	VEC_ALL SAVE_VEC, \nvec, 32
+	UPPERS_ZERO \nvec
 	setz %r13b			/* r13: every upper half was zero */
 	vzeroupper			/* C code may use legacy SSE */
 	mov %rbx, %rsi
@@ -375,32 +363,16 @@ ukp_post_trampoline_end:
 	 * in.  Loading ymm would leave it dirty, and on this AMD EPYC
 	 * legacy-SSE code after that pays ~120 ns per hit. */
 	vzeroupper
-	.if \vs == VS_ARGS
-	VEC_ALL LOAD_VEC128, 8, 16
-	.else
-	VEC_ALL LOAD_VEC128, 16, 16
-	.endif
+	VEC_ALL LOAD_VEC128, \nvec, 16
 	jmp 6f
 9:
-	.if \vs == VS_ARGS
-	VEC_ALL LOAD_VEC, 8, 32
-	.else
-	VEC_ALL LOAD_VEC, 16, 32
-	.endif
+	VEC_ALL LOAD_VEC, \nvec, 32
 	jmp 6f
 5:
-	.if \vs == VS_ARGS
-	VEC_ALL SAVE_VEC, 8, 16
-	.else
-	VEC_ALL SAVE_VEC, 16, 16
-	.endif
+	VEC_ALL SAVE_VEC, \nvec, 16
 	mov %rbx, %rsi
 	call ukp_opt_dispatch
-	.if \vs == VS_ARGS
-	VEC_ALL LOAD_VEC, 8, 16
-	.else
-	VEC_ALL LOAD_VEC, 16, 16
-	.endif
+	VEC_ALL LOAD_VEC, \nvec, 16
 6:
 	.else
 	mov %rbx, %rsi
@@ -444,10 +416,10 @@ ukp_x87_status_restore:
 	.globl ukp_opt_tramp_begin
 	.hidden ukp_opt_tramp_begin
 ukp_opt_tramp_begin:
-	OPT_TRAMP ukp_opt_tramp_none, VS_NONE
-	OPT_TRAMP ukp_opt_tramp_args, VS_ARGS
-	OPT_TRAMP ukp_opt_tramp_all16, VS_ALL16
-	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE
+	OPT_TRAMP ukp_opt_tramp_none, VS_NONE, 0
+	OPT_TRAMP ukp_opt_tramp_args, VS_ARGS, 8
+	OPT_TRAMP ukp_opt_tramp_all16, VS_ALL16, 16
+	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE, 0
 
 /*
  * The lean trampoline: for probes whose handlers all keep to the general
