@@ -97,10 +97,12 @@ $(B)/tests/unit-%: tests/unit/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm
 
+# position-independent: what jump optimisation may assume about indirect
+# jumps in an executable depends on it (api-optimize shows both sides)
 define user_test_rule
 $(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) tests/ukt.h $(wildcard tests/*/*.h tests/*/*.inc)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(USER_CFLAGS) -Itests -rdynamic -o $$@ $$< $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
+	$$(CC) $$(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $$@ $$< $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
 endef
 $(foreach g,api real stress,$(eval $(call user_test_rule,$(g))))
 

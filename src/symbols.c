@@ -47,6 +47,9 @@ struct ukp_object {
 	size_t nsyms;
 	struct range *nokprobe;
 	size_t nnokprobe;
+	unsigned long *coderefs;	/* code addresses its relocations make */
+	size_t ncoderefs;
+	bool refs_known;		/* position-independent, relocations read */
 	struct ukp_object *next;
 };
 
@@ -186,6 +189,116 @@ static const Elf64_Shdr *pick_symtab(const void *f, size_t len)
 	return sh && sh->sh_size > sizeof(Elf64_Sym) ? sh : NULL;
 }
 
+static int cmp_ul(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void add_ref(struct ukp_object *o, unsigned long v, size_t *cap)
+{
+	if (v < o->exec.lo || v >= o->exec.hi)
+		return;		/* data, or another object's */
+	if (o->ncoderefs == *cap) {
+		size_t nc = *cap ? 2 * *cap : 256;
+		unsigned long *nv = realloc(o->coderefs, nc * sizeof(*nv));
+		if (!nv) {
+			o->refs_known = false;
+			return;
+		}
+		o->coderefs = nv;
+		*cap = nc;
+	}
+	o->coderefs[o->ncoderefs++] = v;
+}
+
+/*
+ * The code addresses a position-independent object keeps in its data:
+ * in such an object every pointer stored in data is made by a dynamic
+ * relocation (RELATIVE, IRELATIVE, or 64 against one of its own
+ * symbols; RELR for packed RELATIVE ones), and every one made by code by
+ * a rip-relative lea, which the jump analysis decodes.  Knowing them all
+ * lets it accept indirect jumps through pointers (tail calls): such a
+ * jump can only land where one of these points.  A fixed-address
+ * executable stores absolute addresses without relocations: not known.
+ */
+static void load_coderefs_locked(struct ukp_object *o, const void *f, size_t len)
+{
+	const Elf64_Ehdr *eh = f;
+	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
+	size_t cap = 0;
+
+	if (eh->e_type != ET_DYN)
+		return;
+	o->refs_known = true;
+	for (unsigned i = 0; i < eh->e_shnum && o->refs_known; i++) {
+		if (sh[i].sh_type == SHT_RELA) {
+			if (sh[i].sh_offset + sh[i].sh_size > len || sh[i].sh_entsize != sizeof(Elf64_Rela)) {
+				o->refs_known = false;
+				break;
+			}
+			const Elf64_Rela *r = (const void *)((const char *)f + sh[i].sh_offset);
+			size_t n = sh[i].sh_size / sizeof(*r);
+			const Elf64_Sym *syms = NULL;
+			size_t nsyms = 0;
+			if (sh[i].sh_link && sh[i].sh_link < eh->e_shnum &&
+			    sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size <= len) {
+				syms = (const void *)((const char *)f + sh[sh[i].sh_link].sh_offset);
+				nsyms = sh[sh[i].sh_link].sh_size / sizeof(*syms);
+			}
+			for (size_t k = 0; k < n; k++) {
+				unsigned t = ELF64_R_TYPE(r[k].r_info);
+				size_t si = ELF64_R_SYM(r[k].r_info);
+				if (t == R_X86_64_RELATIVE || t == R_X86_64_IRELATIVE)
+					add_ref(o, o->bias + (unsigned long)r[k].r_addend, &cap);
+				else if (t == R_X86_64_64 && si && si < nsyms &&
+					 syms[si].st_shndx != SHN_UNDEF)
+					add_ref(o, o->bias + syms[si].st_value +
+						(unsigned long)r[k].r_addend, &cap);
+			}
+		} else if (sh[i].sh_type == SHT_RELR) {
+			/* addresses and bitmaps of relocated words; the
+			 * dynamic linker wrote the pointers in place: read
+			 * them from memory */
+			if (sh[i].sh_offset + sh[i].sh_size > len) {
+				o->refs_known = false;
+				break;
+			}
+			const Elf64_Relr *r = (const void *)((const char *)f + sh[i].sh_offset);
+			size_t n = sh[i].sh_size / sizeof(*r);
+			unsigned long where = 0;
+			for (size_t k = 0; k < n && o->refs_known; k++) {
+				unsigned long w;
+				if (!(r[k] & 1)) {	/* an address */
+					where = o->bias + r[k];
+					if (ukp_copy_nofault(&w, (const void *)where, 8))
+						o->refs_known = false;
+					else
+						add_ref(o, w, &cap);
+					where += 8;
+					continue;
+				}
+				for (unsigned b = 1; b < 64; b++) {	/* a bitmap */
+					if (!((r[k] >> b) & 1))
+						continue;
+					if (ukp_copy_nofault(&w, (const void *)(where + 8 * (b - 1)), 8))
+						o->refs_known = false;
+					else
+						add_ref(o, w, &cap);
+				}
+				where += 63 * 8;
+			}
+		}
+	}
+	if (!o->refs_known) {
+		free(o->coderefs);
+		o->coderefs = NULL;
+		o->ncoderefs = 0;
+		return;
+	}
+	qsort(o->coderefs, o->ncoderefs, sizeof(*o->coderefs), cmp_ul);
+}
+
 static void load_object_locked(struct ukp_object *o)
 {
 	size_t len = 0, dlen = 0;
@@ -207,6 +320,7 @@ static void load_object_locked(struct ukp_object *o)
 		if (dyn)
 			add_symtab(o, f, len, dyn);
 	}
+	load_coderefs_locked(o, f, len);
 	qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_addr);
 	o->byname = malloc((o->nsyms + 1) * sizeof(*o->byname));
 	if (o->byname) {
@@ -521,6 +635,9 @@ int ukp_sym_object_desc(struct ukp_object *o, struct ukp_objdesc *d)
 	d->exec_lo = o->exec.lo;
 	d->exec_hi = o->exec.hi;
 	d->eh_hdr = o->eh_hdr;
+	d->coderefs = o->coderefs;	/* objects are never freed */
+	d->ncoderefs = o->ncoderefs;
+	d->refs_known = o->refs_known;
 	d->funcs = malloc((o->nsyms + 1) * sizeof(*d->funcs));
 	for (size_t i = 0; d->funcs && i < o->nsyms; i++) {
 		const struct sym *s = &o->syms[i];

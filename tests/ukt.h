@@ -58,5 +58,23 @@ struct ukt_case {
 } while (0)
 
 #include <unistd.h>
+#include <dlfcn.h>
+
+/*
+ * A label inside a test's asm function, by name (the tests link with
+ * -rdynamic).  Taking its address in C would put a lea of it in the
+ * program, and jump optimisation rightly counts every code address the
+ * program makes as a place an indirect jump may land: a region over the
+ * label could no longer be optimised.
+ */
+static inline char *ukt_label(const char *name)
+{
+	char *a = dlsym(RTLD_DEFAULT, name);
+	if (!a) {
+		fprintf(stderr, "  no symbol %s: %s\n", name, dlerror());
+		_exit(1);
+	}
+	return a;
+}
 
 #endif

@@ -95,36 +95,44 @@ unsigned long o_regs_out[17];	/* ax bx cx dx si di bp r8..r15 flags sp */
 unsigned long o_regs_sp;	/* sp at o_regs_probe */
 
 long o_chain(long x);		/* x + 3: mov; add $1 (+3); add $2 (+7); ret */
-extern char o_chain_add1[], o_chain_add2[];
+#define o_chain_add1 ukt_label("o_chain_add1")
+#define o_chain_add2 ukt_label("o_chain_add2")
 long o_chain_b(long x);		/* x + 9, the same shape */
 long o_quad(long x);		/* x + 10: mov; add $1 (+3); add $2 (+7); add $3; add $4; ret */
-extern char o_quad_add2[];
+#define o_quad_add2 ukt_label("o_quad_add2")
 long o_caller(long x);		/* calls o_chain; the return address is o_caller_ret */
-extern char o_caller_ret[];
+#define o_caller_ret ukt_label("o_caller_ret")
 void o_regs(void);
-extern char o_regs_probe[];
+#define o_regs_probe ukt_label("o_regs_probe")
 long o_sp(void);		/* 64 unless a handler moves sp */
-extern char o_sp_insn[];
+#define o_sp_insn ukt_label("o_sp_insn")
 long o_redzone(long x);		/* 16 values in the red zone across o_redzone_probe */
-extern char o_redzone_probe[];
+#define o_redzone_probe ukt_label("o_redzone_probe")
 long o_align16(long x);		/* x + 7, sp 16-aligned at the probe */
-extern char o_align16_probe[];
+#define o_align16_probe ukt_label("o_align16_probe")
 long o_align_odd(long x);	/* x + 9, sp = 16n + 5 at the probe */
-extern char o_align_odd_probe[];
+#define o_align_odd_probe ukt_label("o_align_odd_probe")
 unsigned long o_std(void);	/* DF set across o_std_probe; returns the flags after it */
-extern char o_std_probe[];
+#define o_std_probe ukt_label("o_std_probe")
 void o_x87(const double *in, double *out);	/* out[0] = in[0] + in[1] * in[2], 80-bit */
-extern char o_x87_probe[];
+#define o_x87_probe ukt_label("o_x87_probe")
 void o_vloop(const double *a, long n, const double *m, double *out);
-extern char o_vloop_head[], o_vloop_mid[];
+#define o_vloop_head ukt_label("o_vloop_head")
+#define o_vloop_mid ukt_label("o_vloop_mid")
 void o_yloop(const double *a, long n, const double *m, double *out);
-extern char o_yloop_head[], o_yloop_mid[];
+#define o_yloop_head ukt_label("o_yloop_head")
+#define o_yloop_mid ukt_label("o_yloop_mid")
 long o_jin(long x, long n);	/* x * n (n >= 1); a jump back to +2 */
 long o_tiny(long x);		/* x, 3 bytes, o_tiny_next right behind */
 long o_tiny_next(long x);	/* x + 2 */
 long o_callin(long x);		/* x + 10 through o_callin_call: call *%rax */
-extern char o_callin_call[];
-long o_ijmp(long x);		/* x + 1 through jmp *%rdx */
+#define o_callin_call ukt_label("o_callin_call")
+long o_ijmp(long x);		/* x + 1 through an unbounded relative jump table */
+long o_tail(long x, long (*const *fp)(long));	/* (*fp)(x + 1), a tail call */
+long o_lref(long x, long n);	/* x; +2 is reached through a lea in o_lref_via */
+long o_lref_via(long x);	/* x: jumps to o_lref+2 through a register */
+long o_dref(long x, long n);	/* x; +2 is reached through a pointer in data */
+long o_dref_via(long x);	/* x: jumps to o_dref+2 through that pointer */
 long o_ret0(void);		/* 0: xor %eax,%eax; ret; padding */
 
 __asm__(
@@ -295,7 +303,34 @@ __asm__(
 
 	".p2align 4\n"
 	".globl o_ijmp\n.type o_ijmp,@function\n"
-	"o_ijmp: lea 1(%rdi),%rax\n lea 1f(%rip),%rdx\n jmp *%rdx\n1: ret\n.size o_ijmp,.-o_ijmp\n"
+	"o_ijmp: lea 1(%rdi),%rax\n lea 2f(%rip),%rdx\n movslq (%rdx),%rcx\n"
+	" add %rdx,%rcx\n jmp *%rcx\n1: ret\n.size o_ijmp,.-o_ijmp\n"
+	".pushsection .rodata\n.p2align 2\n2: .long 1b-2b\n.popsection\n"
+
+	/* a tail call through a function pointer: it can only lead where a
+	 * relocation or a lea of this (position-independent) executable
+	 * points, and those are jump targets already */
+	".p2align 4\n"
+	".globl o_tail\n.type o_tail,@function\n"
+	"o_tail: mov (%rsi),%rax\n add $1,%rdi\n jmp *%rax\n.size o_tail,.-o_tail\n"
+
+	/* functions whose bytes 2.. are reached only through a pointer made
+	 * elsewhere: by a lea in code, by a relocation in data */
+	".p2align 4\n"
+	".globl o_lref\n.type o_lref,@function\n"
+	"o_lref: xor %eax,%eax\n.Lo_lref_in: add %rdi,%rax\n ret\n.size o_lref,.-o_lref\n"
+	".p2align 4\n"
+	".globl o_lref_via\n.type o_lref_via,@function\n"
+	"o_lref_via: lea .Lo_lref_in(%rip),%rdx\n xor %eax,%eax\n jmp *%rdx\n"
+	".size o_lref_via,.-o_lref_via\n"
+	".p2align 4\n"
+	".globl o_dref\n.type o_dref,@function\n"
+	"o_dref: xor %eax,%eax\n.Lo_dref_in: add %rdi,%rax\n ret\n.size o_dref,.-o_dref\n"
+	".p2align 4\n"
+	".globl o_dref_via\n.type o_dref_via,@function\n"
+	"o_dref_via: mov .Lo_dref_ptr(%rip),%rdx\n xor %eax,%eax\n jmp *%rdx\n"
+	".size o_dref_via,.-o_dref_via\n"
+	".pushsection .data.rel.ro,\"aw\"\n.p2align 3\n.Lo_dref_ptr: .quad .Lo_dref_in\n.popsection\n"
 
 	/* 3 bytes, then padding up to 16 that belongs to no symbol */
 	".p2align 4\n"
@@ -1739,6 +1774,58 @@ UKT_CASE(refuse_indirect_jump_in_function)
 {
 	refusal_case("refuse_indirect_jump_in_function", (void *)o_ijmp, (void *)o_ijmp, "o_ijmp",
 		     7, 8, "indirect jump in the function");
+}
+
+/* bytes 1..4 of the entry region are reached through a pointer that code
+ * (a lea) or data (a relocation) makes elsewhere: refused, and the jumps
+ * through the pointer keep working while the probe is in */
+UKT_CASE(refuse_region_a_lea_points_into)
+{
+	refusal_case("refuse_region_a_lea_points_into", (void *)o_lref, (void *)o_lref, "o_lref",
+		     7, 7, "jump into the region");
+	struct kprobe kp = { .addr = (void *)o_lref, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(o_lref_via(9), 9);
+	UKT_EQ(hits, 3);	/* refusal_case's three calls; not this one */
+	unregister_kprobe(&kp);
+}
+
+UKT_CASE(refuse_region_a_relocation_points_into)
+{
+	refusal_case("refuse_region_a_relocation_points_into", (void *)o_dref, (void *)o_dref,
+		     "o_dref", 7, 7, "jump into the region");
+	struct kprobe kp = { .addr = (void *)o_dref, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(o_dref_via(9), 9);
+	UKT_EQ(hits, 3);
+	unregister_kprobe(&kp);
+}
+
+/* a tail call through a function pointer does not keep its function
+ * from being optimised */
+UKT_CASE(tail_call_through_pointer_is_optimized)
+{
+	need_verbose("tail_call_through_pointer_is_optimized");
+	long (*const fp[1])(long) = { o_tiny_next };
+	struct kprobe kp = { .addr = (void *)o_tail, .pre_handler = count_pre };
+	capture_begin();
+	int r = register_kprobe(&kp);
+	long v0 = o_tail(5, fp);
+	wait_for_kprobe_optimizer();
+	long v1 = o_tail(6, fp);
+	const char *err = capture_end();
+	UKT_EQ(r, 0);
+	if (refusal_line(err, NULL))
+		UKT_FAIL("refused: %s", err);
+	EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(v0, 8);
+	UKT_EQ(v1, 9);
+	UKT_EQ(hits, 2);
+	unregister_kprobe(&kp);
+	UKT_EQ(o_tail(1, fp), 4);
+	UKT_EQ(hits, 2);
 }
 
 UKT_CASE(padding_after_ret_may_belong_to_region)

@@ -75,7 +75,11 @@
 unsigned long s_inc3(unsigned long x);			/* x + 3 */
 unsigned long s_mix(unsigned long x, unsigned long y);	/* ((x + 5) * 3 ^ 0x55) - y */
 unsigned long s_sum(const unsigned long *p, unsigned long n);
-extern char s_inc3_in[], s_mix_probe[], s_mix_in[], s_sum_head[], s_sum_in[];
+#define s_inc3_in ukt_label("s_inc3_in")
+#define s_mix_probe ukt_label("s_mix_probe")
+#define s_mix_in ukt_label("s_mix_in")
+#define s_sum_head ukt_label("s_sum_head")
+#define s_sum_in ukt_label("s_sum_in")
 
 __asm__(
 	".text\n"
@@ -113,8 +117,8 @@ static unsigned long ref_sum(const unsigned long *p, unsigned long n)
 }
 
 #define NFN 3		/* s_inc3, s_mix, s_sum */
-static char *const site[NFN] = { (char *)s_inc3, s_mix_probe, s_sum_head };
-static char *const inner[NFN] = { s_inc3_in, s_mix_in, s_sum_in };
+#define site(k) ((k) == 0 ? (char *)s_inc3 : (k) == 1 ? s_mix_probe : s_sum_head)
+#define inner(k) ((k) == 0 ? s_inc3_in : (k) == 1 ? s_mix_in : s_sum_in)
 static const char *const fname[NFN] = { "s_inc3", "s_mix+4", "s_sum loop head" };
 
 /* ---- bookkeeping ------------------------------------------------------------------ */
@@ -623,7 +627,7 @@ static void flip_blockers(long it, bool at)
 {
 	struct tprobe *t[NFN];
 	for (int k = 0; k < NFN; k++)
-		t[k] = t_new(k, at ? site[k] : inner[k], at);
+		t[k] = t_new(k, at ? site(k) : inner(k), at);
 	AT(at ? "registering post_handler probes" : "registering inner probes");
 	t_register(t, NFN, it & 1);
 	if (it % 4 == 1) {
@@ -669,7 +673,7 @@ static void flip_disable(long it)
 
 static void flip_rereg(long it)
 {
-	struct tprobe *t = t_new(1, site[1], false);
+	struct tprobe *t = t_new(1, site(1), false);
 	AT("registering a fresh probe");
 	t_register(&t, 1, false);
 	if (it % 4 != 1) {	/* else: unregistered while still queued */
@@ -707,7 +711,7 @@ static void run(enum method m, bool signals, double seconds, long max_iter)
 	for (int k = 0; k < NFN; k++) {
 		exact[k] = !(k == 1 && (m == M_DISABLE || m == M_REREG));
 		memset(&P[k], 0, sizeof(P[k]));
-		P[k].addr = (kprobe_opcode_t *)site[k];
+		P[k].addr = (kprobe_opcode_t *)site(k);
 		P[k].pre_handler = p_pre;
 		if (exact[k])
 			UKT_EQ(register_kprobe(&P[k]), 0);
@@ -825,7 +829,7 @@ UKT_CASE_T(stress_flips_with_program_signals, 60) { run(M_MIXED, true, 4.0, 5000
  * Exactly: every result right, and the staying probe counts every call.
  */
 unsigned long v_live(unsigned long x);	/* 40 * x + 28, through xmm0-7 */
-extern char v_live_probe[];
+#define v_live_probe ukt_label("v_live_probe")
 __asm__(
 	".text\n.p2align 4\n.globl v_live\n.type v_live,@function\n"
 	"v_live: movq %rdi,%xmm0\n lea 1(%rdi),%rax\n movq %rax,%xmm1\n"

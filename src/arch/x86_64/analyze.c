@@ -14,9 +14,15 @@
  *     target is kept in one sorted array;
  *   - no jump table does: the pattern compilers emit for a switch
  *     (lea table(%rip); movslq (table,idx,4); add; jmp *) is read, with
- *     its bound from the cmp/ja that guards it; a function with any other
- *     indirect jump (other than a jump through the GOT) is refused, as the
- *     kernel refuses it;
+ *     its bound from the cmp/ja that guards it;
+ *   - no pointer does: in a position-independent object every code
+ *     address its data holds is made by a dynamic relocation and every
+ *     one its code makes by a rip-relative lea; both count as jump
+ *     targets, so an indirect jump through a pointer (a tail call, an
+ *     absolute table, a demangled pointer) can only land on one of them.
+ *     A function with any other indirect jump (address arithmetic that is
+ *     not a table we read; in a fixed-address executable, anything but a
+ *     jump through the GOT) is refused, as the kernel refuses it;
  *   - no C++ landing pad does (read from each FDE's LSDA);
  *   - no return address does: a call may only be the region's last
  *     instruction;
@@ -499,6 +505,64 @@ static bool is_got_jump(const ZydisDecodedInstruction *d, const ZydisDecodedOper
 	       op[0].mem.index == ZYDIS_REGISTER_NONE;
 }
 
+/*
+ * Does this indirect jump go through a pointer (a tail call through a
+ * function pointer, a pointer demangled, an absolute table), rather than
+ * an address computed by arithmetic (a relative jump table)?  In an object
+ * whose code references are all known (every pointer its data holds comes
+ * from a relocation, every one its code makes from a rip-relative lea:
+ * all of them are jump targets), a pointer can only lead where one of
+ * those leads, or where a call returns.  Walks back over straight-line
+ * code to what last set the jump's register.
+ */
+static bool pointer_jump(const uint8_t *code, unsigned long lo, unsigned long hi,
+			 const unsigned long *starts, size_t k, const struct ulv *targets)
+{
+	struct dinsn di;
+	if (!decode_at(code, lo, hi, starts[k], &di))
+		return false;
+	if (di.op[0].type == ZYDIS_OPERAND_TYPE_MEMORY)
+		return true;		/* jmp *mem: a pointer loaded */
+	if (di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return false;
+	ZydisRegister r = di.op[0].reg.value;
+	for (size_t j = k; j-- > 0 && k - j <= 32;) {
+		if (ulv_has(targets, starts[j + 1]))
+			return false;	/* a label: set elsewhere too */
+		if (!decode_at(code, lo, hi, starts[j], &di))
+			return false;
+		if (!writes_reg(&di, r))
+			continue;
+		switch (di.d.mnemonic) {
+		case ZYDIS_MNEMONIC_MOV:
+			if (di.op[1].type == ZYDIS_OPERAND_TYPE_MEMORY)
+				return true;
+			if (di.op[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+				return false;
+			r = di.op[1].reg.value;
+			continue;
+		case ZYDIS_MNEMONIC_POP:
+			return true;
+		case ZYDIS_MNEMONIC_LEA:	/* its target is a jump target */
+			return di.op[1].mem.base == ZYDIS_REGISTER_RIP &&
+			       di.op[1].mem.index == ZYDIS_REGISTER_NONE;
+		case ZYDIS_MNEMONIC_ROR:	/* glibc's PTR_DEMANGLE */
+		case ZYDIS_MNEMONIC_ROL:
+			if (di.op[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+				return false;
+			continue;
+		case ZYDIS_MNEMONIC_XOR:
+			if (di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+			    di.op[1].mem.segment != ZYDIS_REGISTER_FS)
+				return false;
+			continue;
+		default:
+			return false;	/* arithmetic: a relative table */
+		}
+	}
+	return false;
+}
+
 static struct objscan *scan_object(const struct ukp_objdesc *od)
 {
 	for (struct objscan *s = scans; s; s = s->next)
@@ -556,6 +620,13 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 				if (d.raw.imm[m].is_relative)
 					ulv_add(&os->targets, pc + d.length +
 						(unsigned long)d.raw.imm[m].value.s);
+			/* a code address made by code: where a pointer may lead */
+			if (od->refs_known && d.mnemonic == ZYDIS_MNEMONIC_LEA &&
+			    op[1].mem.base == ZYDIS_REGISTER_RIP) {
+				unsigned long a = pc + d.length + (unsigned long)op[1].mem.disp.value;
+				if (a >= od->exec_lo && a < od->exec_hi)
+					ulv_add(&os->targets, a);
+			}
 			if (d.meta.category == ZYDIS_CATEGORY_UNCOND_BR &&
 			    !d.raw.imm[0].is_relative && !is_got_jump(&d, op)) {
 				ulv_add(&ind, i);
@@ -565,6 +636,8 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 		}
 		free(code);
 	}
+	for (size_t j = 0; od->refs_known && j < od->ncoderefs; j++)
+		ulv_add(&os->targets, od->coderefs[j]);	/* ...and by data */
 	ulv_sort_unique(&os->targets);
 
 	/* pass 2: jump tables (needs the targets, to see labels) */
@@ -586,8 +659,12 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 					break;
 				pc += d.length;
 			}
-			if (starts.n && starts.v[starts.n - 1] == at)
+			if (starts.n && starts.v[starts.n - 1] == at) {
 				ok = read_jump_table(os, code, lo, hi, starts.v, starts.n - 1);
+				if (ok && od->refs_known &&
+				    pointer_jump(code, lo, hi, starts.v, starts.n - 1, &os->targets))
+					ok = 0;
+			}
 		}
 		if (ok)
 			taint(os, lo, hi, TAINT_INDIRECT);

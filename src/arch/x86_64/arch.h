@@ -8,6 +8,7 @@
 #ifndef UKP_ARCH_H
 #define UKP_ARCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -100,6 +101,9 @@ struct ukp_objdesc {
 	unsigned long eh_hdr;		/* PT_GNU_EH_FRAME, or 0 */
 	struct ukp_range *funcs;	/* function symbols, by address (malloc) */
 	size_t nfuncs;
+	const unsigned long *coderefs;	/* code addresses relocations make, sorted */
+	size_t ncoderefs;
+	bool refs_known;		/* ...and that is all of them (PIC) */
 };
 
 /* Which vector state the detour saves around the handlers. */
@@ -131,7 +135,6 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long func_lo,
 			 unsigned long func_hi, const struct ukp_objdesc *obj,
 			 struct ukp_region *r, char *why, size_t whylen);
 /* Objects went away: drop their cached analyses. */
-#include <stdbool.h>
 void ukp_arch_opt_forget_if(bool (*gone)(const void *key));
 
 /*
