@@ -53,13 +53,20 @@ struct ukp_thread {
 	const struct ukp_site *in_post;	/* post dispatch of this site running */
 	int internal;			/* ukprobes' own thread: no handlers */
 	int *errno_p;			/* this thread's errno */
+	/* the lean hit running handlers (trap.c), where a fault a handler
+	 * takes resumes: the trampoline's frame, not a setjmp per call */
+	unsigned long lean_sp;
+	const struct ukp_plist *lean_list;
+	unsigned lean_i;
+	int lean_errno;
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
 
 /* sync.c; inline below because every hit takes these */
 extern __thread struct ukp_thread *ukp_self
 	__attribute__((tls_model("initial-exec")));
-extern int ukp_fast_readers;	/* membarrier does the readers' fence */
+extern int ukp_fast_readers	/* membarrier does the readers' fence */
+	__attribute__((visibility("hidden")));
 struct ukp_thread *ukp_thread_attach(void);
 
 /* attaches on first use (NULL: it could not) */
@@ -212,7 +219,7 @@ void ukp_sym_fork_child(void);
 void ukp_trap_init(void);
 void ukp_trap_ensure(void);
 void ukp_post_dispatch(void *cont, struct pt_regs *regs);
-extern int ukp_knob_enabled;
+extern int ukp_knob_enabled __attribute__((visibility("hidden")));
 
 /* ------------------------------------------------------------------ */
 /* Jump optimisation (optimize.c)                                      */
@@ -256,7 +263,10 @@ void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */
 int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs);
-int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs);
+/* The lean trampoline's: rec_sp is its stack at the call, where a fault
+ * a handler takes resumes (ukp_opt_resume -> ukp_opt_dispatch_resume). */
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned long rec_sp);
+int ukp_opt_dispatch_resume(struct ukp_thread *t);
 /* SIGTRAP from the optimizer asking where this thread is. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
 void ukp_opt_objects_changed(void);

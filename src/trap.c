@@ -25,6 +25,33 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
+#include "arch/x86_64/asm-offsets.h"
+
+/* what entry.S's lean fast path reads, where it reads it */
+#define UKP_OFF(type, field, off, size)					\
+	_Static_assert(offsetof(type, field) == (off) &&		\
+		       sizeof(((type *)0)->field) == (size), #type "." #field)
+UKP_OFF(struct ukp_thread, seq, T_SEQ, 8);
+UKP_OFF(struct ukp_thread, nest, T_NEST, 4);
+UKP_OFF(struct ukp_thread, in_handler, T_IN_HANDLER, 4);
+UKP_OFF(struct ukp_thread, cur, T_CUR, 8);
+UKP_OFF(struct ukp_thread, cur_regs, T_CUR_REGS, 8);
+UKP_OFF(struct ukp_thread, cur_jb, T_CUR_JB, 8);
+UKP_OFF(struct ukp_thread, abandon, T_ABANDON, 4);
+UKP_OFF(struct ukp_thread, internal, T_INTERNAL, 4);
+UKP_OFF(struct ukp_thread, errno_p, T_ERRNO_P, 8);
+UKP_OFF(struct ukp_thread, lean_sp, T_LEAN_SP, 8);
+UKP_OFF(struct ukp_thread, lean_list, T_LEAN_LIST, 8);
+UKP_OFF(struct ukp_thread, lean_i, T_LEAN_I, 4);
+UKP_OFF(struct ukp_thread, lean_errno, T_LEAN_ERRNO, 4);
+UKP_OFF(struct ukp_site, probes, S_PROBES, 8);
+UKP_OFF(struct ukp_plist, n, L_N, 4);
+UKP_OFF(struct ukp_plist, gpr_only, L_GPR_ONLY, 1);
+_Static_assert(offsetof(struct ukp_plist, p) == L_P, "struct ukp_plist.p");
+UKP_OFF(struct kprobe, pre_handler, KP_PRE_HANDLER, 8);
+UKP_OFF(struct kprobe, flags, KP_FLAGS, 4);
+_Static_assert(KP_FLAGS_DEAD == (KPROBE_FLAG_GONE | KPROBE_FLAG_DISABLED), "KP_FLAGS_DEAD");
+_Static_assert(sizeof(int) == 4 && sizeof(bool) == 1, "int, bool");
 
 int ukp_knob_enabled = 1;
 
@@ -351,21 +378,14 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 /*
  * An optimised probe: the trampoline saved the registers (ip = the probed
  * address) and what vector state is live; run the pre_handlers as a trap
- * would.  1: a pre_handler redirected to regs->ip.  lean: called by the
- * trampoline that saved no vector, x87 or MXCSR state at all, which may
- * run only handlers proven to leave that state alone (the list says so);
- * otherwise 2, and the trampoline saves everything and calls again.  This
- * file is built with -mgeneral-regs-only, so the code here keeps to the
- * general registers too.
+ * would.  1: a pre_handler redirected to regs->ip.
  */
-static inline int opt_dispatch(struct ukp_site *s, struct pt_regs *regs, bool lean)
+int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 {
-	struct ukp_thread *t = lean ? ukp_thread_peek() : ukp_thread_self();
+	struct ukp_thread *t = ukp_thread_self();
 	int ret = 0;
 
 	if (!t) {
-		if (lean)
-			return 2;	/* attaching calls libc */
 		anon_missed(s);
 		return 0;
 	}
@@ -373,9 +393,7 @@ static inline int opt_dispatch(struct ukp_site *s, struct pt_regs *regs, bool le
 	int saved_errno = *errp;
 	ukp_read_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (lean && l && !l->gpr_only) {
-		ret = 2;
-	} else if (l && l->n && ukp_knob_enabled && !t->internal) {
+	if (l && l->n && ukp_knob_enabled && !t->internal) {
 		if (t->in_handler)
 			count_missed(l);
 		else
@@ -386,14 +404,95 @@ static inline int opt_dispatch(struct ukp_site *s, struct pt_regs *regs, bool le
 	return ret;
 }
 
-int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
+/*
+ * The lean trampoline's hit: it saved no vector, x87 or MXCSR state at
+ * all, so it may run only handlers proven to leave that state alone (the
+ * list says so); otherwise 2, and the trampoline saves everything and
+ * calls ukp_opt_dispatch.  This file is built with -mgeneral-regs-only,
+ * so the code here keeps to the general registers too.
+ *
+ * The fast path: no setjmp per handler.  Where a fault that a handler's
+ * fault_handler takes resumes is the trampoline's own frame (rec_sp):
+ * the thread block records the list and the index of the handler that
+ * runs, and ukp_opt_dispatch_resume goes on with the next one, as if
+ * the faulting handler had returned 0.
+ */
+static inline int lean_run(struct ukp_thread *t, const struct ukp_plist *l,
+			   struct pt_regs *regs, unsigned i)
 {
-	return opt_dispatch(s, regs, false);
+	for (; i < l->n && !t->abandon; i++) {
+		struct kprobe *p = l->p[i];
+		if (!p->pre_handler || !probe_live(p))
+			continue;
+		t->lean_i = i;
+		t->cur = p;
+		if (p->pre_handler(p, regs))
+			return 1;
+	}
+	return 0;
 }
 
-int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
+/* The end of a lean hit: the saved errno is read while in_handler still
+ * keeps a signal's nested hit from recording its own over it. */
+static inline void lean_done(struct ukp_thread *t)
 {
-	return opt_dispatch(s, regs, true);
+	int e = t->lean_errno;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->cur = NULL;
+	t->in_handler = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	*t->errno_p = e;
+}
+
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned long rec_sp)
+{
+	struct ukp_thread *t = ukp_thread_peek();
+	int ret = 0;
+
+	if (!t)
+		return 2;	/* attaching calls libc */
+	ukp_read_lock(t);
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (l && !l->gpr_only) {
+		ret = 2;
+	} else if (l && l->n && ukp_knob_enabled && !t->internal) {
+		if (t->in_handler) {
+			count_missed(l);
+		} else {
+			/* in_handler first: a signal's nested hit from here on
+			 * only counts nmissed, and leaves the record alone */
+			t->in_handler = 1;
+			atomic_signal_fence(memory_order_seq_cst);
+			t->lean_errno = *t->errno_p;
+			t->lean_sp = rec_sp;
+			t->lean_list = l;
+			t->cur_regs = regs;
+			t->cur_jb = NULL;	/* faults resume at lean_sp */
+			t->abandon = 0;
+			ret = lean_run(t, l, regs, 0);
+			lean_done(t);
+		}
+	}
+	ukp_read_unlock(t);
+	return ret;
+}
+
+/* A fault in handler lean_i was taken (by its fault_handler, or by the
+ * program's handler returning): on with the rest of the hit. */
+int ukp_opt_dispatch_resume(struct ukp_thread *t)
+{
+	int ret = lean_run(t, t->lean_list, t->cur_regs, t->lean_i + 1);
+	lean_done(t);
+	ukp_read_unlock(t);
+	return ret;
+}
+
+/* Leave a fault taken in a handler for where the hit goes on. */
+static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
+{
+	if (t->cur_jb)
+		ukp_longjmp(t->cur_jb, 1);
+	ukp_opt_resume(t->lean_sp, t);
 }
 
 /* ---- faults --------------------------------------------------------------- */
@@ -449,7 +548,7 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);
 	fpu_restore(&pc);
-	ukp_longjmp(t->cur_jb, 1);
+	fault_resume(t);
 }
 
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
@@ -525,7 +624,7 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		if (handled) {
 			t->cur = NULL;
 			fpu_restore(uc);
-			ukp_longjmp(t->cur_jb, 1);
+			fault_resume(t);
 		}
 		handler_fault_unhandled(t, sig, si, uc);
 	}

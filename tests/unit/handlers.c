@@ -274,3 +274,48 @@ UKT_CASE(fault_in_lean_handler_keeps_vectors)
 	UKT_EQ(hits - h0, 20 * 10001);
 	unregister_kprobe(&kq);
 }
+
+/* errno set, then a fault: the probed code must see neither */
+static int errno_faulting_pre(struct kprobe *p, struct pt_regs *r)
+{
+	errno = 77;
+	return faulting_pre(p, r);
+}
+
+/*
+ * A lean hit keeps no setjmp per handler: a fault taken by a handler's
+ * fault_handler resumes on the trampoline's frame and goes on with the
+ * next probe of the site, with errno and every register of the probed
+ * code as they were.
+ */
+UKT_CASE(fault_in_lean_handler_goes_on_with_the_next)
+{
+	long (*volatile fn)(long) = u_xmm_live;
+	char why[160];
+	errno = 0;	/* binds __errno_location's PLT entry: a lazy one is not lean */
+	if (ukp_opt_handler_check((void *)errno_faulting_pre, why, sizeof(why)))
+		UKT_FAIL("errno_faulting_pre not lean: %s", why);
+	UKT_EQ(ukp_opt_handler_check((void *)lean_pre, why, sizeof(why)), 0);
+
+	struct kprobe ka = { .addr = (void *)u_xmm_live_probe, .pre_handler = errno_faulting_pre,
+			     .fault_handler = take_fault };
+	struct kprobe kb = { .addr = (void *)u_xmm_live_probe, .pre_handler = lean_pre };
+	UKT_EQ(register_kprobe(&ka), 0);
+	UKT_EQ(register_kprobe(&kb), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(ka.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, true), 0);
+	long h0 = hits;
+	for (long i = 0; i < 50; i++) {
+		errno = 5;
+		UKT_EQ(fn(i * 977 + 3), i * 977 + 4);
+		UKT_EQ(errno, 5);
+	}
+	UKT_EQ(hits - h0, 50 * 102);	/* a: 1 + 100 (fault taken), b: 1 */
+	UKT_EQ(ka.nmissed, 0);
+	UKT_EQ(kb.nmissed, 0);
+	unregister_kprobe(&kb);
+	unregister_kprobe(&ka);
+	UKT_EQ(fn(41), 42);
+	UKT_EQ(hits - h0, 50 * 102);
+}

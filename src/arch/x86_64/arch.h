@@ -225,6 +225,10 @@ void ukp_arch_init(void);
 struct ukp_jmpbuf { unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip; };
 int ukp_setjmp(struct ukp_jmpbuf *jb) __attribute__((returns_twice));
 __attribute__((noreturn)) void ukp_longjmp(struct ukp_jmpbuf *jb, int val);
+/* Back onto the lean trampoline's frame at sp (leaving a signal handler
+ * like ukp_longjmp), where it continues with ukp_opt_dispatch_resume(t). */
+struct ukp_thread;
+__attribute__((noreturn)) void ukp_opt_resume(unsigned long sp, struct ukp_thread *t);
 void ukp_post_trampoline(void);
 extern char ukp_post_trampoline_end[];
 void ukp_opt_tramp_none(void);

@@ -3,6 +3,7 @@
  * Hand-written entry code.  Everything here lives in section ukp_text,
  * which the blacklist covers with the rest of ukprobes.
  */
+#include "asm-offsets.h"
 	.section ukp_text, "ax", @progbits
 
 /*
@@ -284,8 +285,10 @@ ukp_post_trampoline_end:
 	movq $0x2b, PT_SS(%rsp)
 	lea FRAME_SP(%rsp), %rax
 	mov %rax, PT_SP(%rsp)
+	testl $0x400, PT_FLAGS(%rsp)	/* the ABI wants DF clear in C; */
+	jz 1f				/* cld costs ~1 ns, the test less */
 	cld
-	mov %rsp, %rbx			/* rbx = pt_regs */
+1:	mov %rsp, %rbx			/* rbx = pt_regs */
 .endm
 
 /* %rsp = pt_regs, eax = the dispatch's answer: back to R, or where a
@@ -434,8 +437,78 @@ ukp_opt_tramp_begin:
 ukp_opt_tramp_lean:
 	OPT_ENTRY
 	and $-16, %rsp
+	push %rbx			/* pt_regs at the recovery sp, for */
+	push %rbx			/* ukp_opt_resume (16-aligned still) */
+	/*
+	 * The fast path, ukp_opt_dispatch_lean for the common case written
+	 * out here: a thread block, not nested, readers fenced by membarrier,
+	 * one live probe with a pre_handler on a lean list, knob on.  Every
+	 * general register is in pt_regs already, so the callee-saved ones
+	 * are free: r12 = t, r13 = the list.  Anything else (or anything
+	 * found changed after taking the read lock) goes to the C dispatch.
+	 */
+	mov ukp_self@gottpoff(%rip), %rax
+	mov %fs:(%rax), %r12
+	test %r12, %r12
+	jz 50f
+	cmpl $0, T_NEST(%r12)
+	jne 50f
+	cmpl $0, ukp_fast_readers(%rip)
+	je 50f
+	movl $1, T_NEST(%r12)		/* ukp_read_lock(): seq odd */
+	incq T_SEQ(%r12)
+	mov S_PROBES(%rdi), %r13
+	test %r13, %r13
+	jz 49f
+	cmpb $0, L_GPR_ONLY(%r13)
+	je 49f
+	cmpl $1, L_N(%r13)
+	jne 49f
+	cmpl $0, ukp_knob_enabled(%rip)
+	je 49f
+	cmpl $0, T_INTERNAL(%r12)
+	jne 49f
+	cmpl $0, T_IN_HANDLER(%r12)
+	jne 49f
+	mov L_P(%r13), %rdi		/* p */
+	mov KP_PRE_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz 49f
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz 49f
+	movl $1, T_IN_HANDLER(%r12)	/* first: a nested hit leaves the */
+	mov T_ERRNO_P(%r12), %rcx	/* record alone.  What */
+	mov (%rcx), %ecx		/* ukp_opt_dispatch_lean records: a */
+	mov %ecx, T_LEAN_ERRNO(%r12)	/* fault resumes through the C */
+	mov %rsp, T_LEAN_SP(%r12)	/* ukp_opt_dispatch_resume */
+	mov %r13, T_LEAN_LIST(%r12)
+	mov %rbx, T_CUR_REGS(%r12)
+	movq $0, T_CUR_JB(%r12)
+	/* lean_i and abandon are not needed: a resume after handler 0 of a
+	 * one-probe list finds nothing more to run whatever they say */
+	mov %rdi, T_CUR(%r12)
 	mov %rbx, %rsi
+	call *%rax			/* p->pre_handler(p, regs) */
+	xor %ecx, %ecx
+	test %eax, %eax
+	setnz %cl			/* 1: it redirected */
+	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
+	movq $0, T_CUR(%r12)
+	movl $0, T_IN_HANDLER(%r12)
+	mov T_ERRNO_P(%r12), %rdx
+	mov %eax, (%rdx)
+	movl $0, T_NEST(%r12)		/* ukp_read_unlock(): seq even */
+	incq T_SEQ(%r12)
+	mov %ecx, %eax
+	jmp ukp_opt_lean_ret
+49:	movl $0, T_NEST(%r12)		/* not the common case: unlock, */
+	incq T_SEQ(%r12)		/* and the C dispatch decides */
+	mov PT_SIZE(%rbx), %rax		/* R */
+	mov -27(%rax), %rdi		/* the site */
+50:	mov %rbx, %rsi
+	mov %rsp, %rdx			/* where a handler's fault resumes */
 	call ukp_opt_dispatch_lean
+ukp_opt_lean_ret:
 	cmp $2, %eax
 	je 1f
 	mov %rbx, %rsp
@@ -446,6 +519,26 @@ ukp_opt_tramp_lean:
 	mov %rbx, %rsp
 	OPT_EXIT
 	.size ukp_opt_tramp_lean, .-ukp_opt_tramp_lean
+
+/*
+ * void ukp_opt_resume(unsigned long sp, struct ukp_thread *t): a fault in
+ * a lean handler was taken.  Leaves the signal handler (as ukp_longjmp
+ * does) for the lean trampoline's frame at sp, as if its call of
+ * ukp_opt_dispatch_lean had been one of ukp_opt_dispatch_resume(t), which
+ * runs the rest of the hit.  The trampoline needs nothing but rbx after
+ * that call, and keeps rbx at sp.
+ */
+	.globl ukp_opt_resume
+	.hidden ukp_opt_resume
+	.type ukp_opt_resume, @function
+ukp_opt_resume:
+	mov %rdi, %rsp
+	mov (%rsp), %rbx
+	lea ukp_opt_lean_ret(%rip), %rax
+	push %rax
+	mov %rsi, %rdi
+	jmp ukp_opt_dispatch_resume
+	.size ukp_opt_resume, .-ukp_opt_resume
 	.globl ukp_opt_tramp_end
 	.hidden ukp_opt_tramp_end
 ukp_opt_tramp_end:

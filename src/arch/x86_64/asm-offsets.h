@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Offsets of the C structures the lean trampoline's fast path (entry.S)
+ * reads, by hand; trap.c checks every one at compile time, so a changed
+ * structure fails the build instead of the hit path.
+ */
+#ifndef UKP_ASM_OFFSETS_H
+#define UKP_ASM_OFFSETS_H
+
+/* struct ukp_thread (internal.h) */
+#define T_SEQ 0
+#define T_NEST 8
+#define T_IN_HANDLER 12
+#define T_CUR 24
+#define T_CUR_REGS 32
+#define T_CUR_JB 40
+#define T_ABANDON 52
+#define T_INTERNAL 400
+#define T_ERRNO_P 408
+#define T_LEAN_SP 416
+#define T_LEAN_LIST 424
+#define T_LEAN_I 432
+#define T_LEAN_ERRNO 436
+/* struct ukp_site, struct ukp_plist */
+#define S_PROBES 128
+#define L_N 0
+#define L_GPR_ONLY 5
+#define L_P 8
+/* struct kprobe (ukprobes/kprobes.h) */
+#define KP_PRE_HANDLER 24
+#define KP_FLAGS 56
+#define KP_FLAGS_DEAD 3		/* KPROBE_FLAG_GONE | KPROBE_FLAG_DISABLED */
+
+#endif
