@@ -189,12 +189,6 @@ static const Elf64_Shdr *pick_symtab(const void *f, size_t len)
 	return sh && sh->sh_size > sizeof(Elf64_Sym) ? sh : NULL;
 }
 
-static int cmp_ul(const void *a, const void *b)
-{
-	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void add_ref(struct ukp_object *o, unsigned long v, size_t *cap)
 {
 	if (v < o->exec.lo || v >= o->exec.hi)
@@ -294,9 +288,7 @@ static void load_coderefs_locked(struct ukp_object *o, const void *f, size_t len
 		free(o->coderefs);
 		o->coderefs = NULL;
 		o->ncoderefs = 0;
-		return;
 	}
-	qsort(o->coderefs, o->ncoderefs, sizeof(*o->coderefs), cmp_ul);
 }
 
 static void load_object_locked(struct ukp_object *o)

@@ -1779,28 +1779,27 @@ UKT_CASE(refuse_indirect_jump_in_function)
 /* bytes 1..4 of the entry region are reached through a pointer that code
  * (a lea) or data (a relocation) makes elsewhere: refused, and the jumps
  * through the pointer keep working while the probe is in */
-UKT_CASE(refuse_region_a_lea_points_into)
+static void pointer_into_region_case(const char *case_name, long (*fn)(long, long),
+				     const char *sym, long (*via)(long))
 {
-	refusal_case("refuse_region_a_lea_points_into", (void *)o_lref, (void *)o_lref, "o_lref",
-		     7, 7, "jump into the region");
-	struct kprobe kp = { .addr = (void *)o_lref, .pre_handler = count_pre };
+	refusal_case(case_name, (void *)fn, (void *)fn, sym, 7, 7, "jump into the region");
+	struct kprobe kp = { .addr = (void *)fn, .pre_handler = count_pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	UKT_EQ(o_lref_via(9), 9);
+	UKT_EQ(via(9), 9);
 	UKT_EQ(hits, 3);	/* refusal_case's three calls; not this one */
 	unregister_kprobe(&kp);
 }
 
+UKT_CASE(refuse_region_a_lea_points_into)
+{
+	pointer_into_region_case("refuse_region_a_lea_points_into", o_lref, "o_lref", o_lref_via);
+}
+
 UKT_CASE(refuse_region_a_relocation_points_into)
 {
-	refusal_case("refuse_region_a_relocation_points_into", (void *)o_dref, (void *)o_dref,
-		     "o_dref", 7, 7, "jump into the region");
-	struct kprobe kp = { .addr = (void *)o_dref, .pre_handler = count_pre };
-	UKT_EQ(register_kprobe(&kp), 0);
-	wait_for_kprobe_optimizer();
-	UKT_EQ(o_dref_via(9), 9);
-	UKT_EQ(hits, 3);
-	unregister_kprobe(&kp);
+	pointer_into_region_case("refuse_region_a_relocation_points_into", o_dref, "o_dref",
+				 o_dref_via);
 }
 
 /* a tail call through a function pointer does not keep its function

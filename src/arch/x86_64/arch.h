@@ -101,7 +101,7 @@ struct ukp_objdesc {
 	unsigned long eh_hdr;		/* PT_GNU_EH_FRAME, or 0 */
 	struct ukp_range *funcs;	/* function symbols, by address (malloc) */
 	size_t nfuncs;
-	const unsigned long *coderefs;	/* code addresses relocations make, sorted */
+	const unsigned long *coderefs;	/* code addresses relocations make */
 	size_t ncoderefs;
 	bool refs_known;		/* ...and that is all of them (PIC) */
 };
