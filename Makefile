@@ -15,7 +15,7 @@ CFLAGS   ?= -O2 -g
 BASE_CFLAGS := -std=c11 $(WARN) -D_GNU_SOURCE -Iinclude
 LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden \
 	-ftls-model=initial-exec -fno-strict-aliasing
-LIB_LDLIBS  := -lZydis -lpthread -ldl
+LIB_LDLIBS  := -lZydis -lpthread -ldl -lgcc_s
 # gcc: keep every function in .text (no .text.unlikely split); clang has no
 # such split by default and no such flag
 NO_REORDER  := $(shell $(CC) -fno-reorder-functions -E -x c /dev/null >/dev/null 2>&1 && echo -fno-reorder-functions)
@@ -64,6 +64,7 @@ deps:
 # The hit path of optimised probes runs without saving vector state when
 # the handlers do not touch it: the compiler must not use it there either.
 $(B)/src/trap.o: FILE_CFLAGS := -mgeneral-regs-only
+$(B)/src/kret.o: FILE_CFLAGS := -mgeneral-regs-only
 
 # All of ukprobes' code goes to section ukp_text, so the blacklist can
 # cover it by __start_/__stop_ukp_text even when linked statically.

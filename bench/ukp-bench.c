@@ -282,6 +282,14 @@ __asm__(
 	/* lea + ret: exactly the 5 bytes a jump replaces */
 	UKPB_TARGET(ukpb_tgt_o, 6, LEA_RET)
 	UKPB_TARGET(ukpb_tgt_om, 6, OM_BODY)
+	/* return probes and jprobes: one target each */
+	UKPB_TARGET(ukpb_tgt_j, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_r, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_rb, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_ro, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_kr, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_jr, 6, LEA_RET)
+	UKPB_TARGET(ukpb_tgt_uret, 12, LEA_RET)
 	DATA_LONG(ukpb_om_off, ".Lukpb_om_probe - ukpb_tgt_om")
 	/* 100,000 one-byte nops: the other probes of the "b100k" row */
 	UKPB_TARGET(ukpb_nop_sled, 6, "	.rept 100000\n	nop\n	.endr\n	ret\n")
@@ -314,6 +322,13 @@ long ukpb_tgt_k(long);
 long ukpb_tgt_b100k(long);
 long ukpb_tgt_o(long);
 long ukpb_tgt_om(long);
+long ukpb_tgt_j(long);
+long ukpb_tgt_r(long);
+long ukpb_tgt_rb(long);
+long ukpb_tgt_ro(long);
+long ukpb_tgt_kr(long);
+long ukpb_tgt_jr(long);
+long ukpb_tgt_uret(long);
 void ukpb_nop_sled(void);
 long ukpb_many_0000(long);
 extern const unsigned int ukpb_om_off, ukpb_many_size;
@@ -465,6 +480,7 @@ struct up_ctx {
 	int tried, ok;			/* offset computed */
 	char why[MSG_LEN];		/* why not */
 	char add[PATH_MAX + 128];	/* the uprobe_events line */
+	int ret;			/* a uretprobe ("r:") */
 	unsigned char first;		/* target's first byte while armed */
 };
 
@@ -632,8 +648,8 @@ static void uprobe_prepare_row(struct row *r, struct up_ctx *u)
 	u->tried = 1;
 	if (exe_offset((const void *)r->target, &off, u->why))
 		return;
-	snprintf(u->add, sizeof(u->add), "p:ukpbench/%s %s:0x%lx\n",
-		 up.name, up.exe, off);
+	snprintf(u->add, sizeof(u->add), "%c:ukpbench/%s %s:0x%lx\n",
+		 u->ret ? 'r' : 'p', up.name, up.exe, off);
 	u->ok = 1;
 }
 
@@ -867,6 +883,157 @@ static int kp_check(struct row *r, long calls, char *msg)
 	return 0;
 }
 
+/* --- j, r, rb, ro, kr, jr: return probes and jprobes --- */
+
+/*
+ * The rows of kprobes.txt section 6 (k = kprobe, j = jprobe, r = return
+ * probe, kr = kprobe + return probe, jr = jprobe + return probe on the
+ * same function), each call counted by every handler it must run:
+ *	j	jprobe (always a breakpoint: it blocks optimisation)
+ *	r	kretprobe, handler only, breakpoint entry (optimisation off)
+ *	rb	r with an entry_handler and per-instance data (the pairing
+ *		the document describes), breakpoint entry
+ *	ro	kretprobe, handler only, optimised entry
+ *	kr	kprobe (pre_handler) + kretprobe, optimised entry
+ *	jr	jprobe + kretprobe (breakpoint entry)
+ */
+struct kr_ctx {
+	struct kretprobe rp;
+	struct kprobe kp;
+	struct jprobe jp;
+	int opt, entry, kprobe, jprobe;	/* what the row has */
+	int opt_saved;
+	unsigned long ret_hits, entry_hits, pre_hits, j_hits;
+	long last_ret;
+};
+
+static struct kr_ctx *kr_cur_j;		/* the jprobe row being measured */
+
+static int kr_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kr_ctx *c = container_of(ri->rp, struct kr_ctx, rp);
+	c->last_ret = (long)regs_return_value(regs);
+	c->ret_hits++;
+	return 0;
+}
+
+static int kr_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kr_ctx *c = container_of(ri->rp, struct kr_ctx, rp);
+	*(unsigned long *)(void *)ri->data = regs->di;
+	c->entry_hits++;
+	return 0;
+}
+
+static int kr_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)regs;
+	container_of(p, struct kr_ctx, kp)->pre_hits++;
+	return 0;
+}
+
+static long kr_jentry(long x)
+{
+	(void)x;
+	kr_cur_j->j_hits++;
+	jprobe_return();
+	return 0;
+}
+
+static void kr_teardown(struct row *r)
+{
+	struct kr_ctx *c = r->ctx;
+
+	if (c->rp.handler)
+		unregister_kretprobe(&c->rp);
+	if (c->kprobe)
+		unregister_kprobe(&c->kp);
+	if (c->jprobe)
+		unregister_jprobe(&c->jp);
+	opt_knob_restore(c->opt_saved);
+}
+
+static int kr_setup(struct row *r, char *msg)
+{
+	struct kr_ctx *c = r->ctx;
+	kprobe_opcode_t *at = (kprobe_opcode_t *)(void *)r->target;
+	int ret = 0;
+
+	memset(&c->rp, 0, sizeof(c->rp));
+	memset(&c->kp, 0, sizeof(c->kp));
+	memset(&c->jp, 0, sizeof(c->jp));
+	c->ret_hits = c->entry_hits = c->pre_hits = c->j_hits = 0;
+	c->opt_saved = opt_knob(c->opt);
+	if (c->jprobe) {
+		c->jp.kp.addr = at;
+		c->jp.entry = (void *)kr_jentry;
+		kr_cur_j = c;
+		ret = register_jprobe(&c->jp);
+	}
+	if (!ret && c->kprobe) {
+		c->kp.addr = at;
+		c->kp.pre_handler = kr_pre;
+		ret = register_kprobe(&c->kp);
+		if (ret)
+			c->kprobe = 0;
+	}
+	if (!ret && r->name[0] != 'j') {
+		c->rp.kp.addr = at;
+		c->rp.handler = kr_ret;
+		if (c->entry) {
+			c->rp.entry_handler = kr_entry;
+			c->rp.data_size = 16;
+		}
+		ret = register_kretprobe(&c->rp);
+		if (ret)
+			c->rp.handler = NULL;
+	} else if (!ret && !strcmp(r->name, "jr")) {
+		c->rp.kp.addr = at;
+		c->rp.handler = kr_ret;
+		ret = register_kretprobe(&c->rp);
+		if (ret)
+			c->rp.handler = NULL;
+	}
+	if (ret < 0) {
+		msgf(msg, "error %d %s: %s", ret, errname(-ret), strerror(-ret));
+		kr_teardown(r);
+		return ST_NA;
+	}
+	if (c->opt) {
+		wait_for_kprobe_optimizer();
+		if (!(c->rp.kp.flags & KPROBE_FLAG_OPTIMIZED)) {
+			msgf(msg, "entry not optimised (flags 0x%x)", c->rp.kp.flags);
+			kr_teardown(r);
+			return ST_FAIL;
+		}
+	}
+	return 0;
+}
+
+static int kr_check(struct row *r, long calls, char *msg)
+{
+	struct kr_ctx *c = r->ctx;
+	unsigned long want = (unsigned long)calls;
+	int has_ret = r->name[0] != 'j' || r->name[1];
+
+	if ((has_ret && c->ret_hits != want) ||
+	    (c->entry && c->entry_hits != want) ||
+	    (c->kprobe && c->pre_hits != want) ||
+	    (c->jprobe && c->j_hits != want) ||
+	    (has_ret && c->rp.nmissed) || c->rp.kp.nmissed) {
+		msgf(msg, "%ld calls: return handler %lu, entry_handler %lu, "
+		     "pre_handler %lu, jprobe entry %lu, nmissed %d",
+		     calls, c->ret_hits, c->entry_hits, c->pre_hits, c->j_hits,
+		     c->rp.nmissed);
+		return ST_FAIL;
+	}
+	if (c->opt && !(c->rp.kp.flags & KPROBE_FLAG_OPTIMIZED)) {
+		msgf(msg, "entry got unoptimised while measured");
+		return ST_FAIL;
+	}
+	return 0;
+}
+
 /* --- b100k: the "b" probe with 100,000 other probes registered --- */
 
 #define CROWD 100000
@@ -1039,7 +1206,13 @@ static struct kp_ctx kp_om = { .post = 0, .opt = 1, .sym = "ukpb_tgt_om",
 static struct kp_ctx kp_ov = { .post = 0, .opt = 1, .vec = 1 };
 static struct kp_ctx kp_omv = { .post = 0, .opt = 1, .vec = 1, .sym = "ukpb_tgt_om",
 				.off = &ukpb_om_off };
-static struct up_ctx up_lea, up_nop5;
+static struct up_ctx up_lea, up_nop5, up_ret = { .ret = 1 };
+static struct kr_ctx kr_j = { .jprobe = 1 };
+static struct kr_ctx kr_r = { .opt = 0 };
+static struct kr_ctx kr_rb = { .opt = 0, .entry = 1 };
+static struct kr_ctx kr_ro = { .opt = 1 };
+static struct kr_ctx kr_kr = { .opt = 1, .kprobe = 1 };
+static struct kr_ctx kr_jr = { .jprobe = 1 };
 
 /* --- the table --- */
 
@@ -1106,6 +1279,41 @@ static struct row rows[] = {
 	  .what = "om with that pre_handler",
 	  .setup = kp_setup, .check = kp_check, .teardown = kp_teardown,
 	  .ctx = &kp_omv },
+	{ .name = "j", .target = ukpb_tgt_j, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "jprobe: entry function + jprobe_return (breakpoint)",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_j },
+	{ .name = "r", .target = ukpb_tgt_r, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "kretprobe, handler only, breakpoint entry (optimisation off)",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_r },
+	{ .name = "rb", .target = ukpb_tgt_rb, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "r + entry_handler and 16 bytes of per-instance data",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_rb },
+	{ .name = "ro", .target = ukpb_tgt_ro, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "kretprobe, handler only, optimised entry (entry + return)",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_ro },
+	{ .name = "kr", .target = ukpb_tgt_kr, .mult = OPT_MULT,
+	  .flags = ROW_PROBE | ROW_OPT,
+	  .what = "kprobe (pre_handler) + kretprobe on one function, optimised",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_kr },
+	{ .name = "jr", .target = ukpb_tgt_jr, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "jprobe + kretprobe on one function (breakpoint)",
+	  .setup = kr_setup, .check = kr_check, .teardown = kr_teardown,
+	  .ctx = &kr_jr },
+	{ .name = "uret", .target = ukpb_tgt_uret, .mult = 1,
+	  .flags = ROW_PROBE,
+	  .what = "kernel uretprobe via tracefs (entry trap + return trap)",
+	  .setup = uprobe_setup, .check = uprobe_check,
+	  .teardown = uprobe_teardown, .ctx = &up_ret },
 	{ .name = "o10k", .flags = ROW_BATCH,
 	  .what = "ms to register 10,000 optimisable probes in one batch, "
 		  "wait_for_kprobe_optimizer() until all are optimised, "
@@ -1534,6 +1742,25 @@ static void print_table(void)
 		if (upr5)
 			printf(", %.3fx uprobe5 (%.0f ns)", r->med / upr5->med,
 			       upr5->med);
+		printf("\n");
+	}
+	/* return probes: against the optimised entry alone and the kernel's
+	 * uretprobe (goal for ro: <= 25 ns and <= 3x o) */
+	const struct row *o = valid("o"), *uret = valid("uret");
+	static const char *const rets[] = { "r", "rb", "ro", "kr", "jr" };
+	for (size_t i = 0; i < sizeof(rets) / sizeof(rets[0]); i++) {
+		const struct row *r = valid(rets[i]);
+		if (!r)
+			continue;
+		printf("ret  %-4s %.1f ns", r->name, r->med);
+		if (o)
+			printf(", %.2fx o", r->med / o->med);
+		if (uret)
+			printf(", %.4fx uretprobe (%.0f ns)", r->med / uret->med,
+			       uret->med);
+		if (!strcmp(r->name, "ro") && o)
+			printf(" (goal <= 25 ns and <= 3x o: %s)",
+			       r->med <= 25 && r->med <= 3 * o->med ? "yes" : "NO");
 		printf("\n");
 	}
 }

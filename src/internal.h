@@ -36,6 +36,21 @@ struct ukp_pending {
 };
 #define UKP_PENDING_DEPTH 4
 
+/* A jprobe entry in progress: what jprobe_return puts back (kret.S reads
+ * it: JR_* in asm-offsets.h) */
+#define UKP_JP_DEPTH 4
+#define UKP_JP_STACK 128
+struct ukp_jrec {
+	struct pt_regs regs;
+	unsigned long cont;		/* the first instruction, out of line */
+	uint32_t mxcsr;
+	uint16_t fcw;
+	uint8_t xmm[8][16] __attribute__((aligned(16)));
+	unsigned char stack[UKP_JP_STACK];
+	size_t nstack;
+};
+struct ukp_kinst;
+
 struct ukp_thread {
 	_Atomic unsigned long seq;	/* odd while inside the hit path */
 	unsigned nest;			/* hit-path nesting (signals in handlers) */
@@ -59,6 +74,12 @@ struct ukp_thread {
 	const struct ukp_plist *lean_list;
 	unsigned lean_i;
 	int lean_errno;
+	/* kretprobes (kret.c): this thread's instances in flight, newest
+	 * first; jprobes: the entries in progress */
+	struct ukp_kinst *kret_top;
+	unsigned jdepth;
+	const ucontext_t *cur_uc;	/* the trap's context while pre runs */
+	struct ukp_jrec jrec[UKP_JP_DEPTH];
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
 };
 
@@ -282,9 +303,26 @@ bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b);
 /* ------------------------------------------------------------------ */
 /* Registry lock: protects every registration record and site state.   */
 extern pthread_mutex_t ukp_lock;
+/* the offsets asm-offsets.h gives the assembly, checked */
+#define UKP_OFF(type, field, off, size)					\
+	_Static_assert(offsetof(type, field) == (off) &&		\
+		       sizeof(((type *)0)->field) == (size), #type "." #field)
 void ukp_init_once(void);
 void ukp_objects_changed(void);	/* the dynamic linker unmapped something */
 int ukp_register_kind(struct kprobe **kps, int num, char kind);
 void ukp_unregister_kind(struct kprobe **kps, int num);
+/* where a hit of p that ran no handler goes on: its out-of-line copy */
+unsigned long ukp_probe_resume(struct kprobe *p);
+
+/* ------------------------------------------------------------------ */
+/* kretprobes and jprobes (kret.c)                                      */
+
+void ukp_kret_init(void);
+/* Whether p's handlers keep to the general registers (the lean
+ * trampoline's test), seeing through a kretprobe's entry handler. */
+bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
+bool ukp_is_jprobe_handler(const struct kprobe *p);
+/* Tests: act as if the process ran with a CET shadow stack. */
+extern int ukp_kret_test_shstk;
 
 #endif

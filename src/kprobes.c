@@ -341,12 +341,22 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 			l->p[l->n++] = old->p[i];
 	if (add)
 		l->p[l->n++] = add;
+	/* a jprobe last: it sends the thread to its entry function, after the
+	 * other probes here (a kretprobe's among them) had their turn */
+	for (unsigned i = 0; i + 1 < l->n; i++) {
+		if (ukp_is_jprobe_handler(l->p[i])) {
+			struct kprobe *j = l->p[i];
+			memmove(&l->p[i], &l->p[i + 1], (l->n - i - 1) * sizeof(l->p[0]));
+			l->p[l->n - 1] = j;
+			break;
+		}
+	}
 	l->gpr_only = true;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct kprobe *p = l->p[i];
 		if (p->post_handler)
 			l->any_post = true;
-		if (p->post_handler || !ukp_opt_gpr_only_locked((unsigned long)p->pre_handler) ||
+		if (p->post_handler || !ukp_kret_probe_gpr_only_locked(p) ||
 		    !ukp_opt_gpr_only_locked((unsigned long)p->fault_handler))
 			l->gpr_only = false;
 	}
@@ -420,6 +430,7 @@ static void init_once(void)
 	ukp_trap_init();
 	ukp_sym_init();
 	ukp_opt_init();
+	ukp_kret_init();
 
 	/* Watch the dynamic linker's r_brk (what debuggers watch) so probes
 	 * in an unloaded object become gone before dlclose returns. */
@@ -549,6 +560,25 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 		ukp_log("kprobe %s: %s+0x%lx is not an instruction boundary", probe_name(p, nm, sizeof(nm)),
 			pr->w.func, pr->addr - pr->w.func_start);
 		return -EILSEQ;
+	}
+	if ((kind == 'r' || kind == 'j') && pr->addr != pr->w.func_start) {
+		/* the return address is at the sp only on entry */
+		ukp_log("%s %s: not the entry of a known function (%s+0x%lx)",
+			kind == 'r' ? "kretprobe" : "jprobe", probe_name(p, nm, sizeof(nm)),
+			pr->w.func[0] ? pr->w.func : "?",
+			pr->w.func_start ? pr->addr - pr->w.func_start : 0);
+		return -EINVAL;
+	}
+	if (kind == 'j') {
+		struct ukp_site *o = ukp_site_lookup(pr->addr);
+		const struct ukp_plist *l = o ? atomic_load(&o->probes) : NULL;
+		for (unsigned i = 0; l && i < l->n; i++) {
+			if (ukp_is_jprobe_handler(l->p[i])) {
+				ukp_log("jprobe %s: %s already has a jprobe (one per function)",
+					probe_name(p, nm, sizeof(nm)), pr->w.func);
+				return -EEXIST;
+			}
+		}
 	}
 	struct ukp_site *s;
 	err = site_get_locked(pr->addr, &pr->w, &s);
@@ -741,6 +771,8 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 		rec_unlink_locked(r);
 		garbage_add(&g, r);
 		p->__ukp_priv[0] = NULL;
+		if (r->kind == 'j')
+			p->__ukp_priv[1] = NULL;
 		__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
 	}
 	ukp_text_poke_batch(pk.v, pk.n);
@@ -869,4 +901,10 @@ long copy_from_user_nofault(void *dst, const void *src, size_t size)
 {
 	ukp_init_once();	/* the fault handler must be there */
 	return ukp_copy_nofault(dst, src, size);
+}
+
+unsigned long ukp_probe_resume(struct kprobe *p)
+{
+	struct rec *r = p->__ukp_priv[0];	/* set while registered */
+	return r && r->site ? (unsigned long)r->site->slot : 0;
 }

@@ -143,6 +143,9 @@ struct ukp_thread *ukp_thread_attach(void)
 	t->in_handler = 0;
 	t->internal = 0;
 	t->errno_p = &errno;	/* __errno_location: blacklisted, no syscall */
+	t->kret_top = NULL;	/* a reused block: its thread is gone */
+	t->jdepth = 0;
+	t->cur_uc = NULL;
 	t->cur = NULL;
 	t->in_fault = 0;
 	self = t;

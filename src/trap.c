@@ -28,9 +28,6 @@
 #include "arch/x86_64/asm-offsets.h"
 
 /* what entry.S's lean fast path reads, where it reads it */
-#define UKP_OFF(type, field, off, size)					\
-	_Static_assert(offsetof(type, field) == (off) &&		\
-		       sizeof(((type *)0)->field) == (size), #type "." #field)
 UKP_OFF(struct ukp_thread, seq, T_SEQ, 8);
 UKP_OFF(struct ukp_thread, nest, T_NEST, 4);
 UKP_OFF(struct ukp_thread, in_handler, T_IN_HANDLER, 4);
@@ -305,7 +302,10 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		ukp_arch_regs_from_uc(&regs, uc);
 		regs.ip = bp;
 		struct ukp_pending live = { .site = s, .n = 0 };
-		if (!run_pre(t, l, &regs, l->any_post ? &live : NULL)) {
+		t->cur_uc = uc;	/* a jprobe reads the vector arguments there */
+		int redirected = run_pre(t, l, &regs, l->any_post ? &live : NULL);
+		t->cur_uc = NULL;
+		if (!redirected) {
 			if (l->any_post && s->slot_post) {
 				pending_push(t, &live);
 				resume = (unsigned long)s->slot_post;

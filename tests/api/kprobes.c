@@ -174,8 +174,10 @@ UKT_CASE(error_codes)
 	UKT_EQ(disable_kprobe(&kp), -EINVAL);
 	UKT_EQ(enable_kprobe(&kp), -EINVAL);
 
-	struct kretprobe rp = { .kp.addr = (void *)t_add };
-	UKT_EQ(register_kretprobe(&rp), -EOPNOTSUPP);
+	UKT_EQ(register_kretprobe(NULL), -EINVAL);
+	struct kretprobe rp = { .kp.addr = (void *)t_add, .kp.symbol_name = "t_add" };
+	UKT_EQ(register_kretprobe(&rp), -EINVAL);	/* both */
+	UKT_ASSERT(rp.__ukp_priv[0] == NULL);		/* nothing kept */
 }
 
 UKT_CASE(signal_return_trampoline_is_blacklisted)

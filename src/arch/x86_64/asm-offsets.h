@@ -31,4 +31,34 @@
 #define KP_FLAGS 56
 #define KP_FLAGS_DEAD 3		/* KPROBE_FLAG_GONE | KPROBE_FLAG_DISABLED */
 
+/* struct pt_regs (ukprobes/ptrace.h): the kernel's order */
+#define PT_R15 0
+#define PT_R14 8
+#define PT_R13 16
+#define PT_R12 24
+#define PT_BP 32
+#define PT_BX 40
+#define PT_R11 48
+#define PT_R10 56
+#define PT_R9 64
+#define PT_R8 72
+#define PT_AX 80
+#define PT_CX 88
+#define PT_DX 96
+#define PT_SI 104
+#define PT_DI 112
+#define PT_ORIG_AX 120
+#define PT_IP 128
+#define PT_CS 136
+#define PT_FLAGS 144
+#define PT_SP 152
+#define PT_SS 160
+#define PT_SIZE 168
+
+/* struct ukp_jrec (internal.h): pt_regs first */
+#define JR_CONT 168
+#define JR_MXCSR 176
+#define JR_FCW 180
+#define JR_XMM 192
+
 #endif

@@ -25,28 +25,6 @@
  * If a handler moved regs->sp, the exit runs an int3 instead and the
  * SIGTRAP handler loads all registers from pt_regs (rare, so slow is ok).
  */
-#define PT_R15 0
-#define PT_R14 8
-#define PT_R13 16
-#define PT_R12 24
-#define PT_BP 32
-#define PT_BX 40
-#define PT_R11 48
-#define PT_R10 56
-#define PT_R9 64
-#define PT_R8 72
-#define PT_AX 80
-#define PT_CX 88
-#define PT_DX 96
-#define PT_SI 104
-#define PT_DI 112
-#define PT_ORIG_AX 120
-#define PT_IP 128
-#define PT_CS 136
-#define PT_FLAGS 144
-#define PT_SP 152
-#define PT_SS 160
-#define PT_SIZE 168
 #define FRAME_SP (PT_SIZE + 8 + 128)	/* from pt_regs to the thread's sp */
 
 /* Both trampolines enter with the return address at (%rsp): room for
@@ -405,6 +383,8 @@ ukp_post_trampoline_end:
 /* The x87 status word a handler changed (exception flags from its own
  * x87 arithmetic): put back the one saved at 8(%rsp) of the caller's
  * frame (6(%rsp) before the call) through the x87 environment. */
+	.globl ukp_x87_status_restore
+	.hidden ukp_x87_status_restore
 	.type ukp_x87_status_restore, @function
 ukp_x87_status_restore:
 	lea -40(%rsp), %rsp

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kretprobe return trampolines.
+ *
+ * A kretprobe's entry handler replaces the probed function's return
+ * address by the address of one of the stubs below, the one bound to the
+ * kretprobe_instance it took, and stores the real return address in that
+ * stub's slot (ukp_kret_ra, in .bss).  So the return address itself says
+ * which instance returns: no per-thread stack has to match calls and
+ * returns, and a frame left by longjmp or an exception leaves nothing
+ * behind that a later return could pick up by mistake.
+ *
+ * Unwinding: the stubs are where a debugger or an unwinder finds itself
+ * when it walks up from the probed function (and from its callees and the
+ * entry handler's view).  Their unwind information, hand-written below,
+ * says where the real return address is: in the stub's slot.  The slot of
+ * the stub at pc is at pc + W, where W is one constant (the distance from
+ * the stubs to the slots) stored at the start of every 256-byte group of
+ * stubs, so the DWARF expression needs no absolute address:
+ *
+ *	slot = pc + *(pc & -256)
+ *
+ * This is what the ia64 thread asks for (unwind directives that recover
+ * the real return address); glibc backtrace(), libgcc's unwinder, gdb
+ * and libunwind all read it from this object's .eh_frame.  The stub
+ * shows as one frame, "kretprobe_trampoline", between the probed
+ * function and its real caller, as the kernel's does.
+ *
+ * Layout: group g (256-aligned) = W (8 bytes), 8 bytes of int3, then 15
+ * stubs of 16 bytes:
+ *
+ *	lea -7(%rip), %r11	r11 = the stub's own address
+ *	jmp ukp_kret_common
+ *
+ * r11 (and r10) are dead at a return: caller-saved, not return registers.
+ * The slots mirror the stubs byte for byte (16 per group, the first
+ * unused), each { real return address, instance }.
+ */
+#include "asm-offsets.h"
+
+#define KRET_GROUPS 1024	/* 15 stubs each: ukp_kret_nstubs */
+
+	.section ukp_text, "ax", @progbits
+	.p2align 8
+	.globl ukp_kret_stubs, kretprobe_trampoline
+	.hidden ukp_kret_stubs
+	.type kretprobe_trampoline, @function
+ukp_kret_stubs:
+kretprobe_trampoline:
+	.cfi_startproc
+	.cfi_personality 0x9b, ukp_kret_pers_ref
+	/* at a stub nothing is pushed.  The return address is saved at
+	 * pc + *(pc & -256):
+	 *   DW_OP_breg16 0, DW_OP_const2s -256, DW_OP_and, DW_OP_deref,
+	 *   DW_OP_breg16 0, DW_OP_plus
+	 * The caller's sp is this rsp (DW_CFA_val_expression rsp: DW_OP_breg7
+	 * 0), but the CFA is rsp + 1: a frame is known by its CFA (libgcc's
+	 * phase 2 finds the handler's frame by it, gdb the frames), and
+	 * rsp itself is already the probed function's CFA. */
+	.cfi_def_cfa_offset 1
+	.cfi_escape 0x16, 0x07, 2, 0x77, 0x00
+	.cfi_escape 0x10, 0x10, 10, 0x80, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x80, 0x00, 0x22
+	.rept KRET_GROUPS
+	.quad ukp_kret_ra - ukp_kret_stubs
+	.fill 8, 1, 0xcc
+	.rept 15
+	.byte 0x4c, 0x8d, 0x1d, 0xf9, 0xff, 0xff, 0xff	/* lea -7(%rip), %r11 */
+	.byte 0xe9					/* jmp rel32 */
+	.long ukp_kret_common - . - 4
+	.fill 4, 1, 0xcc
+	.endr
+	.endr
+	.cfi_endproc
+	.size kretprobe_trampoline, .-kretprobe_trampoline
+
+	.section .rodata
+	.p2align 2
+	.globl ukp_kret_nstubs
+	.hidden ukp_kret_nstubs
+ukp_kret_nstubs:
+	.long KRET_GROUPS * 15
+
+	.section .data.rel.ro.ukp_kret, "aw", @progbits
+	.p2align 3
+ukp_kret_pers_ref:
+	.quad ukp_kret_personality
+
+/*
+ * ukp_kret_common: r11 = the stub.  Puts the real return address where a
+ * call would have (a normal frame from then on), saves pt_regs and what a
+ * return leaves live besides the general registers: xmm0-1 (ymm/zmm at
+ * the CPU's width), the x87 registers in use (a long double result),
+ * MXCSR and the x87 control word.  Calls ukp_kret_return(slot, regs),
+ * which runs the handler and answers where to go (the real return
+ * address, or regs->ip if the handler moved it); restores; jumps there
+ * through r11.  A jump, not a ret: the return stack buffer then still
+ * holds the caller's own return, which stays predicted.
+ */
+#define VS_MXCSR 0
+#define VS_FCW 4
+#define VS_FSW 6
+#define VS_V0 64
+#define VS_V1 128
+#define VS_X87 192
+#define VS_SIZE 320
+
+	.section ukp_text, "ax", @progbits
+	.p2align 4
+	.type ukp_kret_common, @function
+ukp_kret_common:
+	.cfi_startproc
+	/* r11 = the stub: the return address is at r11 + *(r11 & -256);
+	 * CFA and sp as at the stub */
+	.cfi_def_cfa_offset 1
+	.cfi_escape 0x16, 0x07, 2, 0x77, 0x00
+	.cfi_escape 0x10, 0x10, 10, 0x7b, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x7b, 0x00, 0x22
+	mov %r11, %r10
+	and $-256, %r10
+	add (%r10), %r11		/* r11 = the slot */
+	.cfi_escape 0x10, 0x10, 2, 0x7b, 0x00	/* at (r11) */
+	pushq (%r11)			/* a normal frame from here */
+	.cfi_def_cfa_offset 8
+	.cfi_restore rsp
+	.cfi_offset rip, -8
+	lea -PT_SIZE(%rsp), %rsp
+	.cfi_adjust_cfa_offset PT_SIZE
+	mov %rax, PT_AX(%rsp)
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	pop %rax
+	.cfi_adjust_cfa_offset -8
+	mov %rax, PT_FLAGS(%rsp)
+	mov %r15, PT_R15(%rsp)
+	mov %r14, PT_R14(%rsp)
+	mov %r13, PT_R13(%rsp)
+	mov %r12, PT_R12(%rsp)
+	mov %rbp, PT_BP(%rsp)
+	mov %rbx, PT_BX(%rsp)
+	.cfi_rel_offset rbx, PT_BX
+	.cfi_rel_offset r12, PT_R12
+	.cfi_rel_offset r13, PT_R13
+	mov %r11, PT_R11(%rsp)
+	mov %r10, PT_R10(%rsp)
+	mov %r9, PT_R9(%rsp)
+	mov %r8, PT_R8(%rsp)
+	mov %rcx, PT_CX(%rsp)
+	mov %rdx, PT_DX(%rsp)
+	mov %rsi, PT_SI(%rsp)
+	mov %rdi, PT_DI(%rsp)
+	movq $-1, PT_ORIG_AX(%rsp)
+	mov (%r11), %rax
+	mov %rax, PT_IP(%rsp)
+	movq $0x33, PT_CS(%rsp)
+	movq $0x2b, PT_SS(%rsp)
+	lea PT_SIZE+8(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	mov %rsp, %rbx
+	.cfi_def_cfa_register rbx
+	sub $VS_SIZE, %rsp
+	and $-64, %rsp
+	/* vector return registers, at the CPU's width */
+	mov ukp_vec_level(%rip), %eax
+	test %eax, %eax
+	jnz 1f
+	movups %xmm0, VS_V0(%rsp)
+	movups %xmm1, VS_V1(%rsp)
+	jmp 3f
+1:	cmp $1, %eax
+	jne 2f
+	vmovdqu %ymm0, VS_V0(%rsp)
+	vmovdqu %ymm1, VS_V1(%rsp)
+	vextractf128 $1, %ymm0, %xmm2	/* xmm2-3: dead at a return */
+	vextractf128 $1, %ymm1, %xmm3
+	vpor %xmm3, %xmm2, %xmm2
+	vptest %xmm2, %xmm2
+	setz %r12b			/* r12b: both upper halves zero */
+	vzeroupper			/* C code may use legacy SSE */
+	jmp 3f
+2:	vmovdqu64 %zmm0, VS_V0(%rsp)
+	vmovdqu64 %zmm1, VS_V1(%rsp)
+	vzeroupper
+3:	stmxcsr VS_MXCSR(%rsp)
+	fnstcw VS_FCW(%rsp)
+	fnstsw %ax
+	mov %ax, VS_FSW(%rsp)
+	/* x87 registers in use (a long double or complex long double
+	 * result: TOP 7 or 6): popped here, loaded back after */
+	shr $11, %eax
+	neg %eax
+	and $7, %eax
+	mov %eax, %r13d			/* r13d = how many */
+	xor %ecx, %ecx
+4:	cmp %r13d, %ecx
+	jae 5f
+	mov %ecx, %edx
+	shl $4, %edx
+	fstpt VS_X87(%rsp,%rdx)
+	inc %ecx
+	jmp 4b
+5:	testl $0x400, PT_FLAGS(%rbx)	/* DF for C, as the detours do */
+	jz 6f
+	cld
+6:	mov %r11, %rdi
+	mov %rbx, %rsi
+	call ukp_kret_return
+	mov %rax, PT_SIZE(%rbx)		/* where to go */
+	/* back: x87 registers in reverse order, the words, vectors */
+	mov %r13d, %ecx
+7:	test %ecx, %ecx
+	jz 8f
+	dec %ecx
+	mov %ecx, %edx
+	shl $4, %edx
+	fldt VS_X87(%rsp,%rdx)
+	jmp 7b
+8:	ldmxcsr VS_MXCSR(%rsp)
+	fnstcw 8(%rsp)
+	movzwl 8(%rsp), %ecx
+	cmpw VS_FCW(%rsp), %cx
+	je 9f
+	fldcw VS_FCW(%rsp)
+9:	fnstsw %ax
+	cmpw VS_FSW(%rsp), %ax
+	je 10f
+	call ukp_x87_status_restore	/* rare: 6(%rsp) is the old word */
+10:	mov ukp_vec_level(%rip), %eax
+	test %eax, %eax
+	jnz 11f
+	movups VS_V0(%rsp), %xmm0
+	movups VS_V1(%rsp), %xmm1
+	jmp 13f
+11:	cmp $1, %eax
+	jne 12f
+	test %r12b, %r12b
+	jz 14f
+	vzeroupper			/* clean uppers: keep the state clean */
+	vmovdqu VS_V0(%rsp), %xmm0
+	vmovdqu VS_V1(%rsp), %xmm1
+	jmp 13f
+14:	vmovdqu VS_V0(%rsp), %ymm0
+	vmovdqu VS_V1(%rsp), %ymm1
+	jmp 13f
+12:	vmovdqu64 VS_V0(%rsp), %zmm0
+	vmovdqu64 VS_V1(%rsp), %zmm1
+13:	mov %rbx, %rsp
+	.cfi_def_cfa_register rsp
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	.cfi_restore rbx
+	.cfi_restore r12
+	.cfi_restore r13
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
+	mov PT_SIZE(%rsp), %r11
+	lea PT_SIZE+8(%rsp), %rsp
+	.cfi_def_cfa_offset 0
+	.cfi_register rip, r11
+	jmp *%r11
+	.cfi_endproc
+	.size ukp_kret_common, .-ukp_kret_common
+
+/*
+ * void jprobe_return(void): the end of a jprobe's entry function.  Puts
+ * back the stack and the registers the probed function was entered with
+ * (ukp_jprobe_unwind gives the record, after restoring the stack copy),
+ * and runs the function from its first instruction, out of line.  Below
+ * the function's entry sp nothing is live, so the flags and the
+ * continuation go there, for popfq and ret.
+ */
+	.globl jprobe_return
+	.type jprobe_return, @function
+jprobe_return:
+	.cfi_startproc
+	push %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbp, 0
+	mov %rsp, %rbp
+	.cfi_def_cfa_register rbp
+	and $-16, %rsp
+	call ukp_jprobe_unwind		/* rax = the record, or 0 */
+	test %rax, %rax
+	jnz 1f
+	leave				/* not in a jprobe: nothing to do */
+	.cfi_def_cfa rsp, 8
+	ret
+1:
+	.cfi_def_cfa rbp, 16
+	mov %rax, %r11
+	movups JR_XMM+0(%r11), %xmm0
+	movups JR_XMM+16(%r11), %xmm1
+	movups JR_XMM+32(%r11), %xmm2
+	movups JR_XMM+48(%r11), %xmm3
+	movups JR_XMM+64(%r11), %xmm4
+	movups JR_XMM+80(%r11), %xmm5
+	movups JR_XMM+96(%r11), %xmm6
+	movups JR_XMM+112(%r11), %xmm7
+	ldmxcsr JR_MXCSR(%r11)
+	fldcw JR_FCW(%r11)
+	mov PT_SP(%r11), %rsp
+	lea -16(%rsp), %rsp
+	mov JR_CONT(%r11), %rax
+	mov %rax, 8(%rsp)
+	mov PT_FLAGS(%r11), %rax
+	mov %rax, (%rsp)
+	mov PT_R15(%r11), %r15
+	mov PT_R14(%r11), %r14
+	mov PT_R13(%r11), %r13
+	mov PT_R12(%r11), %r12
+	mov PT_BP(%r11), %rbp
+	mov PT_BX(%r11), %rbx
+	mov PT_R10(%r11), %r10
+	mov PT_R9(%r11), %r9
+	mov PT_R8(%r11), %r8
+	mov PT_AX(%r11), %rax
+	mov PT_CX(%r11), %rcx
+	mov PT_DX(%r11), %rdx
+	mov PT_SI(%r11), %rsi
+	mov PT_DI(%r11), %rdi
+	mov PT_R11(%r11), %r11
+	popfq
+	ret
+	.cfi_endproc
+	.size jprobe_return, .-jprobe_return
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,716 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobes and jprobes (kprobes.txt sections 1.2 and 1.3).
+ *
+ * kretprobe: an entry probe (a kprobe at the function's first
+ * instruction, jump-optimised like any other) takes a preallocated
+ * instance, saves the return address in it and replaces it by the
+ * address of the instance's own return stub (kret.S).  The stub says
+ * which instance returns, and its unwind information says where the real
+ * return address is, so stack walkers see the real callers.
+ *
+ * Instances are never lost:
+ *   - a return runs the handler and frees the instance;
+ *   - an exception (or a thread's cancellation) unwinding through the
+ *     stub calls the stub's personality routine, which frees it;
+ *   - longjmp (interposed here) frees those of the frames it leaves.
+ *
+ * Lifetime: unregistering marks the kretprobe dead, then waits for every
+ * thread to leave the hit path (no handler of it runs after that).  Calls
+ * still in flight return through their stubs to their real callers; the
+ * last one frees what the kretprobe had.  Nothing is allocated in the hit
+ * path: instances come from a lock-free stack of preallocated ones.
+ *
+ * Built with -mgeneral-regs-only: the entry handler must be fit for the
+ * lean trampoline (analyze.c checks the code itself).
+ */
+#include "internal.h"
+#include "arch/x86_64/asm-offsets.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+UKP_OFF(struct ukp_jrec, cont, JR_CONT, 8);
+UKP_OFF(struct ukp_jrec, mxcsr, JR_MXCSR, 4);
+UKP_OFF(struct ukp_jrec, fcw, JR_FCW, 2);
+UKP_OFF(struct ukp_jrec, xmm, JR_XMM, 128);
+
+/* ---- stubs and slots (kret.S) -------------------------------------------- */
+
+struct kret_slot {
+	unsigned long ra;		/* the real return address */
+	struct ukp_kinst *inst;		/* bound at registration */
+};
+/* Mirrors the stubs: slot of the stub at address x is at x + (slots -
+ * stubs).  Group g: 16 slots, the first unused (the group's header). */
+struct kret_slot ukp_kret_ra[1024 * 16] __attribute__((aligned(256), visibility("hidden")));
+extern const unsigned ukp_kret_nstubs __attribute__((visibility("hidden")));
+extern const char ukp_kret_stubs[] __attribute__((visibility("hidden")));
+
+static unsigned long stub_addr(unsigned k)
+{
+	return (unsigned long)ukp_kret_stubs + 256UL * (k / 15) + 16UL * (k % 15 + 1);
+}
+
+static struct kret_slot *slot_of(unsigned k)
+{
+	return &ukp_kret_ra[16 * (k / 15) + k % 15 + 1];
+}
+
+/* stub index of a return address, or -1 */
+static long stub_index(unsigned long a)
+{
+	unsigned long base = (unsigned long)ukp_kret_stubs;
+	if (a < base || a >= base + 256UL * (ukp_kret_nstubs / 15))
+		return -1;
+	unsigned long off = a - base;
+	if (off % 16 || off % 256 == 0)
+		return -1;
+	return (long)(off / 256 * 15 + off % 256 / 16 - 1);
+}
+
+/* free stubs, under ukp_lock */
+static unsigned *stub_free;
+static unsigned nstub_free;
+
+static int stubs_init_locked(void)
+{
+	if (stub_free)
+		return 0;
+	stub_free = malloc(ukp_kret_nstubs * sizeof(*stub_free));
+	if (!stub_free)
+		return -ENOMEM;
+	for (unsigned i = 0; i < ukp_kret_nstubs; i++)
+		stub_free[i] = ukp_kret_nstubs - 1 - i;
+	nstub_free = ukp_kret_nstubs;
+	return 0;
+}
+
+/* ---- instances ------------------------------------------------------------ */
+
+struct ukp_kinst {
+	struct ukp_kret *k;
+	struct ukp_kinst *below;	/* the thread's next older one in flight */
+	unsigned long sp;		/* where the return address was */
+	struct ukp_thread *t;
+	unsigned stub;
+	uint32_t next_free;		/* index + 1 in the free stack */
+	/* struct kretprobe_instance and data_size bytes follow */
+} __attribute__((aligned(16)));
+
+struct ukp_kret {
+	struct kretprobe *rp;
+	_Atomic int dead;
+	_Atomic long refs;		/* 1 while registered, + calls in flight */
+	_Atomic uint64_t free_top;	/* tag << 32 | (index + 1) */
+	unsigned n;
+	size_t isz;
+	char *mem;
+	struct ukp_kret *zombie_next;
+};
+
+static struct kretprobe_instance *pub_of(struct ukp_kinst *in)
+{
+	return (struct kretprobe_instance *)(in + 1);
+}
+
+static struct ukp_kinst *inst_at(struct ukp_kret *k, unsigned i)
+{
+	return (struct ukp_kinst *)(k->mem + (size_t)i * k->isz);
+}
+
+static struct ukp_kinst *inst_pop(struct ukp_kret *k)
+{
+	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_acquire);
+	for (;;) {
+		uint32_t i1 = (uint32_t)top;
+		if (!i1)
+			return NULL;
+		struct ukp_kinst *in = inst_at(k, i1 - 1);
+		/* read before the CAS: may be stale, then the tag fails it */
+		uint32_t next = __atomic_load_n(&in->next_free, __ATOMIC_RELAXED);
+		uint64_t nt = ((top >> 32) + 1) << 32 | next;
+		if (atomic_compare_exchange_weak_explicit(&k->free_top, &top, nt,
+							  memory_order_acquire,
+							  memory_order_acquire))
+			return in;
+	}
+}
+
+static void inst_push(struct ukp_kret *k, struct ukp_kinst *in)
+{
+	uint32_t i1 = (uint32_t)(((char *)in - k->mem) / k->isz) + 1;
+	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_relaxed);
+	for (;;) {
+		__atomic_store_n(&in->next_free, (uint32_t)top, __ATOMIC_RELAXED);
+		uint64_t nt = ((top >> 32) + 1) << 32 | i1;
+		if (atomic_compare_exchange_weak_explicit(&k->free_top, &top, nt,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}
+
+/* kretprobes whose last call came back after they were unregistered:
+ * freed by the next (un)registration, under ukp_lock */
+static struct ukp_kret *_Atomic zombies;
+
+static void kret_put(struct ukp_kret *k)
+{
+	if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	struct ukp_kret *old = atomic_load(&zombies);
+	do
+		k->zombie_next = old;
+	while (!atomic_compare_exchange_weak(&zombies, &old, k));
+}
+
+static void kret_free_locked(struct ukp_kret *k)
+{
+	for (unsigned i = 0; i < k->n; i++) {
+		unsigned s = inst_at(k, i)->stub;
+		slot_of(s)->inst = NULL;
+		stub_free[nstub_free++] = s;
+	}
+	free(k->mem);
+	free(k);
+}
+
+static void reap_zombies_locked(void)
+{
+	struct ukp_kret *k = atomic_exchange(&zombies, NULL);
+	while (k) {
+		struct ukp_kret *next = k->zombie_next;
+		kret_free_locked(k);
+		k = next;
+	}
+}
+
+/* Off the thread's list (the newest, unless calls were left by means
+ * nobody saw: then wherever it is). */
+static void unlink_inst(struct ukp_thread *t, struct ukp_kinst *in)
+{
+	struct ukp_kinst **pp = &t->kret_top;
+	while (*pp && *pp != in)
+		pp = &(*pp)->below;
+	if (*pp)
+		*pp = in->below;
+}
+
+/* The call will not return through its stub: free the instance. */
+static void inst_drop(struct ukp_thread *t, struct ukp_kinst *in)
+{
+	struct ukp_kret *k = in->k;
+	unlink_inst(t, in);
+	inst_push(k, in);
+	kret_put(k);
+}
+
+/* ---- the hit path --------------------------------------------------------- */
+
+static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
+{
+	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
+	struct ukp_kret *k = rp->__ukp_priv[0];
+	struct ukp_thread *t = ukp_self;
+
+	if (!k || !t || atomic_load_explicit(&k->dead, memory_order_relaxed))
+		return 0;
+	struct ukp_kinst *in = inst_pop(k);
+	if (!in) {
+		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	unsigned long *ra = (unsigned long *)regs->sp;
+	struct kretprobe_instance *ri = pub_of(in);
+	ri->rp = rp;
+	ri->ret_addr = (kprobe_opcode_t *)*ra;
+	ri->task = t->tid;
+	if (call_entry && rp->entry_handler && rp->entry_handler(ri, regs)) {
+		inst_push(k, in);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
+	in->sp = regs->sp;
+	in->t = t;
+	slot_of(in->stub)->ra = (unsigned long)ri->ret_addr;
+	in->below = t->kret_top;
+	t->kret_top = in;
+	*ra = stub_addr(in->stub);
+	return 0;
+}
+
+/* Two entry handlers: without an entry_handler no call through a pointer,
+ * so the analysis can prove it lean. */
+static int kret_pre_plain(struct kprobe *p, struct pt_regs *regs)
+{
+	return kret_entry(p, regs, false);
+}
+
+static int kret_pre_entry(struct kprobe *p, struct pt_regs *regs)
+{
+	return kret_entry(p, regs, true);
+}
+
+/*
+ * Called by ukp_kret_common (kret.S) when a probed function returns to
+ * the stub of slot s: runs the handler, frees the instance, answers where
+ * the caller goes on (the real return address, or where the handler set
+ * regs->ip).
+ */
+unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
+	__attribute__((visibility("hidden")));
+unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
+{
+	struct ukp_kinst *in = s->inst;
+	struct ukp_kret *k = in->k;
+	struct ukp_thread *t = ukp_self;
+	struct kretprobe_instance *ri = pub_of(in);
+
+	regs->ip = s->ra;
+	if (!t) {		/* cannot be: the entry attached it */
+		inst_push(k, in);
+		kret_put(k);
+		return regs->ip;
+	}
+	int *errp = t->errno_p;
+	int saved_errno = *errp;
+	ukp_read_lock(t);
+	int nested = t->in_handler;
+	t->in_handler = 1;	/* a signal's hit leaves the list alone */
+	unlink_inst(t, in);
+	if (!atomic_load_explicit(&k->dead, memory_order_acquire)) {
+		struct kretprobe *rp = k->rp;
+		if (nested || t->internal) {
+			__atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
+		} else if (rp->handler) {
+			struct ukp_jmpbuf jb;
+			t->cur = &rp->kp;
+			t->cur_regs = regs;
+			t->cur_jb = &jb;
+			t->abandon = 0;
+			if (!ukp_setjmp(&jb))
+				rp->handler(ri, regs);
+			t->cur = NULL;
+			t->cur_jb = NULL;
+		}
+	}
+	unsigned long to = regs->ip;
+	inst_push(k, in);
+	t->in_handler = nested;
+	ukp_read_unlock(t);
+	kret_put(k);
+	*errp = saved_errno;
+	return to;
+}
+
+/* ---- exceptions and longjmp ------------------------------------------------ */
+
+/* Thread cancellation or an exception unwinding through a stub: that call
+ * never returns. */
+_Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
+					 uint64_t cls, struct _Unwind_Exception *ue,
+					 struct _Unwind_Context *ctx)
+	__attribute__((visibility("hidden")));
+_Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
+					 uint64_t cls, struct _Unwind_Exception *ue,
+					 struct _Unwind_Context *ctx)
+{
+	(void)version;
+	(void)cls;
+	(void)ue;
+	if (!(actions & _UA_CLEANUP_PHASE))
+		return _URC_CONTINUE_UNWIND;
+	long k = stub_index(_Unwind_GetIP(ctx));
+	struct ukp_thread *t = ukp_self;
+	if (k >= 0 && t) {
+		struct ukp_kinst *in = slot_of((unsigned)k)->inst;
+		int nested = t->in_handler;
+		t->in_handler = 1;
+		if (in && in->t == t)
+			inst_drop(t, in);
+		t->in_handler = nested;
+	}
+	return _URC_CONTINUE_UNWIND;
+}
+
+/*
+ * longjmp leaves the frames between here and the target's sp without a
+ * return: free their instances.  Only those of this thread between the
+ * current sp and the target (the frames it leaves on this stack); one on
+ * another stack is left alone rather than risked.
+ */
+static void longjmp_reclaim(const void *env)
+{
+	struct ukp_thread *t = ukp_self;
+	if (!t || !t->kret_top)
+		return;
+	/* glibc x86-64: __jmpbuf[6] is the sp, mangled with the pointer
+	 * guard (tcbhead_t.pointer_guard, %fs:0x30) */
+	unsigned long sp = ((const unsigned long *)env)[6], guard;
+	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
+	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
+	unsigned long here = (unsigned long)__builtin_frame_address(0);
+	int nested = t->in_handler;
+	t->in_handler = 1;
+	while (t->kret_top && t->kret_top->sp >= here && t->kret_top->sp < sp)
+		inst_drop(t, t->kret_top);
+	t->in_handler = nested;
+}
+
+typedef void (*jmp_fn)(struct __jmp_buf_tag *, int);
+static jmp_fn real_longjmp, real_siglongjmp, real__longjmp, real_longjmp_chk;
+
+static jmp_fn next_fn(const char *name)
+{
+	return (jmp_fn)dlsym(RTLD_NEXT, name);
+}
+
+void ukp_kret_init(void)
+{
+	real_longjmp = next_fn("longjmp");
+	real_siglongjmp = next_fn("siglongjmp");
+	real__longjmp = next_fn("_longjmp");
+	real_longjmp_chk = next_fn("__longjmp_chk");
+}
+
+#define LONGJMP(name, real)						\
+	__attribute__((noreturn, visibility("default")))		\
+	void name(struct __jmp_buf_tag env[1], int val)			\
+	{								\
+		longjmp_reclaim(env);					\
+		if (!real)						\
+			real = next_fn(#name);				\
+		real(env, val);						\
+		__builtin_unreachable();				\
+	}
+LONGJMP(longjmp, real_longjmp)
+LONGJMP(siglongjmp, real_siglongjmp)
+LONGJMP(_longjmp, real__longjmp)
+LONGJMP(__longjmp_chk, real_longjmp_chk)
+
+/* ---- registration ---------------------------------------------------------- */
+
+bool ukp_kret_probe_gpr_only_locked(struct kprobe *p)
+{
+	if (p->pre_handler == kret_pre_entry) {
+		struct kretprobe *rp = container_of(p, struct kretprobe, kp);
+		return ukp_opt_gpr_only_locked((unsigned long)kret_pre_plain) &&
+		       ukp_opt_gpr_only_locked((unsigned long)rp->entry_handler);
+	}
+	return ukp_opt_gpr_only_locked((unsigned long)p->pre_handler);
+}
+
+/* A CET shadow stack would see every return to a stub as an attack. */
+int ukp_kret_test_shstk;
+
+static bool shadow_stack_on(void)
+{
+	unsigned long features = 0;
+	if (ukp_kret_test_shstk)
+		return true;
+	/* ARCH_SHSTK_STATUS, bit 0: ARCH_SHSTK_SHSTK */
+	if (syscall(SYS_arch_prctl, 0x5005, &features) != 0)
+		return false;
+	return features & 1;
+}
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	if (!d)
+		return 1;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n ? n : 1;
+}
+
+/* kprobes.txt: max(10, 2 * NR_CPUS) with preemption.  Every thread of a
+ * process can be preempted (or block) inside the function, so threads
+ * count as CPUs do. */
+static int default_maxactive(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int th = count_threads();
+	long m = cpus > th ? cpus : th;
+	return m * 2 > 10 ? (int)(m * 2) : 10;
+}
+
+static const char *kret_name(const struct kretprobe *rp, char *buf, size_t n)
+{
+	if (rp->kp.symbol_name)
+		snprintf(buf, n, "'%s'", rp->kp.symbol_name);
+	else
+		snprintf(buf, n, "at %p", (void *)rp->kp.addr);
+	return buf;
+}
+
+static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
+{
+	char nm[160];
+	int n = rp->maxactive > 0 ? rp->maxactive : default_maxactive();
+	if ((*err = stubs_init_locked()))
+		return NULL;
+	if ((unsigned)n > nstub_free) {
+		ukp_log("kretprobe %s: %d instances asked, %u return stubs left of %u",
+			kret_name(rp, nm, sizeof(nm)), n, nstub_free, ukp_kret_nstubs);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	size_t isz = sizeof(struct ukp_kinst) + sizeof(struct kretprobe_instance) + rp->data_size;
+	isz = (isz + 15) & ~(size_t)15;
+	struct ukp_kret *k = calloc(1, sizeof(*k));
+	char *mem = k && isz < (1UL << 30) / (size_t)n ? calloc(n, isz) : NULL;
+	if (!mem) {
+		free(k);
+		ukp_log("kretprobe %s: no memory for %d instances of %zu bytes",
+			kret_name(rp, nm, sizeof(nm)), n, isz);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	k->rp = rp;
+	k->n = (unsigned)n;
+	k->isz = isz;
+	k->mem = mem;
+	atomic_init(&k->refs, 1);
+	for (unsigned i = 0; i < k->n; i++) {
+		struct ukp_kinst *in = inst_at(k, i);
+		in->k = k;
+		in->stub = stub_free[--nstub_free];
+		in->next_free = i + 2 <= k->n ? i + 2 : 0;
+		slot_of(in->stub)->inst = in;
+	}
+	atomic_init(&k->free_top, 1);
+	return k;
+}
+
+int register_kretprobes(struct kretprobe **rps, int num)
+{
+	char nm[160];
+	int err = 0, i;
+
+	if (!rps || num <= 0)
+		return -EINVAL;
+	if (shadow_stack_on()) {
+		ukp_log("kretprobe: this process runs with a CET shadow stack, which a "
+			"replaced return address would break: return probes are not supported");
+		return -EOPNOTSUPP;
+	}
+	ukp_init_once();
+	struct kprobe **kps = calloc(num, sizeof(*kps));
+	if (!kps)
+		return -ENOMEM;
+	pthread_mutex_lock(&ukp_lock);
+	reap_zombies_locked();
+	for (i = 0; i < num && !err; i++) {
+		struct kretprobe *rp = rps[i];
+		if (!rp) {
+			err = -EINVAL;
+			break;
+		}
+		if (rp->__ukp_priv[0]) {
+			ukp_log("kretprobe %s: already registered", kret_name(rp, nm, sizeof(nm)));
+			err = -EINVAL;
+			break;
+		}
+		struct ukp_kret *k = kret_new_locked(rp, &err);
+		if (!k)
+			break;
+		rp->__ukp_priv[0] = k;
+		rp->nmissed = 0;
+		rp->kp.pre_handler = rp->entry_handler ? kret_pre_entry : kret_pre_plain;
+		rp->kp.post_handler = NULL;
+		kps[i] = &rp->kp;
+	}
+	int made = i;
+	pthread_mutex_unlock(&ukp_lock);
+	if (!err)
+		err = ukp_register_kind(kps, num, 'r');
+	if (err) {
+		pthread_mutex_lock(&ukp_lock);
+		for (i = 0; i < made; i++) {
+			struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
+			if (k && kps[i]) {
+				kret_free_locked(k);
+				rps[i]->__ukp_priv[0] = NULL;
+			}
+		}
+		pthread_mutex_unlock(&ukp_lock);
+	}
+	free(kps);
+	return err;
+}
+
+int register_kretprobe(struct kretprobe *rp)
+{
+	return register_kretprobes(&rp, 1);
+}
+
+void unregister_kretprobes(struct kretprobe **rps, int num)
+{
+	if (!rps || num <= 0)
+		return;
+	struct kprobe **kps = calloc(num, sizeof(*kps));
+	if (!kps)
+		return;
+	/* dead first: a return after the grace period below runs no handler */
+	for (int i = 0; i < num; i++) {
+		if (!rps[i])
+			continue;
+		kps[i] = &rps[i]->kp;
+		struct ukp_kret *k = rps[i]->__ukp_priv[0];
+		if (k)
+			atomic_store(&k->dead, 1);
+	}
+	ukp_unregister_kind(kps, num);	/* waits for the hit path */
+	pthread_mutex_lock(&ukp_lock);
+	for (int i = 0; i < num; i++) {
+		struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
+		if (!k)
+			continue;
+		rps[i]->__ukp_priv[0] = NULL;
+		if (atomic_fetch_sub(&k->refs, 1) == 1)
+			kret_free_locked(k);
+		/* else the last call in flight hands it to the zombies */
+	}
+	reap_zombies_locked();
+	pthread_mutex_unlock(&ukp_lock);
+	free(kps);
+}
+
+void unregister_kretprobe(struct kretprobe *rp)
+{
+	unregister_kretprobes(&rp, 1);
+}
+
+int disable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? disable_kprobe(&rp->kp) : -EINVAL;
+}
+
+int enable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? enable_kprobe(&rp->kp) : -EINVAL;
+}
+
+/* ---- jprobes ------------------------------------------------------------------ */
+
+static int jprobe_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	struct jprobe *jp = container_of(p, struct jprobe, kp);
+	struct ukp_thread *t = ukp_self;
+	if (!t || t->jdepth >= UKP_JP_DEPTH) {
+		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	struct ukp_jrec *r = &t->jrec[t->jdepth];
+	r->regs = *regs;
+	r->cont = ukp_probe_resume(p);
+	if (!r->cont)
+		return 0;
+	const struct _libc_fpstate *fp = t->cur_uc ? t->cur_uc->uc_mcontext.fpregs : NULL;
+	if (fp) {
+		r->mxcsr = fp->mxcsr;
+		r->fcw = fp->cwd;
+		memcpy(r->xmm, fp->_xmm, sizeof(r->xmm));
+	} else {
+		__asm__ volatile("stmxcsr %0; fnstcw %1" : "=m"(r->mxcsr), "=m"(r->fcw));
+		memset(r->xmm, 0, sizeof(r->xmm));
+	}
+	/* the stack the callee owns: arguments beyond the registers */
+	r->nstack = UKP_JP_STACK;
+	while (r->nstack && ukp_copy_nofault(r->stack, (const void *)regs->sp, r->nstack))
+		r->nstack /= 2;
+	t->jdepth++;
+	regs->ip = (unsigned long)jp->entry;
+	return 1;
+}
+
+/* jprobe_return (kret.S): the record to put back, with its stack copy
+ * already back in place; NULL outside a jprobe's entry. */
+struct ukp_jrec *ukp_jprobe_unwind(void) __attribute__((visibility("hidden")));
+struct ukp_jrec *ukp_jprobe_unwind(void)
+{
+	struct ukp_thread *t = ukp_self;
+	if (!t || !t->jdepth)
+		return NULL;
+	struct ukp_jrec *r = &t->jrec[--t->jdepth];
+	memcpy((void *)r->regs.sp, r->stack, r->nstack);
+	return r;
+}
+
+bool ukp_is_jprobe_handler(const struct kprobe *p)
+{
+	return p->pre_handler == jprobe_pre;
+}
+
+int register_jprobes(struct jprobe **jps, int num)
+{
+	if (!jps || num <= 0)
+		return -EINVAL;
+	struct kprobe **kps = calloc(num, sizeof(*kps));
+	if (!kps)
+		return -ENOMEM;
+	int err = 0;
+	for (int i = 0; i < num && !err; i++) {
+		if (!jps[i] || !jps[i]->entry) {
+			ukp_log("jprobe: no entry function");
+			err = -EINVAL;
+			break;
+		}
+		jps[i]->kp.pre_handler = jprobe_pre;
+		jps[i]->kp.post_handler = NULL;
+		jps[i]->kp.__ukp_priv[1] = jps[i];	/* blocks optimisation */
+		kps[i] = &jps[i]->kp;
+	}
+	if (!err)
+		err = ukp_register_kind(kps, num, 'j');
+	free(kps);
+	return err;
+}
+
+int register_jprobe(struct jprobe *jp)
+{
+	return register_jprobes(&jp, 1);
+}
+
+void unregister_jprobes(struct jprobe **jps, int num)
+{
+	if (!jps || num <= 0)
+		return;
+	struct kprobe **kps = calloc(num, sizeof(*kps));
+	if (!kps)
+		return;
+	for (int i = 0; i < num; i++)
+		kps[i] = jps[i] ? &jps[i]->kp : NULL;
+	ukp_unregister_kind(kps, num);
+	free(kps);
+}
+
+void unregister_jprobe(struct jprobe *jp)
+{
+	unregister_jprobes(&jp, 1);
+}
+
+int disable_jprobe(struct jprobe *jp)
+{
+	return jp ? disable_kprobe(&jp->kp) : -EINVAL;
+}
+
+int enable_jprobe(struct jprobe *jp)
+{
+	return jp ? enable_kprobe(&jp->kp) : -EINVAL;
+}
