@@ -311,7 +311,8 @@ void ukp_init_once(void);
 void ukp_objects_changed(void);	/* the dynamic linker unmapped something */
 int ukp_register_kind(struct kprobe **kps, int num, char kind);
 void ukp_unregister_kind(struct kprobe **kps, int num);
-/* where a hit of p that ran no handler goes on: its out-of-line copy */
+/* where a hit of p goes on after a jprobe's entry: its out-of-line copy,
+ * with the post trampoline when probes there have post_handlers */
 unsigned long ukp_probe_resume(struct kprobe *p);
 
 /* ------------------------------------------------------------------ */

@@ -655,6 +655,15 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 	/* 1. resolve and check, without our lock */
 	for (i = 0; i < num && !err; i++)
 		err = prepare(kps[i], &pr[i]);
+	for (i = 0; kind == 'j' && i < num && !err; i++) {
+		for (int j = 0; j < i && !err; j++) {
+			if (pr[j].addr == pr[i].addr) {
+				ukp_log("jprobe at %#lx: two in one batch (one per function)",
+					pr[i].addr);
+				err = -EEXIST;
+			}
+		}
+	}
 	pthread_mutex_lock(&ukp_lock);
 	/* 2. build sites and records; nothing visible to the hit path yet
 	 *    (the record map also catches the same struct twice) */
@@ -906,5 +915,11 @@ long copy_from_user_nofault(void *dst, const void *src, size_t size)
 unsigned long ukp_probe_resume(struct kprobe *p)
 {
 	struct rec *r = p->__ukp_priv[0];	/* set while registered */
-	return r && r->site ? (unsigned long)r->site->slot : 0;
+	if (!r || !r->site)
+		return 0;
+	const struct ukp_plist *l = atomic_load_explicit(&r->site->probes,
+							 memory_order_acquire);
+	if (l && l->any_post && r->site->slot_post)
+		return (unsigned long)r->site->slot_post;
+	return (unsigned long)r->site->slot;
 }

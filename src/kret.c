@@ -16,10 +16,13 @@
  *   - longjmp (interposed here) frees those of the frames it leaves.
  *
  * Lifetime: unregistering marks the kretprobe dead, then waits for every
- * thread to leave the hit path (no handler of it runs after that).  Calls
- * still in flight return through their stubs to their real callers; the
- * last one frees what the kretprobe had.  Nothing is allocated in the hit
- * path: instances come from a lock-free stack of preallocated ones.
+ * thread to leave the hit path (no handler of it runs after that, and no
+ * instance is taken).  Calls still in flight return through their stubs
+ * to their real callers; what the kretprobe had is freed once none is
+ * busy (then, or by a later registration).  Nothing is allocated in the
+ * hit path: instances come from a lock-free stack of preallocated ones,
+ * and the only atomic operations of a call are taking and giving back
+ * its instance.
  *
  * Built with -mgeneral-regs-only: the entry handler must be fit for the
  * lean trampoline (analyze.c checks the code itself).
@@ -99,10 +102,12 @@ static int stubs_init_locked(void)
 /* ---- instances ------------------------------------------------------------ */
 
 struct ukp_kinst {
-	struct ukp_kret *k;
+	struct ukp_kret *k;		/* kret.S: KI_K */
 	struct ukp_kinst *below;	/* the thread's next older one in flight */
 	unsigned long sp;		/* where the return address was */
 	struct ukp_thread *t;
+	unsigned long stub_addr;	/* what replaces the return address */
+	struct kret_slot *slot;
 	unsigned stub;
 	uint32_t next_free;		/* index + 1 in the free stack */
 	/* struct kretprobe_instance and data_size bytes follow */
@@ -111,13 +116,17 @@ struct ukp_kinst {
 struct ukp_kret {
 	struct kretprobe *rp;
 	_Atomic int dead;
-	_Atomic long refs;		/* 1 while registered, + calls in flight */
+	int lean;			/* handler keeps to the general registers
+					   (kret.S: KR_LEAN) */
 	_Atomic uint64_t free_top;	/* tag << 32 | (index + 1) */
 	unsigned n;
 	size_t isz;
 	char *mem;
 	struct ukp_kret *zombie_next;
 };
+
+UKP_OFF(struct ukp_kinst, k, KI_K, 8);
+UKP_OFF(struct ukp_kret, lean, KR_LEAN, 4);
 
 static struct kretprobe_instance *pub_of(struct ukp_kinst *in)
 {
@@ -161,18 +170,22 @@ static void inst_push(struct ukp_kret *k, struct ukp_kinst *in)
 	}
 }
 
-/* kretprobes whose last call came back after they were unregistered:
- * freed by the next (un)registration, under ukp_lock */
-static struct ukp_kret *_Atomic zombies;
+/* unregistered kretprobes with calls still in flight, under ukp_lock */
+static struct ukp_kret *zombies;
 
-static void kret_put(struct ukp_kret *k)
+/*
+ * Any call still in flight?  Only once it is dead and the grace period is
+ * over: then instances are only given back (pushed), never taken, so the
+ * free stack read from its top is a stable list, and a push is the last
+ * thing a call does with the kretprobe's memory.
+ */
+static bool kret_busy(struct ukp_kret *k)
 {
-	if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) != 1)
-		return;
-	struct ukp_kret *old = atomic_load(&zombies);
-	do
-		k->zombie_next = old;
-	while (!atomic_compare_exchange_weak(&zombies, &old, k));
+	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_acquire);
+	unsigned nfree = 0;
+	for (uint32_t i1 = (uint32_t)top; i1 && nfree <= k->n; nfree++)
+		i1 = __atomic_load_n(&inst_at(k, i1 - 1)->next_free, __ATOMIC_RELAXED);
+	return nfree != k->n;
 }
 
 static void kret_free_locked(struct ukp_kret *k)
@@ -188,11 +201,14 @@ static void kret_free_locked(struct ukp_kret *k)
 
 static void reap_zombies_locked(void)
 {
-	struct ukp_kret *k = atomic_exchange(&zombies, NULL);
-	while (k) {
-		struct ukp_kret *next = k->zombie_next;
-		kret_free_locked(k);
-		k = next;
+	for (struct ukp_kret **pp = &zombies; *pp;) {
+		struct ukp_kret *k = *pp;
+		if (kret_busy(k)) {
+			pp = &k->zombie_next;
+		} else {
+			*pp = k->zombie_next;
+			kret_free_locked(k);
+		}
 	}
 }
 
@@ -210,10 +226,8 @@ static void unlink_inst(struct ukp_thread *t, struct ukp_kinst *in)
 /* The call will not return through its stub: free the instance. */
 static void inst_drop(struct ukp_thread *t, struct ukp_kinst *in)
 {
-	struct ukp_kret *k = in->k;
 	unlink_inst(t, in);
-	inst_push(k, in);
-	kret_put(k);
+	inst_push(in->k, in);		/* last */
 }
 
 /* ---- the hit path --------------------------------------------------------- */
@@ -240,13 +254,12 @@ static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_e
 		inst_push(k, in);
 		return 0;
 	}
-	atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
 	in->sp = regs->sp;
 	in->t = t;
-	slot_of(in->stub)->ra = (unsigned long)ri->ret_addr;
+	in->slot->ra = (unsigned long)ri->ret_addr;
 	in->below = t->kret_top;
 	t->kret_top = in;
-	*ra = stub_addr(in->stub);
+	*ra = in->stub_addr;
 	return 0;
 }
 
@@ -280,7 +293,6 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 	regs->ip = s->ra;
 	if (!t) {		/* cannot be: the entry attached it */
 		inst_push(k, in);
-		kret_put(k);
 		return regs->ip;
 	}
 	int *errp = t->errno_p;
@@ -306,10 +318,9 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 		}
 	}
 	unsigned long to = regs->ip;
-	inst_push(k, in);
+	inst_push(k, in);		/* the last use of k's memory */
 	t->in_handler = nested;
 	ukp_read_unlock(t);
-	kret_put(k);
 	*errp = saved_errno;
 	return to;
 }
@@ -485,11 +496,13 @@ static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
 	k->n = (unsigned)n;
 	k->isz = isz;
 	k->mem = mem;
-	atomic_init(&k->refs, 1);
+	k->lean = ukp_opt_gpr_only_locked((unsigned long)rp->handler);
 	for (unsigned i = 0; i < k->n; i++) {
 		struct ukp_kinst *in = inst_at(k, i);
 		in->k = k;
 		in->stub = stub_free[--nstub_free];
+		in->stub_addr = stub_addr(in->stub);
+		in->slot = slot_of(in->stub);
 		in->next_free = i + 2 <= k->n ? i + 2 : 0;
 		slot_of(in->stub)->inst = in;
 	}
@@ -582,9 +595,8 @@ void unregister_kretprobes(struct kretprobe **rps, int num)
 		if (!k)
 			continue;
 		rps[i]->__ukp_priv[0] = NULL;
-		if (atomic_fetch_sub(&k->refs, 1) == 1)
-			kret_free_locked(k);
-		/* else the last call in flight hands it to the zombies */
+		k->zombie_next = zombies;	/* freed when none is busy */
+		zombies = k;
 	}
 	reap_zombies_locked();
 	pthread_mutex_unlock(&ukp_lock);
@@ -612,7 +624,10 @@ static int jprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	struct jprobe *jp = container_of(p, struct jprobe, kp);
 	struct ukp_thread *t = ukp_self;
-	if (!t || t->jdepth >= UKP_JP_DEPTH) {
+	/* only from a trap: its context has the vector arguments.  A thread
+	 * still in a detour of this address (optimised before the jprobe
+	 * came) has none to give: that call goes unprobed. */
+	if (!t || t->jdepth >= UKP_JP_DEPTH || !t->cur_uc) {
 		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -621,15 +636,14 @@ static int jprobe_pre(struct kprobe *p, struct pt_regs *regs)
 	r->cont = ukp_probe_resume(p);
 	if (!r->cont)
 		return 0;
-	const struct _libc_fpstate *fp = t->cur_uc ? t->cur_uc->uc_mcontext.fpregs : NULL;
-	if (fp) {
-		r->mxcsr = fp->mxcsr;
-		r->fcw = fp->cwd;
-		memcpy(r->xmm, fp->_xmm, sizeof(r->xmm));
-	} else {
-		__asm__ volatile("stmxcsr %0; fnstcw %1" : "=m"(r->mxcsr), "=m"(r->fcw));
-		memset(r->xmm, 0, sizeof(r->xmm));
+	const struct _libc_fpstate *fp = t->cur_uc->uc_mcontext.fpregs;
+	if (!fp) {
+		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
 	}
+	r->mxcsr = fp->mxcsr;
+	r->fcw = fp->cwd;
+	memcpy(r->xmm, fp->_xmm, sizeof(r->xmm));
 	/* the stack the callee owns: arguments beyond the registers */
 	r->nstack = UKP_JP_STACK;
 	while (r->nstack && ukp_copy_nofault(r->stack, (const void *)regs->sp, r->nstack))

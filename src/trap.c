@@ -303,8 +303,14 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		regs.ip = bp;
 		struct ukp_pending live = { .site = s, .n = 0 };
 		t->cur_uc = uc;	/* a jprobe reads the vector arguments there */
+		unsigned jdepth = t->jdepth;
 		int redirected = run_pre(t, l, &regs, l->any_post ? &live : NULL);
 		t->cur_uc = NULL;
+		/* a jprobe sent the thread to its entry function: the probed
+		 * instruction runs after jprobe_return, through the post slot
+		 * when the other probes here have post_handlers */
+		if (redirected && t->jdepth > jdepth && l->any_post && s->slot_post)
+			pending_push(t, &live);
 		if (!redirected) {
 			if (l->any_post && s->slot_post) {
 				pending_push(t, &live);

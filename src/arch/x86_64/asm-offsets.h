@@ -55,6 +55,10 @@
 #define PT_SS 160
 #define PT_SIZE 168
 
+/* struct ukp_kinst, struct ukp_kret (kret.c) */
+#define KI_K 0
+#define KR_LEAN 12
+
 /* struct ukp_jrec (internal.h): pt_regs first */
 #define JR_CONT 168
 #define JR_MXCSR 176

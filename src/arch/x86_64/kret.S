@@ -156,7 +156,20 @@ ukp_kret_common:
 	mov %rax, PT_SP(%rsp)
 	mov %rsp, %rbx
 	.cfi_def_cfa_register rbx
-	sub $VS_SIZE, %rsp
+	mov 8(%r11), %rax		/* slot->inst->k->lean: the handler */
+	mov KI_K(%rax), %rax		/* keeps to the general registers */
+	cmpl $0, KR_LEAN(%rax)		/* (analyze.c): no other state to */
+	je 20f				/* keep */
+	and $-16, %rsp
+	testl $0x400, PT_FLAGS(%rbx)
+	jz 21f
+	cld
+21:	mov %r11, %rdi
+	mov %rbx, %rsi
+	call ukp_kret_return
+	mov %rax, PT_SIZE(%rbx)
+	jmp 13f
+20:	sub $VS_SIZE, %rsp
 	and $-64, %rsp
 	/* vector return registers, at the CPU's width */
 	mov ukp_vec_level(%rip), %eax

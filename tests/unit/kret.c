@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobes and jprobes seen from the inside (kret.c): what the public
+ * API cannot show.
+ *
+ * Cases:
+ *   shadow_stack_refuses_kretprobes   with a CET shadow stack (simulated by
+ *                         ukp_kret_test_shstk) register_kretprobe(s) returns
+ *                         -EOPNOTSUPP and registers nothing; kprobes and
+ *                         jprobes are unaffected; kretprobes work again once
+ *                         it is off
+ *   plain_kretprobe_entry_is_lean     without entry_handler, the entry's
+ *                         pre_handler passes the handler analysis and the
+ *                         optimised entry's detour calls the lean trampoline
+ *                         (read from the detour's header)
+ *   integer_entry_handler_stays_lean  an entry_handler that keeps to general
+ *                         registers: still the lean trampoline
+ *   vector_entry_handler_is_not_lean  one that touches xmm0: a saving
+ *                         trampoline, and the probed function's double
+ *                         argument survives it
+ *   jprobe_found_by_a_thread_in_a_detour  a thread that took an optimised
+ *                         probe's jump just before a jprobe joined the site
+ *                         (simulated by running the old detour) finds the
+ *                         jprobe on the optimised path: its double argument
+ *                         must reach the probed function
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "ukt.h"
+
+#define NOINL __attribute__((noinline, used))
+
+static atomic_long hits, entries, returns;
+
+NOINL long u_kf(long a, long b)
+{
+	long t = a * 3 + b * 5;
+	__asm__ volatile("" : "+r"(t));
+	return t - (a ^ b);
+}
+#define U_KF(a, b) ((a) * 3 + (b) * 5 - ((a) ^ (b)))
+
+NOINL long u_kd(double x, long a)
+{
+	long t = (long)(x * 8.0);
+	__asm__ volatile("" : "+r"(t));
+	return t + a;
+}
+
+static int count_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return 0;
+}
+
+static int count_ret(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	returns++;
+	return 0;
+}
+
+static int int_entry(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	*(long *)ri->data = (long)r->di;
+	entries++;
+	return 0;
+}
+
+static int vec_entry(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	__asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n pcmpeqd %%xmm1, %%xmm1" ::: "xmm0", "xmm1");
+	entries++;
+	return 0;
+}
+
+static void list_to(char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	FILE *f = fmemopen(buf, n, "w");
+	UKT_ASSERT(f);
+	UKT_EQ(kprobes_list(f), 0);
+	fclose(f);
+}
+
+/*
+ * The detour of an optimised site: the site's first byte is a jmp rel32
+ * to the detour's entry; the detour's header (16 bytes before the entry)
+ * holds the site and the trampoline it calls (relocate.c).
+ */
+static uint8_t *detour_entry(unsigned long addr)
+{
+	const uint8_t *c = (const uint8_t *)addr;
+	UKT_EQ(c[0], 0xe9);
+	int32_t rel;
+	memcpy(&rel, c + 1, 4);
+	uint8_t *e = (uint8_t *)(addr + 5 + (long)rel);
+	uint64_t site;
+	memcpy(&site, e - 16, 8);
+	UKT_EQ(site, (uint64_t)(uintptr_t)ukp_site_lookup(addr));
+	return e;
+}
+
+static uint64_t detour_tramp(unsigned long addr)
+{
+	uint64_t tramp;
+	memcpy(&tramp, detour_entry(addr) - 8, 8);
+	return tramp;
+}
+
+static const struct ukp_plist *plist_at(unsigned long addr)
+{
+	struct ukp_site *s = ukp_site_lookup(addr);
+	UKT_ASSERT(s);
+	return atomic_load(&s->probes);
+}
+
+/* ---- CET shadow stack ------------------------------------------------------------- */
+
+UKT_CASE(shadow_stack_refuses_kretprobes)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret };
+	struct kretprobe rq = { .kp.symbol_name = "u_kd", .handler = count_ret };
+	struct kretprobe *v[] = { &rp, &rq };
+	char buf[1024];
+
+	ukp_kret_test_shstk = 1;
+	UKT_EQ(register_kretprobe(&rp), -EOPNOTSUPP);
+	UKT_EQ(register_kretprobes(v, 2), -EOPNOTSUPP);
+	list_to(buf, sizeof(buf));
+	UKT_STREQ(buf, "");
+	UKT_EQ(fn(4, 5), U_KF(4, 5));
+	UKT_EQ(returns, 0);
+	/* unregistering what was refused: nothing to do, no harm */
+	unregister_kretprobe(&rp);
+	UKT_EQ(fn(4, 5), U_KF(4, 5));
+	/* other probe kinds do not replace return addresses */
+	struct kprobe kp = { .addr = (void *)u_kf, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(fn(1, 2), U_KF(1, 2));
+	UKT_EQ(hits, 1);
+	unregister_kprobe(&kp);
+
+	ukp_kret_test_shstk = 0;
+	memset(&rp, 0, sizeof(rp));
+	rp.kp.addr = (void *)u_kf;
+	rp.handler = count_ret;
+	UKT_EQ(register_kretprobe(&rp), 0);
+	UKT_EQ(fn(4, 5), U_KF(4, 5));
+	UKT_EQ(returns, 1);
+	unregister_kretprobe(&rp);
+	memset(&rp, 0, sizeof(rp));
+	rp.kp.addr = (void *)u_kf;
+	rp.handler = count_ret;
+	UKT_EQ(register_kretprobes(v, 2), 0);
+	UKT_EQ(fn(4, 5), U_KF(4, 5));
+	UKT_EQ(u_kd(1.0, 1), 9);
+	UKT_EQ(returns, 3);
+	unregister_kretprobes(v, 2);
+}
+
+/* ---- the lean entry ----------------------------------------------------------------- */
+
+UKT_CASE(plain_kretprobe_entry_is_lean)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret };
+	char why[160];
+	UKT_EQ(register_kretprobe(&rp), 0);
+	/* the entry's pre_handler is the library's: the analysis proves it */
+	UKT_ASSERT(rp.kp.pre_handler != NULL);
+	if (ukp_opt_handler_check((void *)rp.kp.pre_handler, why, sizeof(why)))
+		UKT_FAIL("kretprobe entry without entry_handler not lean: %s", why);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(plist_at((unsigned long)u_kf)->gpr_only);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(fn(i, i * 7), U_KF(i, i * 7));
+	UKT_EQ(returns, 1000);
+	UKT_EQ(rp.nmissed, 0);
+	UKT_EQ(rp.kp.nmissed, 0);
+	unregister_kretprobe(&rp);
+	UKT_EQ(fn(1, 1), U_KF(1, 1));
+	UKT_EQ(returns, 1000);
+}
+
+UKT_CASE(integer_entry_handler_stays_lean)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret,
+				.entry_handler = int_entry, .data_size = sizeof(long) };
+	char why[160];
+	if (ukp_opt_handler_check((void *)int_entry, why, sizeof(why)))
+		UKT_FAIL("int_entry not lean: %s", why);
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(plist_at((unsigned long)u_kf)->gpr_only);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(fn(i, 3), U_KF(i, 3));
+	UKT_EQ(entries, 1000);
+	UKT_EQ(returns, 1000);
+	unregister_kretprobe(&rp);
+}
+
+UKT_CASE(vector_entry_handler_is_not_lean)
+{
+	long (*volatile fn)(double, long) = u_kd;
+	struct kretprobe rp = { .kp.addr = (void *)u_kd, .handler = count_ret,
+				.entry_handler = vec_entry };
+	char why[160];
+	UKT_ASSERT(ukp_opt_handler_check((void *)vec_entry, why, sizeof(why)) < 0);
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(!plist_at((unsigned long)u_kd)->gpr_only);
+	UKT_ASSERT(detour_tramp((unsigned long)u_kd) != (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(fn((double)i + 0.25, i), i * 8 + 2 + i);
+	UKT_EQ(entries, 1000);
+	UKT_EQ(returns, 1000);
+	unregister_kretprobe(&rp);
+	/* and back: a plain one on the same function is lean */
+	struct kretprobe rq = { .kp.addr = (void *)u_kd, .handler = count_ret };
+	UKT_EQ(register_kretprobe(&rq), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rq.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(detour_tramp((unsigned long)u_kd), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	UKT_EQ(fn(2.5, 1), 21);
+	UKT_EQ(returns, 1001);
+	unregister_kretprobe(&rq);
+}
+
+/* ---- a jprobe seen on the optimised path ------------------------------------------- */
+
+static double jd_seen;
+
+long u_kd_entry(double x, long a)
+{
+	(void)a;
+	jd_seen = x;
+	entries++;
+	jprobe_return();
+	return 0;
+}
+
+UKT_CASE(jprobe_found_by_a_thread_in_a_detour)
+{
+	long (*volatile fn)(double, long) = u_kd;
+	struct kprobe kp = { .addr = (void *)u_kd, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(fn(2.5, 3), 23);
+	UKT_EQ(hits, 1);
+	/* where a thread goes that takes the jump now */
+	long (*in_detour)(double, long) = (long (*)(double, long))(void *)
+		detour_entry((unsigned long)u_kd);
+	UKT_EQ(in_detour(2.5, 3), 23);		/* as good as the function */
+	UKT_EQ(hits, 2);
+
+	/* a jprobe joins: the jump goes, but a thread that took it just
+	 * before (it is in the detour: never freed for that reason) finds
+	 * the new probe list there */
+	struct jprobe jp = { .kp.addr = (void *)u_kd, .entry = (void *)u_kd_entry };
+	UKT_EQ(register_jprobe(&jp), 0);
+	UKT_ASSERT(!(kp.flags & KPROBE_FLAG_OPTIMIZED));
+	UKT_EQ(fn(2.5, 3), 23);			/* the breakpoint path */
+	UKT_EQ(entries, 1);
+	UKT_ASSERT(jd_seen == 2.5);
+	long r = in_detour(2.5, 3);
+	UKT_EQ(hits, 4);
+	UKT_ASSERT(entries == 1 || jd_seen == 2.5);	/* if its entry ran, with x */
+	UKT_EQ(r, 23);				/* x reached u_kd */
+	unregister_jprobe(&jp);
+	unregister_kprobe(&kp);
+}
