@@ -166,6 +166,7 @@ static __attribute__((noinline)) int call_handler(struct ukp_thread *t,
 			p->post_handler(p, regs, 0);
 	}
 	t->cur = NULL;
+	t->cur_jb = NULL;	/* the lean trampoline's fast path relies on it */
 	return r;
 }
 

@@ -417,8 +417,9 @@ ukp_opt_tramp_begin:
 ukp_opt_tramp_lean:
 	OPT_ENTRY
 	and $-16, %rsp
-	push %rbx			/* pt_regs at the recovery sp, for */
-	push %rbx			/* ukp_opt_resume (16-aligned still) */
+	sub $8, %rsp			/* (16-aligned after the push) */
+	push %rbx			/* pt_regs at the recovery sp, for
+					   ukp_opt_resume */
 	/*
 	 * The fast path, ukp_opt_dispatch_lean for the common case written
 	 * out here: a thread block, not nested, readers fenced by membarrier,
@@ -431,11 +432,15 @@ ukp_opt_tramp_lean:
 	mov %fs:(%rax), %r12
 	test %r12, %r12
 	jz 50f
-	cmpl $0, T_NEST(%r12)
+	cmpq $0, T_NEST(%r12)		/* nest and in_handler, both 0 */
 	jne 50f
 	cmpl $0, ukp_fast_readers(%rip)
 	je 50f
-	movl $1, T_NEST(%r12)		/* ukp_read_lock(): seq odd */
+	/* ukp_read_lock() (nest 1, seq odd) and in_handler = 1 at once:
+	 * from here a nested hit (a signal's) only counts nmissed and
+	 * leaves the record below alone */
+	movabs $0x100000001, %rax
+	mov %rax, T_NEST(%r12)
 	incq T_SEQ(%r12)
 	mov S_PROBES(%rdi), %r13
 	test %r13, %r13
@@ -448,22 +453,19 @@ ukp_opt_tramp_lean:
 	je 49f
 	cmpl $0, T_INTERNAL(%r12)
 	jne 49f
-	cmpl $0, T_IN_HANDLER(%r12)
-	jne 49f
 	mov L_P(%r13), %rdi		/* p */
 	mov KP_PRE_HANDLER(%rdi), %rax
 	test %rax, %rax
 	jz 49f
 	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
 	jnz 49f
-	movl $1, T_IN_HANDLER(%r12)	/* first: a nested hit leaves the */
-	mov T_ERRNO_P(%r12), %rcx	/* record alone.  What */
-	mov (%rcx), %ecx		/* ukp_opt_dispatch_lean records: a */
-	mov %ecx, T_LEAN_ERRNO(%r12)	/* fault resumes through the C */
-	mov %rsp, T_LEAN_SP(%r12)	/* ukp_opt_dispatch_resume */
+	mov T_ERRNO_P(%r12), %rcx	/* what ukp_opt_dispatch_lean */
+	mov (%rcx), %ecx		/* records: a fault resumes through */
+	mov %ecx, T_LEAN_ERRNO(%r12)	/* the C ukp_opt_dispatch_resume */
+	mov %rsp, T_LEAN_SP(%r12)
 	mov %r13, T_LEAN_LIST(%r12)
 	mov %rbx, T_CUR_REGS(%r12)
-	movq $0, T_CUR_JB(%r12)
+	/* cur_jb is NULL already: every C path clears it after its handler */
 	/* lean_i and abandon are not needed: a resume after handler 0 of a
 	 * one-probe list finds nothing more to run whatever they say */
 	mov %rdi, T_CUR(%r12)
@@ -474,14 +476,15 @@ ukp_opt_tramp_lean:
 	setnz %cl			/* 1: it redirected */
 	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
 	movq $0, T_CUR(%r12)
-	movl $0, T_IN_HANDLER(%r12)
 	mov T_ERRNO_P(%r12), %rdx
+	cmp %eax, (%rdx)		/* a load is cheaper than a store */
+	je 48f
 	mov %eax, (%rdx)
-	movl $0, T_NEST(%r12)		/* ukp_read_unlock(): seq even */
-	incq T_SEQ(%r12)
+48:	movq $0, T_NEST(%r12)		/* in_handler, and ukp_read_unlock(): */
+	incq T_SEQ(%r12)		/* seq even */
 	mov %ecx, %eax
 	jmp ukp_opt_lean_ret
-49:	movl $0, T_NEST(%r12)		/* not the common case: unlock, */
+49:	movq $0, T_NEST(%r12)		/* not the common case: unlock, */
 	incq T_SEQ(%r12)		/* and the C dispatch decides */
 	mov PT_SIZE(%rbx), %rax		/* R */
 	mov -27(%rax), %rdi		/* the site */
