@@ -111,6 +111,11 @@ $(B)/progs/%: tests/progs/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 
+# progs that walk stacks with libunwind: tests/progs/<name>_unw.c
+$(B)/progs/%_unw: tests/progs/%_unw.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK) -lunwind
+
 $(B)/progs/%: tests/progs/%.cc $(SO)
 	@mkdir -p $(dir $@)
 	g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -Iinclude -pthread -rdynamic -o $@ $< $(USER_LINK)

@@ -77,6 +77,7 @@ struct ukp_thread {
 	/* kretprobes (kret.c): this thread's instances in flight, newest
 	 * first; jprobes: the entries in progress */
 	struct ukp_kinst *kret_top;
+	struct ukp_kinst *kret_deferred;	/* left by an unwinder (kret.c) */
 	unsigned jdepth;
 	const ucontext_t *cur_uc;	/* the trap's context while pre runs */
 	struct ukp_jrec jrec[UKP_JP_DEPTH];
@@ -323,6 +324,7 @@ void ukp_kret_init(void);
  * trampoline's test), seeing through a kretprobe's entry handler. */
 bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
 bool ukp_is_jprobe_handler(const struct kprobe *p);
+void ukp_kret_thread_gone(struct ukp_thread *t);
 /* Tests: act as if the process ran with a CET shadow stack. */
 extern int ukp_kret_test_shstk;
 

@@ -59,6 +59,7 @@ struct kret_slot {
 struct kret_slot ukp_kret_ra[1024 * 16] __attribute__((aligned(256), visibility("hidden")));
 extern const unsigned ukp_kret_nstubs __attribute__((visibility("hidden")));
 extern const char ukp_kret_stubs[] __attribute__((visibility("hidden")));
+void ukp_kret_rethrow(void) __attribute__((visibility("hidden")));
 
 static unsigned long stub_addr(unsigned k)
 {
@@ -230,9 +231,39 @@ static void inst_drop(struct ukp_thread *t, struct ukp_kinst *in)
 	inst_push(in->k, in);		/* last */
 }
 
+/* An unwinder passing the stub still reads its slot after telling us:
+ * the instance goes to the thread's deferred list, freed by the thread's
+ * next kretprobe hit, longjmp or exit (never reused before). */
+static void inst_defer(struct ukp_thread *t, struct ukp_kinst *in)
+{
+	unlink_inst(t, in);
+	in->below = t->kret_deferred;
+	t->kret_deferred = in;
+}
+
+static void free_deferred(struct ukp_thread *t)
+{
+	while (t->kret_deferred) {
+		struct ukp_kinst *in = t->kret_deferred;
+		t->kret_deferred = in->below;
+		inst_push(in->k, in);
+	}
+}
+
+/* sync.c: t's thread is gone (or, in a fork child, was never there): none
+ * of its calls will return */
+void ukp_kret_thread_gone(struct ukp_thread *t)
+{
+	free_deferred(t);
+	while (t->kret_top)
+		inst_drop(t, t->kret_top);
+	t->jdepth = 0;
+}
+
 /* ---- the hit path --------------------------------------------------------- */
 
-static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
+static inline __attribute__((always_inline)) int
+kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 {
 	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
 	struct ukp_kret *k = rp->__ukp_priv[0];
@@ -240,6 +271,8 @@ static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_e
 
 	if (!k || !t || atomic_load_explicit(&k->dead, memory_order_relaxed))
 		return 0;
+	if (t->kret_deferred)
+		free_deferred(t);
 	struct ukp_kinst *in = inst_pop(k);
 	if (!in) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
@@ -248,7 +281,11 @@ static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_e
 	unsigned long *ra = (unsigned long *)regs->sp;
 	struct kretprobe_instance *ri = pub_of(in);
 	ri->rp = rp;
-	ri->ret_addr = (kprobe_opcode_t *)*ra;
+	/* another kretprobe's stub (two on one function): the real one */
+	unsigned long real = *ra;
+	for (long j; (j = stub_index(real)) >= 0;)
+		real = slot_of((unsigned)j)->ra;
+	ri->ret_addr = (kprobe_opcode_t *)real;
 	ri->task = t->tid;
 	if (call_entry && rp->entry_handler && rp->entry_handler(ri, regs)) {
 		inst_push(k, in);
@@ -256,7 +293,7 @@ static inline int kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_e
 	}
 	in->sp = regs->sp;
 	in->t = t;
-	in->slot->ra = (unsigned long)ri->ret_addr;
+	in->slot->ra = *ra;		/* the other stub, if any: both run */
 	in->below = t->kret_top;
 	t->kret_top = in;
 	*ra = in->stub_addr;
@@ -290,8 +327,9 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 	struct ukp_thread *t = ukp_self;
 	struct kretprobe_instance *ri = pub_of(in);
 
-	regs->ip = s->ra;
+	regs->ip = (unsigned long)ri->ret_addr;	/* the real one */
 	if (!t) {		/* cannot be: the entry attached it */
+		regs->ip = s->ra;
 		inst_push(k, in);
 		return regs->ip;
 	}
@@ -317,7 +355,17 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 			t->cur_jb = NULL;
 		}
 	}
+	/* on to the next stub of the chain, if any, unless the handler sent
+	 * the call elsewhere: then that one never returns */
 	unsigned long to = regs->ip;
+	if (to == (unsigned long)ri->ret_addr) {
+		to = s->ra;
+	} else {
+		long j = stub_index(s->ra);
+		struct ukp_kinst *o = j >= 0 ? slot_of((unsigned)j)->inst : NULL;
+		if (o && o->t == t)
+			inst_drop(t, o);
+	}
 	inst_push(k, in);		/* the last use of k's memory */
 	t->in_handler = nested;
 	ukp_read_unlock(t);
@@ -327,8 +375,19 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 
 /* ---- exceptions and longjmp ------------------------------------------------ */
 
-/* Thread cancellation or an exception unwinding through a stub: that call
- * never returns. */
+/*
+ * An exception (or a thread's cancellation) unwinding through a stub: that
+ * call never returns.
+ *
+ * The stub's frame has the caller's sp as its CFA (libunwind takes the
+ * caller's sp from the CFA), so libgcc, which knows a frame by its CFA,
+ * cannot tell it from the caller's: when the caller catches, phase 2
+ * calls this routine as the handler's frame.  Then it hands over: the
+ * context of the stub is installed at ukp_kret_rethrow (kret.S) with the
+ * exception and the real return address, which raises the exception
+ * again as if from the caller's call, and the caller's own personality
+ * lands it.
+ */
 _Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
 					 uint64_t cls, struct _Unwind_Exception *ue,
 					 struct _Unwind_Context *ctx)
@@ -339,20 +398,41 @@ _Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
 {
 	(void)version;
 	(void)cls;
-	(void)ue;
 	if (!(actions & _UA_CLEANUP_PHASE))
 		return _URC_CONTINUE_UNWIND;
 	long k = stub_index(_Unwind_GetIP(ctx));
 	struct ukp_thread *t = ukp_self;
-	if (k >= 0 && t) {
-		struct ukp_kinst *in = slot_of((unsigned)k)->inst;
-		int nested = t->in_handler;
-		t->in_handler = 1;
+	if (k < 0 || !t)
+		return _URC_CONTINUE_UNWIND;
+	struct kret_slot *s = slot_of((unsigned)k);
+	struct ukp_kinst *in = s->inst;
+	int nested = t->in_handler;
+	t->in_handler = 1;
+	if ((actions & _UA_HANDLER_FRAME) && !(actions & _UA_FORCE_UNWIND)) {
+		unsigned long ra = s->ra;
 		if (in && in->t == t)
-			inst_drop(t, in);
+			inst_drop(t, in);	/* nothing reads the slot now */
 		t->in_handler = nested;
+		_Unwind_SetGR(ctx, __builtin_eh_return_data_regno(0), (_Unwind_Ptr)ue);
+		_Unwind_SetGR(ctx, __builtin_eh_return_data_regno(1), ra);
+		_Unwind_SetIP(ctx, (_Unwind_Ptr)ukp_kret_rethrow);
+		return _URC_INSTALL_CONTEXT;
 	}
+	if (in && in->t == t)
+		inst_defer(t, in);
+	t->in_handler = nested;
 	return _URC_CONTINUE_UNWIND;
+}
+
+/* ukp_kret_rethrow's exception found no handler this time either: what
+ * the C++ runtime does then (std::terminate), or abort. */
+void ukp_kret_uncaught(void) __attribute__((visibility("hidden"), noreturn));
+void ukp_kret_uncaught(void)
+{
+	void (*terminate)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZSt9terminatev");
+	if (terminate)
+		terminate();
+	abort();
 }
 
 /*
@@ -364,7 +444,7 @@ _Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
 static void longjmp_reclaim(const void *env)
 {
 	struct ukp_thread *t = ukp_self;
-	if (!t || !t->kret_top)
+	if (!t || (!t->kret_top && !t->kret_deferred))
 		return;
 	/* glibc x86-64: __jmpbuf[6] is the sp, mangled with the pointer
 	 * guard (tcbhead_t.pointer_guard, %fs:0x30) */
@@ -374,8 +454,22 @@ static void longjmp_reclaim(const void *env)
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
 	int nested = t->in_handler;
 	t->in_handler = 1;
+	free_deferred(t);
 	while (t->kret_top && t->kret_top->sp >= here && t->kret_top->sp < sp)
 		inst_drop(t, t->kret_top);
+	/* leaving a signal handler on its alternate stack: the calls on that
+	 * stack are left, and so are those the signal interrupted below the
+	 * target on the target's stack */
+	stack_t ss;
+	if (t->kret_top && sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+		unsigned long lo = (unsigned long)ss.ss_sp, hi = lo + ss.ss_size;
+		if (sp < lo || sp >= hi) {
+			while (t->kret_top && t->kret_top->sp >= lo && t->kret_top->sp < hi)
+				inst_drop(t, t->kret_top);
+			while (t->kret_top && t->kret_top->sp < sp)
+				inst_drop(t, t->kret_top);
+		}
+	}
 	t->in_handler = nested;
 }
 

@@ -49,6 +49,7 @@ static void *raw_mmap(size_t len)
 static void thread_exit(void *arg)
 {
 	struct ukp_thread *t = arg;
+	ukp_kret_thread_gone(t);	/* its calls in flight never return */
 	/* a thread that dies inside a handler (pthread_exit) leaves it */
 	atomic_store(&t->seq, (atomic_load(&t->seq) + 1) & ~1UL);
 	t->nest = 0;
@@ -65,6 +66,7 @@ static void fork_child(void)
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);
 		if (t && t != self) {
+			ukp_kret_thread_gone(t);
 			atomic_store(&t->seq, 0);
 			atomic_store(&t->free, 1);
 		}
@@ -143,7 +145,8 @@ struct ukp_thread *ukp_thread_attach(void)
 	t->in_handler = 0;
 	t->internal = 0;
 	t->errno_p = &errno;	/* __errno_location: blacklisted, no syscall */
-	t->kret_top = NULL;	/* a reused block: its thread is gone */
+	t->kret_top = NULL;	/* a reused block: ukp_kret_thread_gone ran */
+	t->kret_deferred = NULL;
 	t->jdepth = 0;
 	t->cur_uc = NULL;
 	t->cur = NULL;

@@ -54,7 +54,8 @@ struct kretprobe_instance {
 	struct kretprobe *rp;
 	kprobe_opcode_t *ret_addr;	/* the real return address */
 	pid_t task;			/* thread id of the probed call */
-	char data[];			/* data_size bytes, per instance */
+	/* data_size bytes, per instance, aligned for any type */
+	char data[] __attribute__((aligned(16)));
 };
 
 typedef int (*kretprobe_handler_t)(struct kretprobe_instance *ri,

@@ -49,16 +49,14 @@ ukp_kret_stubs:
 kretprobe_trampoline:
 	.cfi_startproc
 	.cfi_personality 0x9b, ukp_kret_pers_ref
-	/* at a stub nothing is pushed.  The return address is saved at
+	/* at a stub nothing is pushed: CFA = rsp (the caller's sp: libunwind
+	 * takes it from the CFA).  The return address is saved at
 	 * pc + *(pc & -256):
 	 *   DW_OP_breg16 0, DW_OP_const2s -256, DW_OP_and, DW_OP_deref,
 	 *   DW_OP_breg16 0, DW_OP_plus
-	 * The caller's sp is this rsp (DW_CFA_val_expression rsp: DW_OP_breg7
-	 * 0), but the CFA is rsp + 1: a frame is known by its CFA (libgcc's
-	 * phase 2 finds the handler's frame by it, gdb the frames), and
-	 * rsp itself is already the probed function's CFA. */
-	.cfi_def_cfa_offset 1
-	.cfi_escape 0x16, 0x07, 2, 0x77, 0x00
+	 * The caller's frame then has the stub's CFA, which libgcc's phase 2
+	 * takes for the stub's own: the personality routine copes (kret.c). */
+	.cfi_def_cfa_offset 0
 	.cfi_escape 0x10, 0x10, 10, 0x80, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x80, 0x00, 0x22
 	.rept KRET_GROUPS
 	.quad ukp_kret_ra - ukp_kret_stubs
@@ -110,9 +108,8 @@ ukp_kret_pers_ref:
 ukp_kret_common:
 	.cfi_startproc
 	/* r11 = the stub: the return address is at r11 + *(r11 & -256);
-	 * CFA and sp as at the stub */
-	.cfi_def_cfa_offset 1
-	.cfi_escape 0x16, 0x07, 2, 0x77, 0x00
+	 * CFA as at the stub */
+	.cfi_def_cfa_offset 0
 	.cfi_escape 0x10, 0x10, 10, 0x7b, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x7b, 0x00, 0x22
 	mov %r11, %r10
 	and $-256, %r10
@@ -120,7 +117,6 @@ ukp_kret_common:
 	.cfi_escape 0x10, 0x10, 2, 0x7b, 0x00	/* at (r11) */
 	pushq (%r11)			/* a normal frame from here */
 	.cfi_def_cfa_offset 8
-	.cfi_restore rsp
 	.cfi_offset rip, -8
 	lea -PT_SIZE(%rsp), %rsp
 	.cfi_adjust_cfa_offset PT_SIZE
@@ -281,6 +277,33 @@ ukp_kret_common:
 	jmp *%r11
 	.cfi_endproc
 	.size ukp_kret_common, .-ukp_kret_common
+
+/*
+ * ukp_kret_rethrow: installed by the personality routine at a stub whose
+ * caller catches an exception (kret.c), with rsp the caller's sp, rax the
+ * exception and rdx the real return address.  Raises it again as if
+ * from the caller's call: to the unwinder this is a function the caller
+ * called.  _Unwind_RaiseException returns only if nobody catches it now
+ * (nobody did before either): that is std::terminate's case.
+ */
+	.type ukp_kret_rethrow, @function
+	.globl ukp_kret_rethrow
+	.hidden ukp_kret_rethrow
+ukp_kret_rethrow:
+	.cfi_startproc
+	.cfi_def_cfa_offset 0
+	.cfi_register rip, rdx
+	push %rdx
+	.cfi_def_cfa_offset 8		/* as if the caller had called this */
+	.cfi_offset rip, -8
+	sub $8, %rsp
+	.cfi_def_cfa_offset 16
+	mov %rax, %rdi
+	call _Unwind_RaiseException@PLT
+	call ukp_kret_uncaught		/* does not return */
+	ud2
+	.cfi_endproc
+	.size ukp_kret_rethrow, .-ukp_kret_rethrow
 
 /*
  * void jprobe_return(void): the end of a jprobe's entry function.  Puts
