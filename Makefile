@@ -135,7 +135,7 @@ $(B)/tools/%: tools/%.c $(AR_LIB) $(wildcard tests/*/*.h) tests/ukt.h
 
 $(B)/examples/%: examples/%.c $(SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LINK)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 
 $(B)/examples/%.so: examples/preload/%.c $(SO)
 	@mkdir -p $(dir $@)
