@@ -780,8 +780,6 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 		rec_unlink_locked(r);
 		garbage_add(&g, r);
 		p->__ukp_priv[0] = NULL;
-		if (r->kind == 'j')
-			p->__ukp_priv[1] = NULL;
 		__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
 	}
 	ukp_text_poke_batch(pk.v, pk.n);

@@ -781,7 +781,6 @@ int register_jprobes(struct jprobe **jps, int num)
 		}
 		jps[i]->kp.pre_handler = jprobe_pre;
 		jps[i]->kp.post_handler = NULL;
-		jps[i]->kp.__ukp_priv[1] = jps[i];	/* blocks optimisation */
 		kps[i] = &jps[i]->kp;
 	}
 	if (!err)

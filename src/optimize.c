@@ -119,8 +119,8 @@ static bool wanted_locked(struct ukp_site *s)
 	for (unsigned i = 0; i < l->n; i++) {
 		if (l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE))
 			return false;
-		if (l->p[i]->__ukp_priv[1])
-			return false;	/* a jprobe */
+		if (ukp_is_jprobe_handler(l->p[i]))
+			return false;	/* a jprobe blocks optimisation */
 	}
 	/* no other armed probe inside (before the analysis: inside the
 	 * jump's own bytes, which every region covers) */
