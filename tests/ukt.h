@@ -77,4 +77,22 @@ static inline char *ukt_label(const char *name)
 	return a;
 }
 
+/*
+ * Stress tests count each kind of broken invariant as they run and check
+ * them at the end: each count that is not zero is printed with its name,
+ * and the case fails if any is.
+ */
+static inline void ukt_expect_no_errors(const char *const *name,
+					unsigned long *count, int n)
+{
+	unsigned long total = 0;
+	for (int k = 0; k < n; k++) {
+		unsigned long c = __atomic_load_n(&count[k], __ATOMIC_RELAXED);
+		if (c)
+			fprintf(stderr, "  %lu x %s\n", c, name[k]);
+		total += c;
+	}
+	UKT_EQ(total, 0);
+}
+
 #endif

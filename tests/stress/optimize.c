@@ -164,14 +164,7 @@ static void note_state(const struct kprobe *p, bool want_opt, const char *when, 
 
 static void expect_no_errors(void)
 {
-	unsigned long total = 0;
-	for (int k = 0; k < NERR; k++) {
-		unsigned long n = __atomic_load_n(&err_count[k], __ATOMIC_RELAXED);
-		if (n)
-			fprintf(stderr, "  %lu x %s\n", n, err_name[k]);
-		total += n;
-	}
-	UKT_EQ(total, 0);
+	ukt_expect_no_errors(err_name, err_count, NERR);
 }
 
 static void expect_states_right(void)

@@ -108,14 +108,7 @@ static unsigned long err_count[NERR];
 
 static void expect_no_errors(void)
 {
-	unsigned long total = 0;
-	for (int k = 0; k < NERR; k++) {
-		unsigned long n = __atomic_load_n(&err_count[k], __ATOMIC_RELAXED);
-		if (n)
-			fprintf(stderr, "  %lu x %s\n", n, err_name[k]);
-		total += n;
-	}
-	UKT_EQ(total, 0);
+	ukt_expect_no_errors(err_name, err_count, NERR);
 }
 static int stop;
 #define STOPPED() __atomic_load_n(&stop, __ATOMIC_ACQUIRE)
