@@ -901,7 +901,7 @@ struct kr_ctx {
 	struct kretprobe rp;
 	struct kprobe kp;
 	struct jprobe jp;
-	int opt, entry, kprobe, jprobe;	/* what the row has */
+	int opt, ret, entry, kprobe, jprobe;	/* what the row has */
 	int opt_saved;
 	unsigned long ret_hits, entry_hits, pre_hits, j_hits;
 	long last_ret;
@@ -944,7 +944,8 @@ static void kr_teardown(struct row *r)
 {
 	struct kr_ctx *c = r->ctx;
 
-	if (c->rp.handler)
+	/* unregistering one that is not registered only clears its addr */
+	if (c->ret)
 		unregister_kretprobe(&c->rp);
 	if (c->kprobe)
 		unregister_kprobe(&c->kp);
@@ -974,10 +975,8 @@ static int kr_setup(struct row *r, char *msg)
 		c->kp.addr = at;
 		c->kp.pre_handler = kr_pre;
 		ret = register_kprobe(&c->kp);
-		if (ret)
-			c->kprobe = 0;
 	}
-	if (!ret && r->name[0] != 'j') {
+	if (!ret && c->ret) {
 		c->rp.kp.addr = at;
 		c->rp.handler = kr_ret;
 		if (c->entry) {
@@ -985,14 +984,6 @@ static int kr_setup(struct row *r, char *msg)
 			c->rp.data_size = 16;
 		}
 		ret = register_kretprobe(&c->rp);
-		if (ret)
-			c->rp.handler = NULL;
-	} else if (!ret && !strcmp(r->name, "jr")) {
-		c->rp.kp.addr = at;
-		c->rp.handler = kr_ret;
-		ret = register_kretprobe(&c->rp);
-		if (ret)
-			c->rp.handler = NULL;
 	}
 	if (ret < 0) {
 		msgf(msg, "error %d %s: %s", ret, errname(-ret), strerror(-ret));
@@ -1014,13 +1005,12 @@ static int kr_check(struct row *r, long calls, char *msg)
 {
 	struct kr_ctx *c = r->ctx;
 	unsigned long want = (unsigned long)calls;
-	int has_ret = r->name[0] != 'j' || r->name[1];
 
-	if ((has_ret && c->ret_hits != want) ||
+	if ((c->ret && c->ret_hits != want) ||
 	    (c->entry && c->entry_hits != want) ||
 	    (c->kprobe && c->pre_hits != want) ||
 	    (c->jprobe && c->j_hits != want) ||
-	    (has_ret && c->rp.nmissed) || c->rp.kp.nmissed) {
+	    (c->ret && c->rp.nmissed) || c->rp.kp.nmissed) {
 		msgf(msg, "%ld calls: return handler %lu, entry_handler %lu, "
 		     "pre_handler %lu, jprobe entry %lu, nmissed %d",
 		     calls, c->ret_hits, c->entry_hits, c->pre_hits, c->j_hits,
@@ -1208,11 +1198,11 @@ static struct kp_ctx kp_omv = { .post = 0, .opt = 1, .vec = 1, .sym = "ukpb_tgt_
 				.off = &ukpb_om_off };
 static struct up_ctx up_lea, up_nop5, up_ret = { .ret = 1 };
 static struct kr_ctx kr_j = { .jprobe = 1 };
-static struct kr_ctx kr_r = { .opt = 0 };
-static struct kr_ctx kr_rb = { .opt = 0, .entry = 1 };
-static struct kr_ctx kr_ro = { .opt = 1 };
-static struct kr_ctx kr_kr = { .opt = 1, .kprobe = 1 };
-static struct kr_ctx kr_jr = { .jprobe = 1 };
+static struct kr_ctx kr_r = { .ret = 1 };
+static struct kr_ctx kr_rb = { .ret = 1, .entry = 1 };
+static struct kr_ctx kr_ro = { .ret = 1, .opt = 1 };
+static struct kr_ctx kr_kr = { .ret = 1, .opt = 1, .kprobe = 1 };
+static struct kr_ctx kr_jr = { .ret = 1, .jprobe = 1 };
 
 /* --- the table --- */
 
