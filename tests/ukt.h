@@ -59,6 +59,7 @@ struct ukt_case {
 
 #include <unistd.h>
 #include <dlfcn.h>
+#include <ukprobes.h>
 
 /*
  * A label inside a test's asm function, by name (the tests link with
@@ -94,5 +95,37 @@ static inline void ukt_expect_no_errors(const char *const *name,
 	}
 	UKT_EQ(total, 0);
 }
+
+/* ---- probes ---------------------------------------------------------------- */
+
+/* kprobes_list() into buf, NUL-terminated */
+static inline void ukt_list_to(char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	FILE *f = fmemopen(buf, n, "w");
+	UKT_ASSERT(f);
+	UKT_EQ(kprobes_list(f), 0);
+	fclose(f);
+}
+
+/* p->flags as another thread (the optimizer) last wrote them */
+static inline unsigned ukt_probe_flags(const struct kprobe *p)
+{
+	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+}
+
+#define UKT_EXPECT_OPTIMIZED(p) do {						\
+	unsigned f_ = ukt_probe_flags(p);					\
+	if (!(f_ & KPROBE_FLAG_OPTIMIZED))					\
+		UKT_FAIL("%s at %p is not optimized (flags %#x)", #p,		\
+			 (void *)(p)->addr, f_);				\
+} while (0)
+
+#define UKT_EXPECT_NOT_OPTIMIZED(p) do {					\
+	unsigned f_ = ukt_probe_flags(p);					\
+	if (f_ & KPROBE_FLAG_OPTIMIZED)						\
+		UKT_FAIL("%s at %p is optimized (flags %#x)", #p,		\
+			 (void *)(p)->addr, f_);				\
+} while (0)
 
 #endif

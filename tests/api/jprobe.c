@@ -92,40 +92,12 @@ static void count_post(struct kprobe *p, struct pt_regs *r, unsigned long f)
 	post_hits++;
 }
 
-static void list_to(char *buf, size_t n)
-{
-	memset(buf, 0, n);
-	FILE *f = fmemopen(buf, n, "w");
-	UKT_ASSERT(f);
-	UKT_EQ(kprobes_list(f), 0);
-	fclose(f);
-}
-
 static bool listed(const char *line)
 {
 	char buf[8192];
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	return strstr(buf, line) != NULL;
 }
-
-static unsigned probe_flags(const struct kprobe *p)
-{
-	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-}
-
-#define EXPECT_OPTIMIZED(p) do {						\
-	unsigned f_ = probe_flags(p);						\
-	if (!(f_ & KPROBE_FLAG_OPTIMIZED))					\
-		UKT_FAIL("%s at %p is not optimized (flags %#x)", #p,		\
-			 (void *)(p)->addr, f_);				\
-} while (0)
-
-#define EXPECT_NOT_OPTIMIZED(p) do {						\
-	unsigned f_ = probe_flags(p);						\
-	if (f_ & KPROBE_FLAG_OPTIMIZED)						\
-		UKT_FAIL("%s at %p is optimized (flags %#x)", #p,		\
-			 (void *)(p)->addr, f_);				\
-} while (0)
 
 /* ---- every argument --------------------------------------------------------------- */
 
@@ -478,7 +450,7 @@ UKT_CASE(libc_function)
 	UKT_EQ(entries, 2);
 	/* strtol has aliases (strtoll): the list may name either */
 	char buf[8192], head[64];
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(head, sizeof(head), "%016lx  j  strtol", (unsigned long)jp.kp.addr);
 	char *line = strstr(buf, head), *nl = line ? strchr(line, '\n') : NULL;
 	static const char tail[] = "+0x0 [libc.so.6]";
@@ -762,13 +734,13 @@ UKT_CASE(listed_as_j)
 	UKT_EQ(register_jprobe(&jp), 0);
 	UKT_EQ(register_kprobe(&kp), 0);
 	char buf[4096], want[256];
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%016lx  j  jp_simple+0x0\n%016lx  k  jp_simple+0x0\n",
 		 (unsigned long)jp_simple, (unsigned long)jp_simple);
 	UKT_STREQ(buf, want);
 	unregister_kprobe(&kp);
 	unregister_jprobe(&jp);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 }
 
@@ -802,15 +774,15 @@ UKT_CASE(blocks_optimization_kprobe_first)
 	UKT_EQ(kprobes_get_optimization(), 1);
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);		/* the region can be optimised at all */
+	UKT_EXPECT_OPTIMIZED(&kp);		/* the region can be optimised at all */
 	UKT_EQ(fn(4, 5), J_OPT(4, 5));
 	UKT_EQ(hits, 1);
 
 	UKT_EQ(register_jprobe(&jp), 0);
-	EXPECT_NOT_OPTIMIZED(&kp);	/* taken out by the registration itself */
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);	/* taken out by the registration itself */
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
-	EXPECT_NOT_OPTIMIZED(&jp.kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&jp.kp);
 	snprintf(line, sizeof(line), "%016lx  k  j_opt+0x0\n", (unsigned long)j_opt);
 	UKT_ASSERT(listed(line));
 	for (long i = 0; i < 20; i++)
@@ -821,11 +793,11 @@ UKT_CASE(blocks_optimization_kprobe_first)
 	UKT_EQ(kprobes_set_optimization(0), 0);
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
 
 	unregister_jprobe(&jp);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	snprintf(line, sizeof(line), "%016lx  k  j_opt+0x0 [OPTIMIZED]\n", (unsigned long)j_opt);
 	UKT_ASSERT(listed(line));
 	for (long i = 0; i < 20; i++)
@@ -842,11 +814,11 @@ UKT_CASE(blocks_optimization_jprobe_first)
 	struct jprobe jp = { .kp.addr = (void *)j_opt, .entry = (void *)j_opt_entry };
 	UKT_EQ(register_jprobe(&jp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&jp.kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&jp.kp);
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
-	EXPECT_NOT_OPTIMIZED(&jp.kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&jp.kp);
 	UKT_EQ(fn(2, 3), J_OPT(2, 3));
 	UKT_EQ(hits, 1);
 	UKT_EQ(jopt_entries, 1);
@@ -854,20 +826,20 @@ UKT_CASE(blocks_optimization_jprobe_first)
 	UKT_EQ(disable_jprobe(&jp), 0);
 	UKT_EQ(enable_jprobe(&jp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
 	UKT_EQ(fn(2, 3), J_OPT(2, 3));
 	UKT_EQ(hits, 2);
 	UKT_EQ(jopt_entries, 2);
 	unregister_jprobe(&jp);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(fn(2, 3), J_OPT(2, 3));
 	UKT_EQ(hits, 3);
 	UKT_EQ(jopt_entries, 2);
 	/* and back: a new jprobe takes the jump out again */
 	UKT_EQ(register_jprobe(&jp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
 	UKT_EQ(fn(2, 3), J_OPT(2, 3));
 	UKT_EQ(hits, 4);
 	UKT_EQ(jopt_entries, 3);
@@ -982,7 +954,7 @@ static void jr_case(bool jprobe_first)
 		UKT_EQ(register_jprobe(&jp), 0);
 	}
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&rp.kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&rp.kp);
 	for (long i = 1; i <= 100; i++) {
 		UKT_EQ(fn(i, 7, (double)i * 0.5), i * 10 + 7 + i);
 		UKT_EQ(jk_last_a, i);

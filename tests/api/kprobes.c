@@ -465,14 +465,6 @@ UKT_CASE(recursion_counts_nmissed)
 
 /* ---- disable, enable, knob, list -------------------------------------------- */
 
-static void list_to(char *buf, size_t n)
-{
-	memset(buf, 0, n);
-	FILE *f = fmemopen(buf, n, "w");
-	UKT_EQ(kprobes_list(f), 0);
-	fclose(f);
-}
-
 UKT_CASE(disable_enable_and_the_global_knob)
 {
 	struct kprobe a = { .addr = (void *)t_add, .pre_handler = count_pre };
@@ -484,7 +476,7 @@ UKT_CASE(disable_enable_and_the_global_knob)
 	UKT_EQ(b.flags, KPROBE_FLAG_DISABLED);
 	t_add(1, 1); t_sub(1, 1);
 	UKT_EQ(hits, 1);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%016lx  k  t_add+0x0\n%016lx  k  t_sub+0x0 [DISABLED]\n",
 		 (unsigned long)t_add, (unsigned long)t_sub);
 	UKT_STREQ(buf, want);
@@ -519,7 +511,7 @@ UKT_CASE(list_names_shared_objects)
 	struct kprobe kp = { .symbol_name = "libc.so.6:qsort", .offset = 0 };
 	char buf[512], want[512];
 	UKT_EQ(register_kprobe(&kp), 0);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%016lx  k  qsort+0x0 [libc.so.6]\n", (unsigned long)kp.addr);
 	UKT_STREQ(buf, want);
 	unregister_kprobe(&kp);
@@ -759,13 +751,13 @@ UKT_CASE(dlopen_after_start_and_dlclose_makes_gone)
 		UKT_EQ(triple(5), 15);
 		UKT_EQ(hits, round + 1);
 		char buf[512], want[512];
-		list_to(buf, sizeof(buf));
+		ukt_list_to(buf, sizeof(buf));
 		snprintf(want, sizeof(want), "%016lx  k  t_add+0x0\n%016lx  k  ukpt_triple+0x0 [ukptarget.so]\n",
 			 (unsigned long)t_add, (unsigned long)kp.addr);
 		UKT_STREQ(buf, want);
 		UKT_EQ(dlclose(h), 0);
 		UKT_EQ(kp.flags & KPROBE_FLAG_GONE, KPROBE_FLAG_GONE);
-		list_to(buf, sizeof(buf));
+		ukt_list_to(buf, sizeof(buf));
 		snprintf(want, sizeof(want), "%016lx  k  t_add+0x0\n%016lx  k  ukpt_triple+0x0 [ukptarget.so] [GONE]\n",
 			 (unsigned long)t_add, (unsigned long)kp.addr);
 		UKT_STREQ(buf, want);

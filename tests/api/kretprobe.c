@@ -119,15 +119,6 @@ static const char *path_name(int opt)
 	return opt ? "optimized" : "breakpoint";
 }
 
-static void list_to(char *buf, size_t n)
-{
-	memset(buf, 0, n);
-	FILE *f = fmemopen(buf, n, "w");
-	UKT_ASSERT(f);
-	UKT_EQ(kprobes_list(f), 0);
-	fclose(f);
-}
-
 /* ---- targets -------------------------------------------------------------------- */
 
 __attribute__((noinline)) int kr_int(int a, int b)
@@ -1080,7 +1071,7 @@ UKT_CASE(register_kretprobes_all_or_none)
 	rps[5].kp.symbol_name = "kr_a5";
 	rps[5].kp.offset = 3;			/* add $51,%rax */
 	UKT_EQ(register_kretprobes(batch, 8), -EINVAL);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 	for (int i = 0; i < 8; i++)
 		UKT_EQ(kr_a[i](100), 100 + i * 10 + 1);
@@ -1091,7 +1082,7 @@ UKT_CASE(register_kretprobes_all_or_none)
 	rps[5].kp.addr = NULL;
 	rps[7].kp.addr = (kprobe_opcode_t *)kr_a7 + 3;
 	UKT_EQ(register_kretprobes(batch, 8), -EINVAL);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 	for (int i = 0; i < 8; i++)
 		UKT_EQ(kr_a[i](100), 100 + i * 10 + 1);
@@ -1107,7 +1098,7 @@ UKT_CASE(register_kretprobes_all_or_none)
 	}
 	UKT_EQ(register_kretprobes(batch, 8), 0);
 	wait_for_kprobe_optimizer();
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	for (int i = 0; i < 8; i++) {
 		char line[128];
 		snprintf(line, sizeof(line), "%016lx  r  kr_a%d+0x0 [OPTIMIZED]\n",
@@ -1121,7 +1112,7 @@ UKT_CASE(register_kretprobes_all_or_none)
 	for (int i = 0; i < 8; i++)
 		UKT_EQ(per_probe[i], 3);
 	unregister_kretprobes(batch, 8);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 	for (int i = 0; i < 8; i++)
 		UKT_EQ(kr_a[i](100), 100 + i * 10 + 1);
@@ -1166,7 +1157,7 @@ UKT_CASE(error_codes)
 
 	/* a failed registration left nothing behind */
 	char buf[1024];
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 
 	memset(&rp, 0, sizeof(rp));
@@ -1338,7 +1329,7 @@ UKT_CASE(disable_enable_and_list)
 	wait_for_kprobe_optimizer();
 	UKT_EQ(rq.kp.flags, KPROBE_FLAG_DISABLED);
 	UKT_EQ(rp.kp.flags, KPROBE_FLAG_OPTIMIZED);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want),
 		 "%016lx  r  kr_int+0x0 [OPTIMIZED]\n%016lx  r  kr_long+0x0 [DISABLED]\n",
 		 (unsigned long)kr_int, (unsigned long)kr_long);
@@ -1355,7 +1346,7 @@ UKT_CASE(disable_enable_and_list)
 	UKT_EQ(kr_int(1, 2), 5);
 	UKT_EQ(kr_long(0), 0x5a5a5a5a5a5aL);
 	UKT_EQ(nret, 2);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want),
 		 "%016lx  r  kr_int+0x0 [DISABLED]\n%016lx  r  kr_long+0x0 [OPTIMIZED]\n",
 		 (unsigned long)kr_int, (unsigned long)kr_long);
@@ -1379,7 +1370,7 @@ UKT_CASE(disable_enable_and_list)
 	UKT_EQ(kr_int(1, 2), 5);
 	UKT_EQ(nret, 4);
 	UKT_EQ(nentry, 1);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%016lx  k  kr_int+0x0 [OPTIMIZED]\n",
 		 (unsigned long)kr_int);
 	UKT_ASSERT(strstr(buf, want));
@@ -1389,7 +1380,7 @@ UKT_CASE(disable_enable_and_list)
 	unregister_kprobe(&kp);
 	unregister_kretprobe(&rp);
 	unregister_kretprobe(&rq);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 	UKT_EQ(kr_int(1, 2), 5);
 	UKT_EQ(nret, 4);

@@ -367,34 +367,6 @@ static void count_post(struct kprobe *p, struct pt_regs *r, unsigned long f)
 	post_hits++;
 }
 
-static unsigned probe_flags(const struct kprobe *p)
-{
-	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-}
-
-#define EXPECT_OPTIMIZED(p) do {						\
-	unsigned f_ = probe_flags(p);						\
-	if (!(f_ & KPROBE_FLAG_OPTIMIZED))					\
-		UKT_FAIL("%s at %p is not optimized (flags %#x)", #p,		\
-			 (void *)(p)->addr, f_);				\
-} while (0)
-
-#define EXPECT_NOT_OPTIMIZED(p) do {						\
-	unsigned f_ = probe_flags(p);						\
-	if (f_ & KPROBE_FLAG_OPTIMIZED)						\
-		UKT_FAIL("%s at %p is optimized (flags %#x)", #p,		\
-			 (void *)(p)->addr, f_);				\
-} while (0)
-
-static void list_to(char *buf, size_t n)
-{
-	memset(buf, 0, n);
-	FILE *f = fmemopen(buf, n, "w");
-	UKT_ASSERT(f);
-	UKT_EQ(kprobes_list(f), 0);
-	fclose(f);
-}
-
 /* the list line of a probe in the main executable */
 static void want_line(char *out, size_t n, const struct kprobe *p, const char *sym,
 		      unsigned off, const char *suffix)
@@ -404,7 +376,7 @@ static void want_line(char *out, size_t n, const struct kprobe *p, const char *s
 
 #define EXPECT_LISTED(line) do {						\
 	char lbuf_[4096];							\
-	list_to(lbuf_, sizeof(lbuf_));						\
+	ukt_list_to(lbuf_, sizeof(lbuf_));						\
 	if (!strstr(lbuf_, (line)))						\
 		UKT_FAIL("no line \"%.*s\" in kprobes_list():\n%s",		\
 			 (int)strlen(line) - 1, (line), lbuf_);			\
@@ -596,7 +568,7 @@ UKT_CASE(optimized_after_wait_listed_and_jumps)
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ((unsigned long)kp.addr, (unsigned long)o_chain);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
 	UKT_EQ(code[0], 0xcc);
 	UKT_ASSERT(!memcmp(code + 1, orig + 1, sizeof(orig) - 1));
 	UKT_EQ(o_caller(39), 42);
@@ -607,7 +579,7 @@ UKT_CASE(optimized_after_wait_listed_and_jumps)
 	/* knob on: queued, optimized once the optimizer has run */
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(kp.flags, KPROBE_FLAG_OPTIMIZED);
 	want_line(line, sizeof(line), &kp, "o_chain", 0, " [OPTIMIZED]");
 	EXPECT_LISTED(line);
@@ -635,14 +607,14 @@ UKT_CASE(optimized_after_wait_listed_and_jumps)
 	/* knob off: a breakpoint again, the rest of the region original */
 	UKT_EQ(kprobes_set_optimization(0), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&kp);
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);
 	UKT_EQ(code[0], 0xcc);
 	UKT_ASSERT(!memcmp(code + 1, orig + 1, sizeof(orig) - 1));
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(hits, 7);
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(o_chain(2), 5);
 	UKT_EQ(hits, 8);
 
@@ -651,7 +623,7 @@ UKT_CASE(optimized_after_wait_listed_and_jumps)
 	UKT_ASSERT(!memcmp(code, orig, sizeof(orig)));
 	UKT_EQ(o_chain(3), 6);
 	UKT_EQ(hits, 8);
-	list_to(line, sizeof(line));
+	ukt_list_to(line, sizeof(line));
 	UKT_STREQ(line, "");
 }
 
@@ -679,11 +651,11 @@ UKT_CASE(two_probes_on_one_address_both_optimized)
 	UKT_EQ(register_kprobe(&a), 0);
 	UKT_EQ(register_kprobe(&b), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&a);
-	EXPECT_OPTIMIZED(&b);
+	UKT_EXPECT_OPTIMIZED(&a);
+	UKT_EXPECT_OPTIMIZED(&b);
 	want_line(line, sizeof(line), &a, "o_chain", 0, " [OPTIMIZED]");
 	char buf[512], want[512];
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%s%s", line, line);
 	UKT_STREQ(buf, want);
 	UKT_EQ(o_chain(1), 4);
@@ -691,7 +663,7 @@ UKT_CASE(two_probes_on_one_address_both_optimized)
 	UKT_STREQ(order, "abab");
 	unregister_kprobe(&a);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&b);
+	UKT_EXPECT_OPTIMIZED(&b);
 	UKT_EQ(o_chain(3), 6);
 	UKT_STREQ(order, "ababb");
 	unregister_kprobe(&b);
@@ -706,7 +678,7 @@ UKT_CASE(post_handler_probe_at_same_address_unoptimizes)
 	char line[256];
 	UKT_EQ(register_kprobe(&p), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&p);
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(hits, 1);
 
@@ -718,8 +690,8 @@ UKT_CASE(post_handler_probe_at_same_address_unoptimizes)
 		UKT_EQ(post_hits, round * 2 + 1);
 		UKT_EQ(hits, round * 3 + 2);
 		wait_for_kprobe_optimizer();
-		EXPECT_NOT_OPTIMIZED(&p);
-		EXPECT_NOT_OPTIMIZED(&q);
+		UKT_EXPECT_NOT_OPTIMIZED(&p);
+		UKT_EXPECT_NOT_OPTIMIZED(&q);
 		want_line(line, sizeof(line), &p, "o_chain", 0, "");
 		EXPECT_LISTED(line);		/* with its newline: no suffix */
 		UKT_EQ(o_chain(20), 23);
@@ -729,7 +701,7 @@ UKT_CASE(post_handler_probe_at_same_address_unoptimizes)
 		/* gone again: the optimizer takes p back */
 		unregister_kprobe(&q);
 		wait_for_kprobe_optimizer();
-		EXPECT_OPTIMIZED(&p);
+		UKT_EXPECT_OPTIMIZED(&p);
 		UKT_EQ(o_chain(30), 33);
 		UKT_EQ(hits, round * 3 + 4);
 		UKT_EQ(post_hits, round * 2 + 2);
@@ -740,7 +712,7 @@ UKT_CASE(post_handler_probe_at_same_address_unoptimizes)
 	struct kprobe *both[] = { &p, &q };
 	UKT_EQ(register_kprobes(both, 2), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_NOT_OPTIMIZED(&p);
+	UKT_EXPECT_NOT_OPTIMIZED(&p);
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(post_hits, 7);
 	unregister_kprobes(both, 2);
@@ -753,7 +725,7 @@ UKT_CASE(probe_inside_region_unoptimizes)
 	struct kprobe bad = { .addr = (void *)((char *)o_chain + 1), .pre_handler = count_pre };
 	UKT_EQ(register_kprobe(&p), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&p);
 
 	/* +1 is inside mov %rdi,%rax, whatever bytes the jump put there */
 	setenv("UKPROBES_QUIET", "1", 1);
@@ -762,7 +734,7 @@ UKT_CASE(probe_inside_region_unoptimizes)
 	UKT_EQ(register_kprobe(&bad), -EILSEQ);
 	unsetenv("UKPROBES_QUIET");
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&p);
 
 	for (int round = 0; round < 3; round++) {
 		long h = hits;
@@ -771,12 +743,12 @@ UKT_CASE(probe_inside_region_unoptimizes)
 		UKT_EQ(o_chain(1), 4);		/* both fire at once */
 		UKT_EQ(hits, h + 2);
 		wait_for_kprobe_optimizer();
-		EXPECT_NOT_OPTIMIZED(&p);
+		UKT_EXPECT_NOT_OPTIMIZED(&p);
 		UKT_EQ(o_chain(2), 5);
 		UKT_EQ(hits, h + 4);
 		unregister_kprobe(&r);
 		wait_for_kprobe_optimizer();
-		EXPECT_OPTIMIZED(&p);
+		UKT_EXPECT_OPTIMIZED(&p);
 		UKT_EQ(o_chain(3), 6);
 		UKT_EQ(hits, h + 5);
 	}
@@ -792,14 +764,14 @@ UKT_CASE(probe_after_region_both_optimized)
 	UKT_EQ(register_kprobe(&p), 0);
 	UKT_EQ(register_kprobe(&r), 0);		/* +7: right after p's region */
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
-	EXPECT_OPTIMIZED(&r);
+	UKT_EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&r);
 	UKT_EQ(o_quad(1), 11);
 	UKT_EQ(o_quad(2), 12);
 	UKT_STREQ(order, "abab");
 	unregister_kprobe(&p);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&r);
+	UKT_EXPECT_OPTIMIZED(&r);
 	UKT_EQ(o_quad(3), 13);
 	UKT_STREQ(order, "ababb");
 	unregister_kprobe(&r);
@@ -824,7 +796,7 @@ UKT_CASE(disabled_probe_is_not_optimized)
 		UKT_EQ(o_chain(1), 4);		/* armed at once */
 		UKT_EQ(hits, round * 2 + 1);
 		wait_for_kprobe_optimizer();
-		EXPECT_OPTIMIZED(&p);
+		UKT_EXPECT_OPTIMIZED(&p);
 		UKT_EQ(p.flags, KPROBE_FLAG_OPTIMIZED);
 		UKT_EQ(o_chain(2), 5);
 		UKT_EQ(hits, round * 2 + 2);
@@ -840,7 +812,7 @@ UKT_CASE(disabled_probe_is_not_optimized)
 	/* the global switch: nothing fires while off, optimized again after */
 	UKT_EQ(enable_kprobe(&p), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&p);
 	long h = hits;
 	UKT_EQ(kprobes_set_enabled(0), 0);
 	UKT_EQ(o_chain(4), 7);
@@ -851,7 +823,7 @@ UKT_CASE(disabled_probe_is_not_optimized)
 	UKT_EQ(o_chain(4), 7);
 	UKT_EQ(hits, h + 1);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&p);
+	UKT_EXPECT_OPTIMIZED(&p);
 	UKT_EQ(o_chain(4), 7);
 	UKT_EQ(hits, h + 2);
 	unregister_kprobe(&p);
@@ -869,9 +841,9 @@ UKT_CASE(optimization_knob_unoptimizes_everything)
 	wait_for_kprobe_optimizer();
 	long h = 0;
 	for (int round = 0; round < 4; round++) {
-		EXPECT_OPTIMIZED(&a);
-		EXPECT_OPTIMIZED(&b);
-		EXPECT_OPTIMIZED(&c);
+		UKT_EXPECT_OPTIMIZED(&a);
+		UKT_EXPECT_OPTIMIZED(&b);
+		UKT_EXPECT_OPTIMIZED(&c);
 		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
 		UKT_EQ(hits, h += 3);
 
@@ -880,33 +852,33 @@ UKT_CASE(optimization_knob_unoptimizes_everything)
 		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
 		UKT_EQ(hits, h += 3);
 		wait_for_kprobe_optimizer();
-		EXPECT_NOT_OPTIMIZED(&a);
-		EXPECT_NOT_OPTIMIZED(&b);
-		EXPECT_NOT_OPTIMIZED(&c);
+		UKT_EXPECT_NOT_OPTIMIZED(&a);
+		UKT_EXPECT_NOT_OPTIMIZED(&b);
+		UKT_EXPECT_NOT_OPTIMIZED(&c);
 		want_line(l1, sizeof(l1), &a, "o_chain", 0, "");
 		want_line(l2, sizeof(l2), &b, "o_chain_b", 0, "");
 		want_line(l3, sizeof(l3), &c, "o_quad", 0, "");
 		snprintf(want, sizeof(want), "%s%s%s", l1, l2, l3);
-		list_to(buf, sizeof(buf));
+		ukt_list_to(buf, sizeof(buf));
 		UKT_STREQ(buf, want);
 		/* registered while off: a breakpoint too */
 		late.addr = (void *)o_quad_add2;
 		UKT_EQ(register_kprobe(&late), 0);
 		wait_for_kprobe_optimizer();
-		EXPECT_NOT_OPTIMIZED(&late);
+		UKT_EXPECT_NOT_OPTIMIZED(&late);
 		UKT_EQ(o_chain(1) + o_chain_b(1) + o_quad(1), 4 + 10 + 11);
 		UKT_EQ(hits, h += 4);
 
 		UKT_EQ(kprobes_set_optimization(1), 0);
 		UKT_EQ(kprobes_get_optimization(), 1);
 		wait_for_kprobe_optimizer();
-		EXPECT_OPTIMIZED(&late);
+		UKT_EXPECT_OPTIMIZED(&late);
 		want_line(l1, sizeof(l1), &a, "o_chain", 0, " [OPTIMIZED]");
 		want_line(l2, sizeof(l2), &b, "o_chain_b", 0, " [OPTIMIZED]");
 		want_line(l3, sizeof(l3), &c, "o_quad", 0, " [OPTIMIZED]");
 		want_line(l4, sizeof(l4), &late, "o_quad", 7, " [OPTIMIZED]");
 		snprintf(want, sizeof(want), "%s%s%s%s", l1, l2, l3, l4);
-		list_to(buf, sizeof(buf));
+		ukt_list_to(buf, sizeof(buf));
 		UKT_STREQ(buf, want);
 		UKT_EQ(o_quad(1), 11);
 		UKT_EQ(hits, h += 2);
@@ -969,7 +941,7 @@ UKT_CASE(every_register_seen_and_changed_optimized)
 	UKT_EQ(hits, 1);
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int i = 0; i < 3; i++)
 		check_regs_round();		/* jump */
 	UKT_EQ(hits, 4);
@@ -991,7 +963,7 @@ UKT_CASE(handler_moves_stack_pointer_optimized)
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ(o_sp(), 96);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int i = 0; i < 3; i++)
 		UKT_EQ(o_sp(), 96);
 	UKT_EQ(hits, 4);
@@ -1016,7 +988,7 @@ UKT_CASE(redirect_to_another_function_optimized)
 	UKT_EQ(o_caller(5), 507);	/* breakpoint: o_alt ran instead */
 	UKT_EQ(o_alt_calls, 1);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (long i = 0; i < 5; i++)
 		UKT_EQ(o_caller(i), i * 100 + 7);
 	UKT_EQ(o_chain(9), 907);
@@ -1044,7 +1016,7 @@ UKT_CASE(redirect_to_return_address_skips_the_function)
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ(o_caller(5), 1010);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (long i = 0; i < 5; i++)
 		UKT_EQ(o_caller(i), i * 2 + 1000);
 	UKT_EQ(hits, 6);
@@ -1066,7 +1038,7 @@ UKT_CASE(recursion_counts_nmissed_optimized)
 	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = recurse_pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int i = 1; i <= 3; i++) {
 		nested_result = 0;
 		UKT_EQ(o_chain(1), 4);
@@ -1111,14 +1083,14 @@ UKT_CASE(fault_in_handler_goes_to_fault_handler_optimized)
 			     .fault_handler = fault_take };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int i = 0; i < 3; i++)
 		UKT_EQ(o_chain(2), 5);		/* handler abandoned, code goes on */
 	UKT_EQ(hits, 3);
 	UKT_EQ(fault_hits, 3);
 	UKT_EQ(last_trapnr, 14);
 	UKT_EQ(kp.nmissed, 0);
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	unregister_kprobe(&kp);
 }
 
@@ -1146,7 +1118,7 @@ UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
 			     .fault_handler = fault_pass };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	if (!sigsetjmp(prog_jb, 1)) {
 		o_chain(1);
 		UKT_FAIL("the fault vanished");
@@ -1225,8 +1197,8 @@ static void vector_loop_case(loop_fn fn, char *head, char *mid, int lanes)
 
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kh);
-	EXPECT_OPTIMIZED(&km);
+	UKT_EXPECT_OPTIMIZED(&kh);
+	UKT_EXPECT_OPTIMIZED(&km);
 	for (int round = 0; round < 3; round++) {
 		loop_run(fn, got);	/* jumps */
 		expect_same_doubles(got[0], ref[0], nout, "optimized, to nearest");
@@ -1290,7 +1262,7 @@ UKT_CASE(double_arguments_at_entry_survive_handler)
 	expect_same_doubles(got[0], ref[0], 16, "breakpoint, to nearest");
 	expect_same_doubles(got[1], ref[1], 16, "breakpoint, toward zero");
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int round = 0; round < 3; round++) {
 		fargs_run(got);
 		expect_same_doubles(got[0], ref[0], 16, "optimized, to nearest");
@@ -1359,7 +1331,7 @@ static void caller_values_case(void (*caller)(const double *, double *, long),
 		expect_same_doubles(got[k], ref[k], nout, "breakpoint");
 	}
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int k = 0; k < 8; k++) {
 		caller(&va[k * 12], got[k], k + 1);
 		expect_same_doubles(got[k], ref[k], nout, "optimized");
@@ -1424,7 +1396,7 @@ UKT_CASE(x87_stack_live_and_control_word_survive)
 	x87_run(got, N);
 	expect_same_doubles(got, ref, N, "breakpoint");
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int round = 0; round < 3; round++) {
 		x87_run(got, N);
 		expect_same_doubles(got, ref, N, "optimized");
@@ -1445,7 +1417,7 @@ UKT_CASE(mxcsr_and_x87_cw_do_not_leak_from_integer_code)
 	UKT_EQ(o_chain(1), 4);
 	EXPECT_FP_UNCHANGED(before);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int m = 0; m < 2; m++) {
 		UKT_EQ(fesetround(m ? FE_TOWARDZERO : FE_TONEAREST), 0);
 		before = fp_now();
@@ -1487,7 +1459,7 @@ UKT_CASE(direction_flag_set_at_the_probe)
 	UKT_ASSERT(o_std() & 0x400);
 	UKT_ASSERT(df_seen & 0x400);		/* the handler sees the program's DF */
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	for (int i = 0; i < 3; i++) {
 		df_seen = 0;
 		UKT_ASSERT(o_std() & 0x400);	/* the code keeps it */
@@ -1520,9 +1492,9 @@ UKT_CASE(red_zone_and_stack_alignment)
 	UKT_EQ(o_align16(5), 12);
 	UKT_EQ(o_align_odd(5), 14);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kr);
-	EXPECT_OPTIMIZED(&k16);
-	EXPECT_OPTIMIZED(&kodd);
+	UKT_EXPECT_OPTIMIZED(&kr);
+	UKT_EXPECT_OPTIMIZED(&k16);
+	UKT_EXPECT_OPTIMIZED(&kodd);
 	for (long i = 0; i < 3; i++) {
 		UKT_EQ(o_redzone(i * 1000), redzone_ref(i * 1000));
 		UKT_EQ(o_align16(i), i + 7);
@@ -1555,7 +1527,7 @@ UKT_CASE(fork_child_changes_do_not_reach_parent)
 	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = count_pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	memcpy(jmp, code, 5);
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(hits, 1);
@@ -1569,11 +1541,11 @@ UKT_CASE(fork_child_changes_do_not_reach_parent)
 			bad |= 1;
 		UKT_EQ(kprobes_set_optimization(0), 0);
 		wait_for_kprobe_optimizer();
-		if ((probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 3)
+		if ((ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 3)
 			bad |= 2;
 		UKT_EQ(kprobes_set_optimization(1), 0);
 		wait_for_kprobe_optimizer();
-		if (!(probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 4)
+		if (!(ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED) || o_chain(1) != 4 || hits != 4)
 			bad |= 4;
 		unregister_kprobe(&kp);
 		struct kprobe kq = { .addr = (void *)o_quad, .pre_handler = quad_pre };
@@ -1581,8 +1553,8 @@ UKT_CASE(fork_child_changes_do_not_reach_parent)
 		if (register_kprobe(&kq) || register_kprobe(&kr))
 			bad |= 8;
 		wait_for_kprobe_optimizer();
-		if (!(probe_flags(&kq) & KPROBE_FLAG_OPTIMIZED) ||
-		    !(probe_flags(&kr) & KPROBE_FLAG_OPTIMIZED))
+		if (!(ukt_probe_flags(&kq) & KPROBE_FLAG_OPTIMIZED) ||
+		    !(ukt_probe_flags(&kr) & KPROBE_FLAG_OPTIMIZED))
 			bad |= 16;
 		if (o_quad(1) != 11 || quad_hits != 1 || o_chain(1) != 107)
 			bad |= 32;
@@ -1598,7 +1570,7 @@ UKT_CASE(fork_child_changes_do_not_reach_parent)
 			 "8 register, 16 optimize, 32 new probes)", WEXITSTATUS(st));
 
 	/* the parent's probe is as it was */
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_ASSERT(!memcmp(code, jmp, 5));
 	for (int i = 0; i < 3; i++)
 		UKT_EQ(o_chain(1), 4);
@@ -1611,7 +1583,7 @@ UKT_CASE(fork_child_changes_do_not_reach_parent)
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(kprobes_set_optimization(1), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(o_chain(1), 4);
 	UKT_EQ(hits, 6);
 	unregister_kprobe(&kp);
@@ -1716,14 +1688,14 @@ static void refusal_case(const char *case_name, void *fn, void *at, const char *
 	r = register_kprobe(&kp);
 	wait_for_kprobe_optimizer();
 	v[0] = call(x, 3);
-	unsigned f0 = probe_flags(&kp);
+	unsigned f0 = ukt_probe_flags(&kp);
 	/* a second chance: the knob off and on */
 	kprobes_set_optimization(0);
 	kprobes_set_optimization(1);
 	wait_for_kprobe_optimizer();
 	v[1] = call(x, 3);
 	v[2] = call(x, 3);
-	unsigned f1 = probe_flags(&kp);
+	unsigned f1 = ukt_probe_flags(&kp);
 	memset(list, 0, sizeof(list));
 	FILE *lf = fmemopen(list, sizeof(list), "w");
 	if (lf) {
@@ -1818,7 +1790,7 @@ UKT_CASE(tail_call_through_pointer_is_optimized)
 	UKT_EQ(r, 0);
 	if (refusal_line(err, NULL))
 		UKT_FAIL("refused: %s", err);
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(v0, 8);
 	UKT_EQ(v1, 9);
 	UKT_EQ(hits, 2);
@@ -1842,7 +1814,7 @@ UKT_CASE(padding_after_ret_may_belong_to_region)
 	UKT_EQ(r, 0);
 	if (refusal_line(err, NULL))
 		UKT_FAIL("refused: %s", err);
-	EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(v0, 0);
 	UKT_EQ(v1, 0);
 	for (int i = 0; i < 3; i++)
@@ -1880,7 +1852,7 @@ UKT_CASE(lean_and_vector_handlers_share_a_site)
 	struct kprobe kd = { .addr = (void *)o_vloop_mid, .pre_handler = dirty_pre };
 	UKT_EQ(register_kprobe(&kl), 0);
 	wait_for_kprobe_optimizer();
-	EXPECT_OPTIMIZED(&kl);
+	UKT_EXPECT_OPTIMIZED(&kl);
 	for (int step = 0; step < 3; step++) {
 		if (step == 1) {
 			UKT_EQ(register_kprobe(&kd), 0);
@@ -1891,7 +1863,7 @@ UKT_CASE(lean_and_vector_handlers_share_a_site)
 		if (step == 2)
 			unregister_kprobe(&kd);
 		wait_for_kprobe_optimizer();
-		EXPECT_OPTIMIZED(&kl);
+		UKT_EXPECT_OPTIMIZED(&kl);
 		long h0 = lean_hits, d0 = hits;
 		loop_run(o_vloop, got);
 		expect_same_doubles(got[0], ref[0], nout, "to nearest");

@@ -345,11 +345,6 @@ static void ck_check_gone(const struct ckret *c)
 			 c->rp.nmissed, c->rp.maxactive, NWORKERS);
 }
 
-static unsigned probe_flags(const struct kprobe *p)
-{
-	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-}
-
 /* ---- case 1: churn ---------------------------------------------------------------- */
 
 #define NCHURN 3		/* kf0..kf2 churn; kf3 has the stable ones */
@@ -369,15 +364,15 @@ UKT_CASE_T(kret_churn_with_optimization_flips, 60)
 	UKT_EQ(register_kretprobe(&st_e->rp), 0);
 	UKT_EQ(register_kretprobe(&st_p->rp), 0);
 	wait_for_kprobe_optimizer();
-	UKT_ASSERT(probe_flags(&st_e->rp.kp) & KPROBE_FLAG_OPTIMIZED);
-	UKT_ASSERT(probe_flags(&st_p->rp.kp) & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(ukt_probe_flags(&st_e->rp.kp) & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(ukt_probe_flags(&st_p->rp.kp) & KPROBE_FLAG_OPTIMIZED);
 	/* and the churned functions' entries can be optimised too */
 	for (int f = 0; f < NCHURN; f++) {
 		struct ckret *c = ck_new(f, true);
 		c->state = LIVE;
 		UKT_EQ(register_kretprobe(&c->rp), 0);
 		wait_for_kprobe_optimizer();
-		if (!(probe_flags(&c->rp.kp) & KPROBE_FLAG_OPTIMIZED))
+		if (!(ukt_probe_flags(&c->rp.kp) & KPROBE_FLAG_OPTIMIZED))
 			UKT_FAIL("%s: entry not optimized", fnames[f]);
 		UKT_EQ(funcs[f](5), refs[f](5));
 		UKT_EQ(c->entries, 1);
@@ -415,11 +410,11 @@ UKT_CASE_T(kret_churn_with_optimization_flips, 60)
 			*slot = NULL;
 		} else if (op < 7) {
 			UKT_EQ(disable_kretprobe(&(*slot)->rp), 0);
-			UKT_ASSERT(probe_flags(&(*slot)->rp.kp) & KPROBE_FLAG_DISABLED);
+			UKT_ASSERT(ukt_probe_flags(&(*slot)->rp.kp) & KPROBE_FLAG_DISABLED);
 			disables++;
 		} else if (op < 9) {
 			UKT_EQ(enable_kretprobe(&(*slot)->rp), 0);
-			UKT_ASSERT(!(probe_flags(&(*slot)->rp.kp) & KPROBE_FLAG_DISABLED));
+			UKT_ASSERT(!(ukt_probe_flags(&(*slot)->rp.kp) & KPROBE_FLAG_DISABLED));
 		} else if (op < 11) {
 			opt = !opt;
 			UKT_EQ(kprobes_set_optimization(opt), 0);
@@ -498,8 +493,8 @@ UKT_CASE_T(kret_churn_with_optimization_flips, 60)
 	}
 	/* the stable ones got their jump back */
 	wait_for_kprobe_optimizer();
-	UKT_ASSERT(probe_flags(&st_e->rp.kp) & KPROBE_FLAG_OPTIMIZED);
-	UKT_ASSERT(probe_flags(&st_p->rp.kp) & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(ukt_probe_flags(&st_e->rp.kp) & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(ukt_probe_flags(&st_p->rp.kp) & KPROBE_FLAG_OPTIMIZED);
 	/* a little more with nothing churning, then stop */
 	let_workers_run();
 	unsigned long calls[NFUNC];
@@ -591,8 +586,8 @@ static void recursion_round(int opt)
 	UKT_EQ(register_kretprobe(&inner), 0);
 	UKT_EQ(register_kretprobe(&outer), 0);
 	wait_for_kprobe_optimizer();
-	UKT_EQ(!!(probe_flags(&outer.kp) & KPROBE_FLAG_OPTIMIZED), opt);
-	UKT_EQ(!!(probe_flags(&inner.kp) & KPROBE_FLAG_OPTIMIZED), opt);
+	UKT_EQ(!!(ukt_probe_flags(&outer.kp) & KPROBE_FLAG_OPTIMIZED), opt);
+	UKT_EQ(!!(ukt_probe_flags(&inner.kp) & KPROBE_FLAG_OPTIMIZED), opt);
 
 	start_workers(2);		/* kf0 and kf1 */
 	double end = now() + CHURN_SECONDS / 3;
@@ -654,7 +649,7 @@ UKT_CASE_T(kret_maxactive_contention, 30)
 		UKT_EQ(kprobes_set_optimization(opt), 0);
 		UKT_EQ(register_kretprobe(&rp), 0);
 		wait_for_kprobe_optimizer();
-		UKT_EQ(!!(probe_flags(&rp.kp) & KPROBE_FLAG_OPTIMIZED), opt);
+		UKT_EQ(!!(ukt_probe_flags(&rp.kp) & KPROBE_FLAG_OPTIMIZED), opt);
 		start_workers(3);	/* kf0, kf1, kf2 */
 		double end = now() + CHURN_SECONDS / 3;
 		while (now() < end)

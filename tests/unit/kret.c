@@ -81,15 +81,6 @@ static int vec_entry(struct kretprobe_instance *ri, struct pt_regs *r)
 	return 0;
 }
 
-static void list_to(char *buf, size_t n)
-{
-	memset(buf, 0, n);
-	FILE *f = fmemopen(buf, n, "w");
-	UKT_ASSERT(f);
-	UKT_EQ(kprobes_list(f), 0);
-	fclose(f);
-}
-
 /*
  * The detour of an optimised site: the site's first byte is a jmp rel32
  * to the detour's entry; the detour's header (16 bytes before the entry)
@@ -135,7 +126,7 @@ UKT_CASE(shadow_stack_refuses_kretprobes)
 	ukp_kret_test_shstk = 1;
 	UKT_EQ(register_kretprobe(&rp), -EOPNOTSUPP);
 	UKT_EQ(register_kretprobes(v, 2), -EOPNOTSUPP);
-	list_to(buf, sizeof(buf));
+	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 	UKT_EQ(fn(4, 5), U_KF(4, 5));
 	UKT_EQ(returns, 0);
