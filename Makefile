@@ -31,7 +31,7 @@ AR_LIB  := $(B)/libukprobes.a
 # Tests: tests/<group>/<name>.c -> build/tests/<group>-<name>, linked with
 # the runner.  unit tests link the static library (they reach internals);
 # the others link the shared library exactly as users do.
-TEST_SRCS := $(wildcard tests/unit/*.c tests/api/*.c tests/real/*.c tests/stress/*.c)
+TEST_SRCS := $(wildcard tests/unit/*.c tests/api/*.c tests/real/*.c tests/stress/*.c tests/ftrace/*.c)
 TEST_BINS := $(foreach s,$(TEST_SRCS),$(B)/tests/$(subst /,-,$(patsubst tests/%.c,%,$(s))))
 PROG_SRCS := $(wildcard tests/progs/*.c)
 PROG_BINS := $(patsubst tests/progs/%.c,$(B)/progs/%,$(PROG_SRCS))
@@ -65,6 +65,7 @@ deps:
 # the handlers do not touch it: the compiler must not use it there either.
 $(B)/src/trap.o: FILE_CFLAGS := -mgeneral-regs-only
 $(B)/src/kret.o: FILE_CFLAGS := -mgeneral-regs-only
+$(B)/src/ftrace_hit.o: FILE_CFLAGS := -mgeneral-regs-only
 
 # All of ukprobes' code goes to section ukp_text, so the blacklist can
 # cover it by __start_/__stop_ukp_text even when linked statically.
@@ -106,6 +107,32 @@ $(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) tests/ukt.h $(wildcard t
 	$$(CC) $$(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $$@ $$< $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
 endef
 $(foreach g,api real stress,$(eval $(call user_test_rule,$(g))))
+
+# ftrace: traceable code built both ways the compiler records patch sites.
+# tests/fttargets/targets.c is compiled twice, with its functions named
+# fe_* (-pg -mfentry -mrecord-mcount: call __fentry__ sites made nops by
+# ukprobes) and pf_* (-fpatchable-function-entry=5: five 1-byte nops);
+# -pg only at compile time (linking with it would add gmon's startup).
+FT_FENTRY := -pg -mfentry -mrecord-mcount
+FT_PFE    := -fpatchable-function-entry=5
+FT_OBJS   := $(B)/fttargets/fe.o $(B)/fttargets/pf.o
+$(B)/fttargets/fe.o: tests/fttargets/targets.c tests/fttargets/targets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE $(FT_FENTRY) -DFT_P=fe_ -c -o $@ $<
+$(B)/fttargets/pf.o: tests/fttargets/targets.c tests/fttargets/targets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE $(FT_PFE) -DFT_P=pf_ -c -o $@ $<
+$(B)/tests/ftrace-%: tests/ftrace/%.c $(B)/ukt_main.o $(SO) $(FT_OBJS) tests/ukt.h tests/fttargets/targets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $@ $< $(FT_OBJS) $(B)/ukt_main.o $(USER_LINK) -lz -lZydis
+# a library the ftrace tests dlopen, both ways (dl_fe_*, dl_pf_*)
+$(B)/solibs/ftdl_fe.so: tests/fttargets/dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared $(FT_FENTRY) -DFT_P=dl_fe_ -o $@ $<
+$(B)/solibs/ftdl_pf.so: tests/fttargets/dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared $(FT_PFE) -DFT_P=dl_pf_ -o $@ $<
+SOLIB_BINS += $(B)/solibs/ftdl_fe.so $(B)/solibs/ftdl_pf.so
 
 $(B)/progs/%: tests/progs/%.c $(SO)
 	@mkdir -p $(dir $@)

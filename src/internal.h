@@ -50,6 +50,7 @@ struct ukp_jrec {
 	size_t nstack;
 };
 struct ukp_kinst;
+#define UKP_FT_CONTEXTS 4	/* the kernel's: normal, softirq, irq, NMI */
 
 struct ukp_thread {
 	_Atomic unsigned long seq;	/* odd while inside the hit path */
@@ -82,6 +83,12 @@ struct ukp_thread {
 	const ucontext_t *cur_uc;	/* the trap's context while pre runs */
 	struct ukp_jrec jrec[UKP_JP_DEPTH];
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
+	/* ftrace (ftrace.c, entry.S): calls that entered and left a patch
+	 * site's stub (the grace period waits for in == out), and the
+	 * recursion contexts held by ftrace_test_recursion_trylock */
+	unsigned long ft_in, ft_out;
+	unsigned ft_rdepth;
+	unsigned long ft_rsp[UKP_FT_CONTEXTS];
 };
 
 /* sync.c; inline below because every hit takes these */
@@ -134,6 +141,8 @@ void ukp_anon_read_lock(void);
 void ukp_anon_read_unlock(void);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
+/* Returns once every call that was inside an ftrace stub has left it. */
+void ukp_ftrace_synchronize(void);
 void ukp_sync_init(void);
 
 /* ------------------------------------------------------------------ */
@@ -174,6 +183,7 @@ struct ukp_site {
 	/* where a trap here resumes instead of the slot: the detour's copy
 	 * of the whole region (read by the hit path) */
 	_Atomic(uint8_t *) resume;
+	bool ftrace;				/* an ftrace patch site: no int3 */
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
@@ -185,6 +195,7 @@ void ukp_slots_init(void);
 /* Executable memory within +-1 GiB of near.  NULL on failure. */
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 void ukp_slot_set_word(uint8_t *at, uint64_t v);
+int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len);
 /* Copy code into slot memory (makes it writable for the duration). */
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix);
@@ -234,6 +245,12 @@ void ukp_sym_fork_prepare_dl(void);
 void ukp_sym_fork_prepare(void);
 void ukp_sym_fork_parent(void);
 void ukp_sym_fork_child(void);
+/* ftrace.c's view of the objects */
+size_t ukp_sym_objects(struct ukp_object ***out);
+const char *ukp_sym_object_name(struct ukp_object *o, bool *is_main);
+#define UKP_PS_MCOUNT 0
+#define UKP_PS_PATCHABLE 1
+int ukp_sym_patch_sites(struct ukp_object *o, unsigned long **addrs, uint8_t **from, size_t *n);
 
 /* ------------------------------------------------------------------ */
 /* Signals (trap.c)                                                    */
@@ -325,6 +342,30 @@ void ukp_kret_init(void);
 bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
 bool ukp_is_jprobe_handler(const struct kprobe *p);
 void ukp_kret_thread_gone(struct ukp_thread *t);
+/* ------------------------------------------------------------------ */
+/* ftrace function hooks (ftrace.c, ftrace_hit.c)                       */
+
+void ukp_ftrace_init_locked(void);
+void ukp_ftrace_objects_changed_locked(void);
+/* 1: addr is an ftrace patch site; -1: inside one (not an instruction
+ * boundary); 0: neither */
+int ukp_ftrace_site_at(unsigned long addr);
+/* does [lo, hi) overlap a patch site? */
+bool ukp_ftrace_overlaps(unsigned long lo, unsigned long hi);
+/* the bytes of patch sites as the code had them (nops), over buf */
+void ukp_ftrace_orig_bytes(unsigned long addr, uint8_t *buf, size_t n);
+/* a kprobe on a patch site: the site's ftrace path runs it (under ukp_lock) */
+int ukp_ftrace_kprobe_arm_locked(unsigned long addr, bool on);
+/* after a kprobe grace period: free what the ftrace side retired */
+void ukp_ftrace_reap(void);
+/* SIGTRAP at addr: a patch site being rewritten.  true if handled */
+bool ukp_ftrace_trap(unsigned long addr, ucontext_t *uc);
+/* trap.c: run the kprobes of site s from its ftrace path; 1: redirected */
+int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len);
+/* optimize.c: move every thread out of the 1-byte nops [a+1, a+5) of
+ * each patch site (to a+5) before they become one instruction */
+int ukp_opt_ask_nops(const unsigned long *a, size_t n);
+
 /* Tests: act as if the process ran with a CET shadow stack. */
 extern int ukp_kret_test_shstk;
 

@@ -209,11 +209,13 @@ void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n)
 			continue;
 		}
 		struct ukp_site *s = ukp_site_lookup(a);
-		if (s && s->armed)
+		if (s && s->armed && !s->ftrace)
 			buf[i] = s->orig;
 		else
 			ukp_opt_orig_byte(a, &buf[i]);
 	}
+	/* ftrace patch sites read as the nops they were */
+	ukp_ftrace_orig_bytes(addr, buf, n);
 }
 
 /* ---- sites ------------------------------------------------------------------ */
@@ -253,6 +255,13 @@ static int site_update_locked(struct ukp_site *s, struct pokes *pk)
 	bool want = site_wants_arm(s);
 	if (want == s->armed)
 		return 0;
+	if (s->ftrace) {
+		/* the site's ftrace path runs its probes: no int3 */
+		int err = ukp_ftrace_kprobe_arm_locked(s->addr, want);
+		if (!err)
+			s->armed = want;
+		return err;
+	}
 	int err = pokes_add(pk, s->addr, want ? UKP_ARCH_BREAKPOINT : s->orig);
 	if (!err)
 		s->armed = want;
@@ -312,6 +321,7 @@ static int site_get_locked(unsigned long addr, const struct ukp_where *w,
 		return err;
 	}
 	s->orig = code[0];
+	s->ftrace = ukp_ftrace_site_at(addr) == 1;
 	uint8_t *slot;
 	err = build_slot(s, false, &slot);
 	if (!err)
@@ -431,6 +441,9 @@ static void init_once(void)
 	ukp_sym_init();
 	ukp_opt_init();
 	ukp_kret_init();
+	pthread_mutex_lock(&ukp_lock);
+	ukp_ftrace_init_locked();
+	pthread_mutex_unlock(&ukp_lock);
 
 	/* Watch the dynamic linker's r_brk (what debuggers watch) so probes
 	 * in an unloaded object become gone before dlclose returns. */
@@ -490,6 +503,7 @@ void ukp_objects_changed(void)
 		last = s;
 	}
 	ukp_opt_objects_changed();
+	ukp_ftrace_objects_changed_locked();
 }
 
 /* ---- registration ----------------------------------------------------------- */
@@ -580,6 +594,17 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 			}
 		}
 	}
+	int fs = ukp_ftrace_site_at(pr->addr);
+	if (fs < 0) {
+		ukp_log("kprobe %s: %#lx is inside an ftrace patch site (not an instruction boundary)",
+			probe_name(p, nm, sizeof(nm)), pr->addr);
+		return -EILSEQ;
+	}
+	if (fs > 0 && kind == 'j') {
+		ukp_log("jprobe %s: %s is an ftrace patch site; jprobes there are not supported",
+			probe_name(p, nm, sizeof(nm)), pr->w.func);
+		return -EOPNOTSUPP;
+	}
 	struct ukp_site *s;
 	err = site_get_locked(pr->addr, &pr->w, &s);
 	if (err) {
@@ -587,7 +612,7 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 			pr->addr, strerror(-err));
 		return err;
 	}
-	if (!p->post_handler && kprobes_get_optimization())
+	if (!p->post_handler && kprobes_get_optimization() && !s->ftrace)
 		ukp_opt_analyse_locked(s);	/* before anything is armed */
 	struct rec *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -709,6 +734,8 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 		}
 		p->addr = (kprobe_opcode_t *)pr[i].addr;
 		p->flags &= KPROBE_FLAG_DISABLED;
+		if (s->ftrace)
+			p->flags |= KPROBE_FLAG_FTRACE;	/* never optimised */
 		p->nmissed = 0;
 		p->__ukp_priv[0] = r;
 		rec_link_locked(r);
@@ -792,6 +819,7 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 	free(pk.v);
 	/* 2. wait once for every thread to leave; 3. free */
 	garbage_free_after_grace(&g);
+	ukp_ftrace_reap();	/* what sites on the ftrace path retired */
 }
 
 int register_kprobe(struct kprobe *p)

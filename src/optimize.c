@@ -111,7 +111,7 @@ bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
 /* Temporary conditions (1.4.4): may this site be optimised now? */
 static bool wanted_locked(struct ukp_site *s)
 {
-	if (!opt_knob || !ukp_knob_enabled || s->hook || atomic_load(&s->dead))
+	if (!opt_knob || !ukp_knob_enabled || s->hook || s->ftrace || atomic_load(&s->dead))
 		return false;
 	const struct ukp_plist *l = atomic_load(&s->probes);
 	if (!l || !l->n || l->any_post)
@@ -504,7 +504,10 @@ static struct {
 	_Atomic int state;	/* 1 asked, 2 fine (maybe moved), 3 busy */
 	struct ukp_site **v;
 	size_t n;
+	const unsigned long *nops;	/* ftrace sites of 1-byte nops */
+	size_t nnops;
 } ask;
+static pthread_mutex_t ask_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Does a copy of the instruction at site s (its slot, its post path)
  * return into a region being patched?  Its own, or one it lies in. */
@@ -538,6 +541,9 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 		st = 3;
 	else if (ukp_slot_find(ip, &h) && !h.detour && in_batch_region(h.site))
 		st = 3;
+	for (size_t i = 0; i < ask.nnops; i++)	/* nops: skipping them is */
+		if (ip > ask.nops[i] && ip < ask.nops[i] + 5)	/* running them */
+			ukp_arch_uc_set_ip(uc, ask.nops[i] + 5);
 	for (size_t i = 0; i < ask.n && st == 2; i++) {
 		struct ukp_site *s = ask.v[i];
 		struct ukp_opt *o = s->opt;
@@ -578,6 +584,9 @@ static int blocked_thread_ok(pid_t tid)
 		if (pc > s->addr && pc < s->addr + s->opt->r.len)
 			return 0;
 	}
+	for (size_t i = 0; i < ask.nnops; i++)
+		if (pc > ask.nops[i] && pc < ask.nops[i] + 5)
+			return 0;
 	return 1;
 }
 
@@ -617,24 +626,43 @@ static int ask_thread(pid_t tid)
 	return -EBUSY;
 }
 
-static int ask_all_threads(struct ukp_site **v, size_t n)
+static int ask_all(struct ukp_site **v, size_t n, const unsigned long *nops, size_t nnops)
 {
 	DIR *d = opendir("/proc/self/task");
 	int err = 0;
 	if (!d)
 		return -errno;
+	pid_t me = (pid_t)syscall(SYS_gettid);	/* not in the region: here */
+	pthread_mutex_lock(&ask_lock);
 	ask.v = v;
 	ask.n = n;
+	ask.nops = nops;
+	ask.nnops = nnops;
 	struct dirent *e;
 	while (!err && (e = readdir(d))) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid > 0 && tid != opt_tid)
+		if (tid > 0 && tid != opt_tid && tid != me)
 			err = ask_thread(tid);
 	}
 	closedir(d);
 	ask.v = NULL;
 	ask.n = 0;
+	ask.nops = NULL;
+	ask.nnops = 0;
+	pthread_mutex_unlock(&ask_lock);
 	return err;
+}
+
+/* ftrace: before five 1-byte nops at a become one instruction, no thread
+ * may be between them (one found there is moved past them). */
+int ukp_opt_ask_nops(const unsigned long *a, size_t n)
+{
+	return ask_all(NULL, 0, a, n);
+}
+
+static int ask_all_threads(struct ukp_site **v, size_t n)
+{
+	return ask_all(v, n, NULL, 0);
 }
 
 /* ---- the optimizer ---------------------------------------------------------- */

@@ -218,6 +218,17 @@ static int slot_put(uint8_t *slot, const uint8_t *code, size_t len,
 	return 0;
 }
 
+/* Code that stands for no probed instruction (an ftrace stub): written
+ * without a record, so ukp_slot_find() does not know it. */
+int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len)
+{
+	struct chunk *c = chunk_of((unsigned long)slot);
+	if (!c)
+		return -EINVAL;
+	memcpy(c->rw + ((unsigned long)slot - c->base), code, len);
+	return 0;
+}
+
 /* One aligned 8-byte word of written slot memory, replaced in one store
  * (a detour's trampoline pointer, which threads read as they pass). */
 void ukp_slot_set_word(uint8_t *at, uint64_t v)

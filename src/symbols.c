@@ -738,3 +738,83 @@ void ukp_sym_init(void)
 					      "blocked or handlers reset");
 	}
 }
+
+/* ---- ftrace patch sites ------------------------------------------------ */
+
+/* The objects mapped now (ftrace.c), in load order. */
+size_t ukp_sym_objects(struct ukp_object ***out)
+{
+	size_t n = 0, k = 0;
+	pthread_mutex_lock(&sym_lock);
+	for (struct ukp_object *o = objects; o; o = o->next)
+		n += o->alive;
+	*out = malloc((n + 1) * sizeof(**out));
+	for (struct ukp_object *o = objects; *out && o; o = o->next)
+		if (o->alive)
+			(*out)[k++] = o;
+	pthread_mutex_unlock(&sym_lock);
+	return *out ? k : 0;
+}
+
+const char *ukp_sym_object_name(struct ukp_object *o, bool *is_main)
+{
+	*is_main = o->is_main;
+	return o->base;
+}
+
+/*
+ * The function entries the compiler recorded: __mcount_loc (-pg -mfentry
+ * -mrecord-mcount) and __patchable_function_entries
+ * (-fpatchable-function-entry).  Both hold one 8-byte address per entry;
+ * in a position-independent object each is a RELATIVE relocation whose
+ * addend the linker also wrote in place, so the file says where, before
+ * the dynamic linker has relocated anything.  Returns run-time addresses
+ * (malloc'd), each tagged with its section (UKP_PS_*).
+ */
+int ukp_sym_patch_sites(struct ukp_object *o, unsigned long **addrs, uint8_t **from, size_t *n)
+{
+	static const char *const secs[2] = { "__mcount_loc", "__patchable_function_entries" };
+	size_t len = 0, cap = 0;
+	*addrs = NULL;
+	*from = NULL;
+	*n = 0;
+	const void *f = map_file(o->is_main ? "/proc/self/exe" : o->path, &len);
+	if (!f)
+		return -ENOENT;
+	const Elf64_Ehdr *eh = f;
+	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
+	const char *shstr = eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < len ?
+		(const char *)f + sh[eh->e_shstrndx].sh_offset : NULL;
+	unsigned long bias = eh->e_type == ET_DYN ? o->bias : 0;
+	int err = 0;
+	for (unsigned i = 0; shstr && i < eh->e_shnum && !err; i++) {
+		for (unsigned k = 0; k < 2; k++) {
+			if (strcmp(shstr + sh[i].sh_name, secs[k]) || sh[i].sh_type != SHT_PROGBITS ||
+			    sh[i].sh_offset + sh[i].sh_size > len)
+				continue;
+			const uint64_t *v = (const void *)((const char *)f + sh[i].sh_offset);
+			size_t m = sh[i].sh_size / 8;
+			if (*n + m > cap) {
+				cap = *n + m;
+				unsigned long *na = realloc(*addrs, cap * sizeof(*na));
+				uint8_t *nf = realloc(*from, cap);
+				if (na)
+					*addrs = na;
+				if (nf)
+					*from = nf;
+				if (!na || !nf) {
+					err = -ENOMEM;
+					break;
+				}
+			}
+			for (size_t j = 0; j < m; j++) {
+				if (!v[j])
+					continue;	/* a discarded function's entry */
+				(*addrs)[*n] = v[j] + bias;
+				(*from)[(*n)++] = (uint8_t)k;
+			}
+		}
+	}
+	munmap((void *)f, len);
+	return err;
+}

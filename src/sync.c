@@ -54,6 +54,8 @@ static void thread_exit(void *arg)
 	atomic_store(&t->seq, (atomic_load(&t->seq) + 1) & ~1UL);
 	t->nest = 0;
 	t->in_handler = 0;
+	__atomic_store_n(&t->ft_out, t->ft_in, __ATOMIC_RELEASE);
+	t->ft_rdepth = 0;
 	self = NULL;
 	atomic_store(&t->free, 1);
 }
@@ -68,6 +70,7 @@ static void fork_child(void)
 		if (t && t != self) {
 			ukp_kret_thread_gone(t);
 			atomic_store(&t->seq, 0);
+			t->ft_out = t->ft_in;
 			atomic_store(&t->free, 1);
 		}
 	}
@@ -205,6 +208,46 @@ void ukp_synchronize(void)
 	while (atomic_load(&anon_readers))
 		sched_yield();
 	/* readers that left did all their loads before we free */
+	if (fast_readers)
+		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+}
+
+/*
+ * ftrace's grace period.  A stub counts every call in (ft_in) before it
+ * reads anything that can change, and out (ft_out) after the callbacks
+ * returned; both are plain stores of the thread itself.  The writer has
+ * already published the new state; membarrier makes every thread's
+ * counters visible (a thread whose "in" store was still buffered is
+ * interrupted, and reads the new state afterwards), then each thread seen
+ * inside is waited for until it has been seen with no call inside.  Calls
+ * nest (a callback calling a traced function), so "in == out" is the test,
+ * not a count of exits.
+ */
+void ukp_ftrace_synchronize(void)
+{
+	struct ukp_thread *me = self;
+	unsigned used = atomic_load(&pool_used);
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (fast_readers)
+		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+	for (unsigned i = 0; i < used; i++) {
+		struct ukp_thread *t = block(i);
+		if (!t || t == me)
+			continue;
+		for (unsigned spin = 0;; spin++) {
+			unsigned long out = __atomic_load_n(&t->ft_out, __ATOMIC_ACQUIRE);
+			unsigned long in = __atomic_load_n(&t->ft_in, __ATOMIC_ACQUIRE);
+			if (in == out || atomic_load(&t->free))
+				break;
+			if (spin < 100) {
+				sched_yield();
+			} else {
+				struct timespec ts = { 0, 100000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
 	if (fast_readers)
 		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
 }

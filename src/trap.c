@@ -268,7 +268,7 @@ static void anon_missed(const struct ukp_site *s)
 static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 {
 	struct ukp_site *s = ukp_site_lookup(bp);
-	if (!s)
+	if (!s || s->ftrace)
 		return false;
 	struct ukp_thread *t = ukp_thread_self();
 	if (!t) {
@@ -346,7 +346,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ctx)
 			post_slow_exit(uc);
 			return;
 		}
-		if (kprobe_hit(bp, uc))
+		if (ukp_ftrace_trap(bp, uc) || kprobe_hit(bp, uc))
 			return;
 		/* an int3 that was probed itself, trapping in its copy:
 		 * show the program the address it would have seen */
@@ -408,6 +408,42 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	}
 	ukp_read_unlock(t);
 	*errp = saved_errno;
+	return ret;
+}
+
+/*
+ * Kprobes on an ftrace patch site, from the site's ftrace path (regs as
+ * at the function's entry, ip = the site).  post_handlers run right after
+ * the pre_handlers, with ip past the site's nop, as if it had been
+ * single-stepped (the kernel's kprobes on ftrace do the same).
+ */
+int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len)
+{
+	struct ukp_thread *t = ukp_thread_self();
+	int ret = 0;
+
+	if (!t) {
+		anon_missed(s);
+		return 0;
+	}
+	int saved_errno = *t->errno_p;
+	ukp_read_lock(t);
+	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
+	if (l && l->n && ukp_knob_enabled && !t->internal) {
+		if (t->in_handler) {
+			count_missed(l);
+		} else {
+			struct ukp_pending live = { .site = s, .n = 0 };
+			ret = run_pre(t, l, regs, l->any_post ? &live : NULL);
+			if (!ret && l->any_post) {
+				regs->ip = s->addr + len;
+				run_post(t, l, regs, &live);
+				regs->ip = s->addr;
+			}
+		}
+	}
+	ukp_read_unlock(t);
+	*t->errno_p = saved_errno;
 	return ret;
 }
 

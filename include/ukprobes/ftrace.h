@@ -34,7 +34,6 @@ struct ftrace_ops {
 	void *__ukp_priv[8];
 };
 
-/* Not built yet: these return -EOPNOTSUPP (ftrace_get_enabled() returns 1). */
 UKP_API int register_ftrace_function(struct ftrace_ops *ops);
 UKP_API int unregister_ftrace_function(struct ftrace_ops *ops);
 UKP_API int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf,
@@ -48,6 +47,16 @@ UKP_API int ftrace_test_recursion_trylock(unsigned long ip,
 UKP_API void ftrace_test_recursion_unlock(int bit);
 UKP_API int ftrace_set_enabled(int on);
 UKP_API int ftrace_get_enabled(void);
+
+/*
+ * The kernel's available_filter_functions and enabled_functions: one line
+ * per patch site, "<address, 16 hex digits>  <function> [<object>]"
+ * (object left out for the main executable); enabled ones add
+ * " (<number of callbacks>)" and " R" (pt_regs saved), " I" (an IPMODIFY
+ * ops), " K" (kprobes).  Return the number of lines, or -EINVAL.
+ */
+UKP_API int ftrace_available_functions(FILE *out);
+UKP_API int ftrace_enabled_functions(FILE *out);
 
 #ifdef __cplusplus
 }

@@ -1153,6 +1153,8 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	}
 	r->len = (unsigned)(end - addr);
 	memcpy(r->orig, buf, r->len);
+	if (ukp_ftrace_overlaps(addr, end))
+		return refuse(why, wn, -EBUSY, "ftrace patch site inside the region");
 	size_t ti = ulv_lower(&os->targets, addr + 1);
 	if (ti < os->targets.n && os->targets.v[ti] < end)
 		return refuse(why, wn, -EINVAL, "jump into the region: to +%lu",

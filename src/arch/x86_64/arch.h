@@ -200,6 +200,8 @@ int ukp_arch_emulate_branch(const struct ukp_insn *insn, struct pt_regs *regs);
 
 /* Provided by generic code: reads code as it was before any probe. */
 void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n);
+/* does [lo, hi) overlap an ftrace patch site? (ftrace.c) */
+bool ukp_ftrace_overlaps(unsigned long lo, unsigned long hi);
 
 /* A system call without libc: the hit path must not call functions a
  * user may have probed (a probe on mmap() hit while attaching a thread

@@ -21,6 +21,8 @@
 #define T_LEAN_LIST 424
 #define T_LEAN_I 432
 #define T_LEAN_ERRNO 436
+#define T_FT_IN 2336
+#define T_FT_OUT 2344
 /* struct ukp_site, struct ukp_plist */
 #define S_PROBES 128
 #define L_N 0
@@ -64,5 +66,13 @@
 #define JR_MXCSR 176
 #define JR_FCW 180
 #define JR_XMM 192
+
+/* struct ft_cfg, struct ft_opp (ftrace_int.h) */
+#define FC_TRAMP 0
+#define FC_IP 8
+#define FC_OPS 16
+#define FC_FUNC 24
+#define FC_OPP 32
+#define FO_LIVE 0
 
 #endif

@@ -584,4 +584,257 @@ ukp_nofault_fixup:
 	ret
 	.size ukp_copy_nofault, .-ukp_copy_nofault
 
+
+/*
+ * ftrace.  A patch site calls its stub (ftrace.c), which counts the call
+ * in (ft_in) and jumps here with
+ *
+ *	%r11 = the site's cfg	(%rsp) = the traced function's r11
+ *	8(%rsp) = the return into it (site + 5)
+ *	16(%rsp) = the return into its caller (parent_ip)
+ *
+ * Each trampoline counts the call out (ft_out) once it is done with the
+ * cfg, and returns into the function with every register it had (the
+ * flags are not live at a function's entry).  The stack below the
+ * function's entry sp is free: no red zone to step over.
+ */
+.macro FT_SELF reg
+	mov ukp_self@gottpoff(%rip), \reg
+	mov %fs:(\reg), \reg
+.endm
+
+.macro PUSH_ARGS
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+.endm
+.macro POP_ARGS
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+.endm
+
+.macro LOAD_GPRS
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	mov PT_R11(%rsp), %r11
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
+.endm
+
+/* Call \fn with the argument vector registers (0-7, full width), MXCSR
+ * and the x87 control word saved around it; %rbx = the frame to come
+ * back to.  Argument registers for \fn are set already. */
+.macro FT_CALL_VEC fn
+	cmpl $2, ukp_vec_level(%rip)
+	jae 7f
+	sub $(32+32*8), %rsp
+	and $-32, %rsp
+	stmxcsr 0(%rsp)
+	fnstcw 4(%rsp)
+	cmpl $0, ukp_vec_level(%rip)
+	je 5f
+	VEC_ALL SAVE_VEC, 8, 32
+	UPPERS_ZERO 8
+	setz 16(%rsp)			/* every upper half was zero */
+	vzeroupper			/* C code may use legacy SSE */
+	call \fn
+	cmpb $0, 16(%rsp)
+	je 9f
+	vzeroupper			/* back to the clean upper state */
+	VEC_ALL LOAD_VEC128, 8, 16
+	jmp 6f
+9:	VEC_ALL LOAD_VEC, 8, 32
+	jmp 6f
+5:	VEC_ALL SAVE_VEC, 8, 16
+	call \fn
+	VEC_ALL LOAD_VEC, 8, 16
+6:	ldmxcsr 0(%rsp)
+	fldcw 4(%rsp)
+	jmp 8f
+7:	push %rdi			/* AVX-512: the whole state */
+	push %rsi
+	push %rdx
+	XSAVE_ALL
+	mov -8(%rbx), %rdi		/* (pushed just below the frame) */
+	mov -16(%rbx), %rsi
+	mov -24(%rbx), %rdx
+	call \fn
+	mov %eax, %r12d
+	XRSTOR_ALL
+	mov %r12d, %eax
+8:
+.endm
+
+	.globl ukp_ftrace_tramp_begin
+	.hidden ukp_ftrace_tramp_begin
+ukp_ftrace_tramp_begin:
+
+/* cfg_none: the site stops being traced; the call passes through */
+	.globl ukp_ftrace_tramp_none
+	.hidden ukp_ftrace_tramp_none
+	.type ukp_ftrace_tramp_none, @function
+ukp_ftrace_tramp_none:
+	FT_SELF %r11
+	incq T_FT_OUT(%r11)
+	pop %r11
+	ret
+	.size ukp_ftrace_tramp_none, .-ukp_ftrace_tramp_none
+
+/* One ops, no pt_regs, a callback proven to keep to the general
+ * registers (the kernel's dynamic trampoline): call it directly. */
+	.globl ukp_ftrace_tramp_one
+	.hidden ukp_ftrace_tramp_one
+	.type ukp_ftrace_tramp_one, @function
+ukp_ftrace_tramp_one:
+	PUSH_ARGS
+	mov FC_OPP(%r11), %rax
+	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
+	je 1f
+	FT_SELF %rax
+	mov T_ERRNO_P(%rax), %rax
+	mov (%rax), %eax		/* errno, 4 bytes as it is stored: an */
+	push %rax			/* 8-byte load would not forward */
+	mov FC_IP(%r11), %rdi
+	mov 88(%rsp), %rsi		/* parent_ip */
+	mov FC_OPS(%r11), %rdx
+	xor %ecx, %ecx			/* regs = NULL */
+	call *FC_FUNC(%r11)
+	FT_SELF %r11
+	mov T_ERRNO_P(%r11), %rax
+	pop %rcx
+	mov %ecx, (%rax)
+	jmp 2f
+1:	FT_SELF %r11
+2:	incq T_FT_OUT(%r11)
+	POP_ARGS
+	pop %r11
+	ret
+	.size ukp_ftrace_tramp_one, .-ukp_ftrace_tramp_one
+
+/* Several ops, or callbacks that need more: ukp_ftrace_list(cfg, parent). */
+.macro FT_LIST name, vec
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	PUSH_ARGS
+	push %rbx
+	push %r12
+	push %r12			/* (16-aligned) */
+	mov %rsp, %rbx
+	mov %r11, %rdi
+	mov 104(%rsp), %rsi		/* parent_ip */
+	.if \vec
+	FT_CALL_VEC ukp_ftrace_list
+	.else
+	call ukp_ftrace_list
+	.endif
+	mov %rbx, %rsp
+	FT_SELF %r11
+	incq T_FT_OUT(%r11)
+	pop %r12
+	pop %r12
+	pop %rbx
+	POP_ARGS
+	pop %r11
+	ret
+	.size \name, .-\name
+.endm
+
+/* pt_regs as at the function's first instruction (ip = the site, sp =
+ * its entry sp): ukp_ftrace_dispatch(cfg, regs, parent).  Registers are
+ * loaded back from pt_regs; if an IPMODIFY ops moved ip, the call goes
+ * there instead, its return address still the caller's. */
+.macro FT_REGS name, vec
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	SAVE_GPRS
+	mov %r11, %r12			/* cfg (r12 is in pt_regs) */
+	mov PT_SIZE(%rsp), %rax		/* the function's r11 */
+	mov %rax, PT_R11(%rsp)
+	mov FC_IP(%r12), %rax
+	mov %rax, PT_IP(%rsp)
+	movq $0x33, PT_CS(%rsp)
+	movq $0x2b, PT_SS(%rsp)
+	lea PT_SIZE+16(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	mov %rsp, %rbx
+	mov %r12, %rdi
+	mov %rbx, %rsi
+	mov PT_SIZE+16(%rbx), %rdx	/* parent_ip */
+	.if \vec
+	FT_CALL_VEC ukp_ftrace_dispatch
+	.else
+	call ukp_ftrace_dispatch
+	.endif
+	mov %rbx, %rsp
+	test %eax, %eax
+	jz 1f
+	mov PT_IP(%rsp), %rax		/* redirected: over the return */
+	mov %rax, PT_SIZE+8(%rsp)	/* into the function */
+1:	FT_SELF %rax
+	incq T_FT_OUT(%rax)
+	LOAD_GPRS
+	lea PT_SIZE+8(%rsp), %rsp
+	ret
+	.size \name, .-\name
+.endm
+
+	FT_LIST ukp_ftrace_tramp_list, 0
+	FT_LIST ukp_ftrace_tramp_list_vec, 1
+	FT_REGS ukp_ftrace_tramp_regs, 0
+	FT_REGS ukp_ftrace_tramp_regs_vec, 1
+
+/* A stub's thread with no block yet: attach one (libc may run: every
+ * register and the whole vector state saved).  %r11 = the block or 0. */
+	.globl ukp_ftrace_attach
+	.hidden ukp_ftrace_attach
+	.type ukp_ftrace_attach, @function
+ukp_ftrace_attach:
+	SAVE_GPRS
+	mov %rsp, %rbx
+	XSAVE_ALL
+	call ukp_thread_attach
+	mov %rax, PT_R11(%rbx)
+	XRSTOR_ALL
+	mov %rbx, %rsp
+	LOAD_GPRS
+	lea PT_SIZE(%rsp), %rsp
+	ret
+	.size ukp_ftrace_attach, .-ukp_ftrace_attach
+
+	.globl ukp_ftrace_tramp_end
+	.hidden ukp_ftrace_tramp_end
+ukp_ftrace_tramp_end:
+
+/* -pg -mfentry code calls this until its sites become nops (ftrace.c
+ * does that when ukprobes starts, and for each object loaded later). */
+	.globl __fentry__
+	.type __fentry__, @function
+__fentry__:
+	ret
+	.size __fentry__, .-__fentry__
 	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,1207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ftrace function hooks: the registry.
+ *
+ * Patch sites are the function entries the compiler recorded (symbols.c
+ * reads the sections), in every object loaded now or later.  A site is a
+ * 5-byte nop until some ops traces it; then it calls the site's own stub,
+ * 64 bytes of slot memory next to it:
+ *
+ *	push %r11
+ *	mov %fs:ukp_self, %r11		; the thread block
+ *	test %r11, %r11 ; jz attach
+ *	incq ft_in(%r11)		; this call is inside (grace periods)
+ *	mov cfg(%rip), %r11		; the site's callbacks now
+ *	jmp *(%r11)			; their trampoline (entry.S)
+ *	...
+ *	cfg: .quad <struct ft_cfg *>
+ *
+ * What changes is only the cfg word: adding or removing an ops on a site
+ * that stays traced is one 8-byte store, and the old cfg is freed after a
+ * grace period (the counters above; sync.c).  Code changes only between
+ * "traced" and "not traced", with the int3 protocol (the kernel's
+ * text_poke_bp): int3 first, then the tail, then the first byte, each
+ * step serialised; a thread that meets the int3 meanwhile has the new
+ * instruction emulated by the SIGTRAP handler.
+ *
+ * The trampolines: one ops that needs neither registers nor vector state
+ * calls its func directly (the kernel's dynamic trampoline); anything
+ * else goes through a list walk in C, with pt_regs when an ops asked for
+ * SAVE_REGS and the argument vector registers when a callback is not
+ * proven to keep to the general registers (the analysis of analyze.c).
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ftrace_int.h"
+
+struct ft_site {
+	unsigned long addr;
+	uint8_t len;		/* 5, or 6: a 6-byte call became nop5 + nop */
+	bool nops;		/* still five 1-byte nops */
+	bool dead, kprobe, active;
+	uint8_t *stub;
+	struct ft_cfg *cfg;
+	char *name;
+	const char *obj;	/* object base name */
+	bool is_main;
+	struct ukp_object *o;
+};
+
+struct ft_tab { size_t n; struct ft_site *v[]; };	/* by address */
+
+static struct ft_tab *_Atomic tab;	/* published whole; old ones kept */
+static struct ft_opp *ops_head;	/* registered, in order; under ukp_lock */
+static int ft_enabled = 1;
+static struct ft_cfg *garbage;	/* retired cfgs awaiting a grace period */
+static unsigned long tls_self;	/* %fs offset of ukp_self */
+static bool initialised;
+
+/* the int3 protocol's emulation table, for the SIGTRAP handler */
+struct ft_trans { unsigned long addr, target, skip; };
+struct ft_transtab { size_t n; struct ft_trans v[]; };
+static struct ft_transtab *_Atomic trans;
+static struct ft_transtab *trans_garbage[64];	/* freed by reap() */
+static size_t ntrans_garbage;
+
+static struct ftrace_ops kprobe_ops;	/* kprobes on patch sites */
+static struct ft_opp kprobe_opp = { .live = 1, .ops = &kprobe_ops };
+
+static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+/* ---- the site table ----------------------------------------------------- */
+
+static struct ft_site *site_of(unsigned long addr)
+{
+	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
+	if (!t)
+		return NULL;
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->v[mid]->addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->v[lo]->addr == addr ? t->v[lo] : NULL;
+}
+
+/* the first site at or after addr */
+static size_t site_index(const struct ft_tab *t, unsigned long addr)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->v[mid]->addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int ukp_ftrace_site_at(unsigned long addr)
+{
+	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
+	if (!t)
+		return 0;
+	size_t i = site_index(t, addr > 4 ? addr - 4 : 0);
+	for (; i < t->n && t->v[i]->addr <= addr; i++) {
+		if (t->v[i]->addr == addr)
+			return 1;
+		if (addr < t->v[i]->addr + 5)
+			return -1;
+	}
+	return 0;
+}
+
+bool ukp_ftrace_overlaps(unsigned long lo, unsigned long hi)
+{
+	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
+	if (!t || hi <= lo)
+		return false;
+	size_t i = site_index(t, lo > 5 ? lo - 5 : 0);
+	for (; i < t->n && t->v[i]->addr < hi; i++)
+		if (t->v[i]->addr + 5 > lo)
+			return true;
+	return false;
+}
+
+void ukp_ftrace_orig_bytes(unsigned long addr, uint8_t *buf, size_t n)
+{
+	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
+	if (!t || !t->n)
+		return;
+	size_t i = site_index(t, addr > 5 ? addr - 5 : 0);
+	for (; i < t->n && t->v[i]->addr < addr + n; i++) {
+		const struct ft_site *s = t->v[i];
+		for (unsigned k = 0; k < 5; k++)
+			if (s->addr + k >= addr && s->addr + k < addr + n)
+				buf[s->addr + k - addr] = nop5[k];
+	}
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct ft_site *x = *(struct ft_site *const *)a, *y = *(struct ft_site *const *)b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* ---- finding the sites ---------------------------------------------------- */
+
+static bool is_endbr64(const uint8_t *b)
+{
+	return b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa;
+}
+
+/*
+ * What is at a recorded address: the site (a function's first
+ * instruction, after an endbr64) and its form.  Returns 0 and fills s, or
+ * a reason it is not usable.
+ */
+static const char *classify(unsigned long rec, uint8_t from, struct ft_site *s,
+			    struct ukp_poke *fix, size_t *nfix)
+{
+	uint8_t b[24];
+	struct ukp_where w;
+	unsigned long a = rec;
+
+	*nfix = 0;
+	if (ukp_copy_nofault(b, (const void *)a, sizeof(b)))
+		return "unreadable";
+	if (is_endbr64(b)) {
+		a += 4;
+		memmove(b, b + 4, sizeof(b) - 4);
+	}
+	if (from == UKP_PS_PATCHABLE) {
+		/* -fpatchable-function-entry=N,M: M of the N nops come before
+		 * the function; the site is the function's own first bytes */
+		unsigned run = 0;
+		while (run < 16 && b[run] == 0x90)
+			run++;
+		if (run < 5)
+			return "fewer than 5 nops";
+		for (unsigned k = 0; k + 5 <= run; k++) {
+			if (ukp_sym_where(a + k, &w) == 0 && w.func_start == a + k) {
+				s->addr = a + k;
+				s->len = 5;
+				s->nops = true;
+				goto named;
+			}
+			if (k == 0 && ukp_sym_where(a, &w) == 0 && w.func_start &&
+			    w.func_start + 4 == a) {
+				s->addr = a;	/* after the function's endbr64 */
+				s->len = 5;
+				s->nops = true;
+				goto named;
+			}
+		}
+		return "no function starts at the nops";
+	}
+	if (!memcmp(b, nop5, 5)) {
+		s->len = 5;		/* -mnop-mcount */
+	} else if (b[0] == 0xe8) {
+		s->len = 5;		/* call __fentry__ */
+	} else if ((b[0] == 0xff && b[1] == 0x15) || (b[0] == 0x67 && b[1] == 0xe8)) {
+		s->len = 6;		/* call *__fentry__@GOTPCREL(%rip) */
+	} else {
+		return "not a call to __fentry__ or a nop";
+	}
+	s->addr = a;
+	if (memcmp(b, nop5, 5)) {
+		/* a call: it becomes nops, as the kernel does at boot */
+		for (unsigned k = 0; k < s->len; k++)
+			fix[(*nfix)++] = (struct ukp_poke){ a + k, k < 5 ? nop5[k] : 0x90 };
+	}
+	if (ukp_sym_where(a, &w) != 0 || !w.func_start ||
+	    (w.func_start != a && !(w.func_start + 4 == a)))
+		return "not at a function's entry (-pg without -mfentry?)";
+named:
+	s->name = strdup(w.func);
+	return s->name ? NULL : "out of memory";
+}
+
+static int ft_patch(struct ft_site **v, const unsigned long *targets, size_t n);
+
+/* Read the sites of every object not seen yet, forget those unloaded. */
+static void scan_objects_locked(bool fresh)
+{
+	struct ukp_object **objs;
+	size_t nobj = ukp_sym_objects(&objs);
+	struct ft_tab *old = atomic_load(&tab);
+	size_t cap = (old ? old->n : 0) + 64, n = 0;
+	struct ft_tab *nt = malloc(sizeof(*nt) + cap * sizeof(nt->v[0]));
+	struct ukp_poke *fix = NULL;
+	size_t nfix = 0, capfix = 0;
+	bool changed = false;
+
+	if (!nt) {
+		free(objs);
+		return;
+	}
+	/* keep the sites of objects still mapped */
+	for (size_t i = 0; old && i < old->n; i++) {
+		struct ft_site *s = old->v[i];
+		bool alive = false;
+		for (size_t k = 0; k < nobj && !alive; k++)
+			alive = objs[k] == s->o;
+		if (alive) {
+			nt->v[n++] = s;
+			continue;
+		}
+		/* its code went with the mapping: the stub stays (slot memory
+		 * is never reused), the callbacks are dropped */
+		s->dead = true;
+		s->active = false;
+		if (s->cfg) {
+			s->cfg->next_garbage = garbage;
+			garbage = s->cfg;
+			s->cfg = NULL;
+		}
+		changed = true;
+	}
+	/* objects whose sites are not known yet */
+	static struct ukp_object **seen;
+	static size_t nseen, capseen;
+	for (size_t k = 0; k < nobj; k++) {
+		bool known = false;
+		for (size_t i = 0; i < n && !known; i++)
+			known = nt->v[i]->o == objs[k];
+		for (size_t i = 0; i < nseen && !known; i++)
+			known = seen[i] == objs[k];
+		if (known)
+			continue;
+		unsigned long *addrs;
+		uint8_t *from;
+		size_t m;
+		if (ukp_sym_patch_sites(objs[k], &addrs, &from, &m) == 0 && m) {
+			bool is_main;
+			const char *oname = ukp_sym_object_name(objs[k], &is_main);
+			for (size_t j = 0; j < m; j++) {
+				struct ft_site tmp = { 0 };
+				struct ukp_poke f[6];
+				size_t nf;
+				const char *why = classify(addrs[j], from[j], &tmp, f, &nf);
+				if (why) {
+					if (getenv("UKPROBES_VERBOSE"))
+						ukp_log("ftrace: %s entry %#lx in %s skipped: %s",
+							from[j] ? "__patchable_function_entries" : "__mcount_loc",
+							addrs[j], oname, why);
+					free(tmp.name);
+					continue;
+				}
+				bool dup = false;
+				for (size_t i = 0; i < n && !dup; i++)
+					dup = nt->v[i]->addr == tmp.addr;
+				if (dup) {
+					free(tmp.name);
+					continue;
+				}
+				if (n == cap) {
+					struct ft_tab *g = realloc(nt, sizeof(*nt) + 2 * cap * sizeof(nt->v[0]));
+					if (g) {
+						nt = g;
+						cap *= 2;
+					}
+				}
+				if (nfix + nf > capfix) {
+					size_t nc = 2 * (nfix + nf) + 16;
+					struct ukp_poke *g = realloc(fix, nc * sizeof(*fix));
+					if (g) {
+						fix = g;
+						capfix = nc;
+					}
+				}
+				struct ft_site *s = n < cap && nfix + nf <= capfix ? malloc(sizeof(*s)) : NULL;
+				if (!s) {
+					free(tmp.name);
+					continue;
+				}
+				*s = tmp;
+				/* an object the dynamic linker is loading: none
+				 * of its code ran yet, its nops are one site */
+				if (fresh)
+					s->nops = false;
+				s->o = objs[k];
+				s->obj = oname;
+				s->is_main = is_main;
+				nt->v[n++] = s;
+				memcpy(fix + nfix, f, nf * sizeof(*f));
+				nfix += nf;
+				changed = true;
+			}
+		}
+		free(addrs);
+		free(from);
+		/* remember objects without sites too (never read twice) */
+		if (nseen == capseen) {
+			size_t nc = capseen ? 2 * capseen : 32;
+			struct ukp_object **g = realloc(seen, nc * sizeof(*g));
+			if (!g)
+				continue;
+			seen = g;
+			capseen = nc;
+		}
+		seen[nseen++] = objs[k];
+	}
+	/* an object unloaded and loaded again is read again */
+	for (size_t i = 0; i < nseen;) {
+		bool alive = false;
+		for (size_t k = 0; k < nobj && !alive; k++)
+			alive = objs[k] == seen[i];
+		if (alive)
+			i++;
+		else
+			seen[i] = seen[--nseen];
+	}
+	free(objs);
+	if (!changed) {
+		free(nt);
+		free(fix);
+		return;
+	}
+	qsort(nt->v, n, sizeof(nt->v[0]), cmp_site);
+	nt->n = n;
+	atomic_store_explicit(&tab, nt, memory_order_release);
+	/* old tables stay: a reader may be in one (a few bytes per site) */
+	if (nfix) {
+		/* call __fentry__ -> nops: int3, tail, first byte */
+		struct ft_site **v = malloc(nfix * sizeof(*v));
+		unsigned long *tg = calloc(nfix, sizeof(*tg));
+		size_t nv = 0;
+		for (size_t i = 0; v && tg && i < nfix; i++) {
+			struct ft_site *s = site_of(fix[i].addr);
+			if (s)
+				v[nv++] = s;
+		}
+		if (v && tg)
+			ft_patch(v, tg, nv);
+		free(v);
+		free(tg);
+	}
+	free(fix);
+}
+
+/* ---- patching --------------------------------------------------------------- */
+
+static int cmp_trans(const void *a, const void *b)
+{
+	const struct ft_trans *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * Make sites v[i] call targets[i] (0: the nop), all together: int3 on
+ * each first byte, then (for sites still made of 1-byte nops) every
+ * thread moved out of them, then the tails, then the first bytes.
+ */
+static int ft_patch(struct ft_site **v, const unsigned long *targets, size_t n)
+{
+	if (!n)
+		return 0;
+	struct ft_transtab *tt = malloc(sizeof(*tt) + n * sizeof(tt->v[0]));
+	struct ukp_poke *p0 = malloc(n * sizeof(*p0));
+	struct ukp_poke *p1 = malloc(6 * n * sizeof(*p1));
+	struct ukp_poke *p2 = malloc(n * sizeof(*p2));
+	unsigned long *nops = malloc(n * sizeof(*nops));
+	uint8_t *orig0 = malloc(n);
+	size_t n1 = 0, nn = 0;
+	int err = -ENOMEM;
+
+	if (!tt || !p0 || !p1 || !p2 || !nops || !orig0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct ft_site *s = v[i];
+		uint8_t code[6], b0;
+		if (ukp_copy_nofault(&b0, (const void *)s->addr, 1))
+			b0 = nop5[0];
+		if (targets[i]) {
+			int32_t rel = (int32_t)(targets[i] - (s->addr + 5));
+			code[0] = 0xe8;
+			memcpy(code + 1, &rel, 4);
+		} else {
+			memcpy(code, nop5, 5);
+		}
+		code[5] = 0x90;
+		tt->v[i] = (struct ft_trans){ s->addr, targets[i], s->addr + s->len };
+		p0[i] = (struct ukp_poke){ s->addr, UKP_ARCH_BREAKPOINT };
+		p2[i] = (struct ukp_poke){ s->addr, code[0] };
+		orig0[i] = b0;
+		for (unsigned k = 1; k < s->len; k++)
+			p1[n1++] = (struct ukp_poke){ s->addr + k, code[k] };
+		if (s->nops)
+			nops[nn++] = s->addr;
+		ukp_mark_patched_locked(s->addr, s->len);
+	}
+	tt->n = n;
+	qsort(tt->v, n, sizeof(tt->v[0]), cmp_trans);
+	atomic_store_explicit(&trans, tt, memory_order_release);
+	err = ukp_text_poke_batch(p0, n);
+	if (!err && nn)
+		err = ukp_opt_ask_nops(nops, nn);
+	if (err) {
+		/* put the first bytes back: the sites stay what they were */
+		for (size_t i = 0; i < n; i++)
+			p0[i].byte = orig0[i];
+		ukp_text_poke_batch(p0, n);
+	} else {
+		err = ukp_text_poke_batch(p1, n1);
+		int e2 = ukp_text_poke_batch(p2, n);
+		if (!err)
+			err = e2;
+		for (size_t i = 0; i < n; i++)
+			v[i]->nops = false;
+	}
+	atomic_store_explicit(&trans, NULL, memory_order_release);
+	/* the trap handler reads tt as an anonymous reader: freed after a
+	 * grace period, which must not be waited for under ukp_lock (the
+	 * dynamic linker's hook runs as a reader and takes the lock) */
+	if (ntrans_garbage < 64) {
+		trans_garbage[ntrans_garbage++] = tt;
+		tt = NULL;
+	}
+	/* else kept: a reader may still be in it */
+	tt = NULL;
+out:
+	free(tt);
+	free(p0);
+	free(p1);
+	free(p2);
+	free(nops);
+	free(orig0);
+	return err;
+}
+
+bool ukp_ftrace_trap(unsigned long addr, ucontext_t *uc)
+{
+	bool done = false;
+	ukp_anon_read_lock();
+	struct ft_transtab *tt = atomic_load_explicit(&trans, memory_order_acquire);
+	if (tt) {
+		size_t lo = 0, hi = tt->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (tt->v[mid].addr < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < tt->n && tt->v[lo].addr == addr) {
+			const struct ft_trans *e = &tt->v[lo];
+			if (e->target) {
+				/* emulate the call: at a function's entry the
+				 * stack below sp is free */
+				unsigned long sp = ukp_arch_uc_sp(uc) - 8;
+				*(unsigned long *)sp = addr + 5;
+				ukp_arch_uc_set_sp(uc, sp);
+				ukp_arch_uc_set_ip(uc, e->target);
+			} else {
+				ukp_arch_uc_set_ip(uc, e->skip);
+			}
+			done = true;
+		}
+	}
+	ukp_anon_read_unlock();
+	if (!done && site_of(addr)) {
+		/* the patch finished after this thread trapped: run what is
+		 * there now */
+		uint8_t b;
+		if (!ukp_copy_nofault(&b, (const void *)addr, 1) && b != UKP_ARCH_BREAKPOINT) {
+			ukp_arch_uc_set_ip(uc, addr);
+			done = true;
+		}
+	}
+	return done;
+}
+
+/* ---- stubs -------------------------------------------------------------------- */
+
+#define STUB_SIZE 128
+#define STUB_ATTACH 64	/* .quad ukp_ftrace_attach (a cache line of its own) */
+#define STUB_CFG 72	/* .quad cfg */
+
+static struct ft_cfg cfg_none = { .tramp = ukp_ftrace_tramp_none };
+
+static int make_stub(struct ft_site *s)
+{
+	uint8_t c[STUB_SIZE];
+	size_t k = 0;
+	uint8_t *raw = ukp_slot_alloc(s->addr, STUB_SIZE + 64);
+	if (!raw)
+		return -ENOMEM;
+	uint8_t *st = (uint8_t *)(((unsigned long)raw + 63) & ~63UL);
+	int32_t d;
+
+	memset(c, 0xcc, sizeof(c));
+	c[k++] = 0x41; c[k++] = 0x53;				/* push %r11 */
+	c[k++] = 0x64; c[k++] = 0x4c; c[k++] = 0x8b;		/* mov %fs:d32, %r11 */
+	c[k++] = 0x1c; c[k++] = 0x25;
+	d = (int32_t)tls_self;
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x4d; c[k++] = 0x85; c[k++] = 0xdb;		/* test %r11, %r11 */
+	c[k++] = 0x74; size_t jz = k++;				/* jz attach */
+	size_t again = k;
+	if (!ukp_fast_readers)
+		c[k++] = 0xf0;					/* lock */
+	c[k++] = 0x49; c[k++] = 0xff; c[k++] = 0x83;		/* incq ft_in(%r11) */
+	d = (int32_t)offsetof(struct ukp_thread, ft_in);
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x4c; c[k++] = 0x8b; c[k++] = 0x1d;		/* mov cfg(%rip), %r11 */
+	d = (int32_t)(STUB_CFG - (k + 4));
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x41; c[k++] = 0xff; c[k++] = 0x23;		/* jmp *(%r11) */
+	c[jz] = (uint8_t)(k - (jz + 1));
+	c[k++] = 0xff; c[k++] = 0x15;				/* call *attach(%rip) */
+	d = (int32_t)(STUB_ATTACH - (k + 4));
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x4d; c[k++] = 0x85; c[k++] = 0xdb;		/* test %r11, %r11 */
+	c[k++] = 0x75;						/* jnz again */
+	c[k] = (uint8_t)(int8_t)(again - (k + 1)); k++;
+	c[k++] = 0x41; c[k++] = 0x5b;				/* pop %r11 */
+	c[k++] = 0xc3;						/* ret */
+	if (k > STUB_ATTACH)
+		return -EOVERFLOW;
+	uint64_t w = (uint64_t)(unsigned long)ukp_ftrace_attach;
+	memcpy(c + STUB_ATTACH, &w, 8);
+	w = (uint64_t)(unsigned long)&cfg_none;
+	memcpy(c + STUB_CFG, &w, 8);
+	int err = ukp_slot_write_raw(st, c, sizeof(c));
+	if (err)
+		return err;
+	s->stub = st;
+	return 0;
+}
+
+/* ---- filters ------------------------------------------------------------------ */
+
+static bool ips_has(const struct ft_ips *s, unsigned long ip)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == ip)
+			return true;
+	return false;
+}
+
+static bool pat_matches(const struct ft_pat *p, const struct ft_site *s)
+{
+	if (p->obj && fnmatch(p->obj, s->obj, 0))
+		return false;
+	return !fnmatch(p->glob, s->name, 0);
+}
+
+static bool filter_matches(const struct ft_filter *f, const struct ft_site *s)
+{
+	if (ips_has(&f->ips, s->addr))
+		return true;
+	for (const struct ft_pat *p = f->pats; p; p = p->next)
+		if (pat_matches(p, s))
+			return true;
+	return false;
+}
+
+static bool filter_empty(const struct ft_filter *f)
+{
+	return !f->pats && !f->ips.n;
+}
+
+static bool traces(const struct ft_opp *o, const struct ft_site *s)
+{
+	if (filter_matches(&o->notrace, s))
+		return false;
+	return filter_empty(&o->filter) || filter_matches(&o->filter, s);
+}
+
+static bool active(const struct ft_opp *o)
+{
+	return o->registered && (ft_enabled || (o->ops->flags & FTRACE_OPS_FL_PERMANENT));
+}
+
+static void filter_free(struct ft_filter *f)
+{
+	while (f->pats) {
+		struct ft_pat *p = f->pats;
+		f->pats = p->next;
+		free(p->obj);
+		free(p->glob);
+		free(p);
+	}
+	free(f->ips.v);
+	f->ips.v = NULL;
+	f->ips.n = 0;
+}
+
+static int filter_copy(struct ft_filter *dst, const struct ft_filter *src)
+{
+	struct ft_pat **tail = &dst->pats;
+	memset(dst, 0, sizeof(*dst));
+	for (const struct ft_pat *p = src->pats; p; p = p->next) {
+		struct ft_pat *q = calloc(1, sizeof(*q));
+		if (!q || !(q->glob = strdup(p->glob)) || (p->obj && !(q->obj = strdup(p->obj)))) {
+			if (q) {
+				free(q->glob);
+				free(q);
+			}
+			filter_free(dst);
+			return -ENOMEM;
+		}
+		*tail = q;
+		tail = &q->next;
+	}
+	if (src->ips.n) {
+		dst->ips.v = malloc(src->ips.n * sizeof(unsigned long));
+		if (!dst->ips.v) {
+			filter_free(dst);
+			return -ENOMEM;
+		}
+		memcpy(dst->ips.v, src->ips.v, src->ips.n * sizeof(unsigned long));
+		dst->ips.n = src->ips.n;
+	}
+	return 0;
+}
+
+static struct ft_opp *opp_of(struct ftrace_ops *ops, bool make)
+{
+	struct ft_opp *o = ops->__ukp_priv[0];
+	if (o || !make)
+		return o;
+	o = calloc(1, sizeof(*o));
+	if (o) {
+		o->ops = ops;
+		ops->__ukp_priv[0] = o;
+	}
+	return o;
+}
+
+/* ---- computing what each site calls ----------------------------------------------- */
+
+static bool is_regs(unsigned long f)
+{
+	return f & (FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
+}
+
+static size_t wanted(const struct ft_site *s, struct ft_ent *e, size_t max)
+{
+	size_t n = 0;
+	if (s->dead)
+		return 0;
+	for (struct ft_opp *o = ops_head; o && n < max; o = o->next)
+		if (active(o) && traces(o, s))
+			e[n++] = (struct ft_ent){ o->ops->func, o->ops, o, o->ops->flags };
+	if (s->kprobe && n < max)
+		e[n++] = (struct ft_ent){ ukp_ftrace_kprobe_func, &kprobe_ops, &kprobe_opp,
+					  FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY };
+	return n;
+}
+
+static bool same(const struct ft_cfg *c, const struct ft_ent *e, size_t n)
+{
+	if (!c)
+		return n == 0;
+	if (c->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (c->e[i].opp != e[i].opp || c->e[i].func != e[i].func ||
+		    c->e[i].flags != e[i].flags)
+			return false;
+	return true;
+}
+
+static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t n)
+{
+	struct ft_cfg *c = calloc(1, sizeof(*c) + n * sizeof(c->e[0]));
+	if (!c)
+		return NULL;
+	memcpy(c->e, e, n * sizeof(*e));
+	c->n = (unsigned)n;
+	c->ip = s->addr;
+	c->site = s;
+	bool rec = false;
+	for (size_t i = 0; i < n; i++) {
+		c->regs |= is_regs(e[i].flags);
+		c->vec |= e[i].opp == &kprobe_opp || !e[i].opp->gpr_only;
+		rec |= (e[i].flags & FTRACE_OPS_FL_RECURSION) != 0;
+	}
+	c->ops = e[0].ops;
+	c->func = e[0].func;
+	c->opp = e[0].opp;
+	if (n == 1 && !c->regs && !c->vec && !rec)
+		c->tramp = ukp_ftrace_tramp_one;
+	else if (c->regs)
+		c->tramp = c->vec ? ukp_ftrace_tramp_regs_vec : ukp_ftrace_tramp_regs;
+	else
+		c->tramp = c->vec ? ukp_ftrace_tramp_list_vec : ukp_ftrace_tramp_list;
+	return c;
+}
+
+#define MAX_OPS 64
+
+/* Bring the sites (all if v is NULL) to what the registered ops want. */
+static int apply_locked(struct ft_site **only, size_t nonly)
+{
+	struct ft_tab *t = atomic_load(&tab);
+	size_t n = only ? nonly : t ? t->n : 0;
+	struct ft_site **pv = malloc((n + 1) * sizeof(*pv));
+	unsigned long *pt = malloc((n + 1) * sizeof(*pt));
+	struct ft_ent e[MAX_OPS];
+	size_t np = 0;
+	int err = 0;
+
+	if (!pv || !pt) {
+		free(pv);
+		free(pt);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ft_site *s = only ? only[i] : t->v[i];
+		size_t ne = wanted(s, e, MAX_OPS);
+		if (same(s->cfg, e, ne))
+			continue;
+		struct ft_cfg *c = NULL;
+		if (ne) {
+			if (!s->stub && (err = make_stub(s)) != 0)
+				break;
+			c = cfg_new(s, e, ne);
+			if (!c) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		if (s->stub)
+			ukp_slot_set_word(s->stub + STUB_CFG, (uint64_t)(unsigned long)(c ? c : &cfg_none));
+		if (s->cfg) {
+			s->cfg->next_garbage = garbage;
+			garbage = s->cfg;
+		}
+		s->cfg = c;
+		if ((c != NULL) != s->active) {
+			pv[np] = s;
+			pt[np++] = c ? (unsigned long)s->stub : 0;
+		}
+	}
+	if (np) {
+		int e2 = ft_patch(pv, pt, np);
+		if (!e2) {
+			for (size_t i = 0; i < np; i++)
+				pv[i]->active = pt[i] != 0;
+		} else if (!err) {
+			err = e2;
+		}
+	}
+	free(pv);
+	free(pt);
+	return err;
+}
+
+/* After the lock is dropped: a grace period, then free what was retired. */
+static void reap(void)
+{
+	pthread_mutex_lock(&ukp_lock);
+	struct ft_cfg *g = garbage;
+	garbage = NULL;
+	struct ft_transtab *tg[64];
+	size_t ntg = ntrans_garbage;
+	memcpy(tg, trans_garbage, ntg * sizeof(tg[0]));
+	ntrans_garbage = 0;
+	pthread_mutex_unlock(&ukp_lock);
+	ukp_ftrace_synchronize();
+	if (ntg) {
+		ukp_synchronize();
+		for (size_t i = 0; i < ntg; i++)
+			free(tg[i]);
+	}
+	while (g) {
+		struct ft_cfg *next = g->next_garbage;
+		free(g);
+		g = next;
+	}
+}
+
+void ukp_ftrace_reap(void)
+{
+	if (__atomic_load_n(&garbage, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ntrans_garbage, __ATOMIC_RELAXED))
+		reap();
+}
+
+/* Would o, tracing the sites its filters select, share a site with
+ * another IPMODIFY ops? */
+static const struct ft_site *ipmodify_conflict(const struct ft_opp *o)
+{
+	struct ft_tab *t = atomic_load(&tab);
+	if (!(o->ops->flags & FTRACE_OPS_FL_IPMODIFY))
+		return NULL;
+	for (size_t i = 0; t && i < t->n; i++) {
+		const struct ft_site *s = t->v[i];
+		if (s->dead || !traces(o, s))
+			continue;
+		for (struct ft_opp *x = ops_head; x; x = x->next)
+			if (x != o && x->registered && (x->ops->flags & FTRACE_OPS_FL_IPMODIFY) &&
+			    traces(x, s))
+				return s;
+	}
+	return NULL;
+}
+
+/* ---- init and objects ------------------------------------------------------------- */
+
+void ukp_ftrace_init_locked(void)
+{
+	unsigned long fs;
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(fs));
+	tls_self = (unsigned long)&ukp_self - fs;
+	kprobe_ops.func = ukp_ftrace_kprobe_func;
+	kprobe_ops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
+	scan_objects_locked(false);
+	initialised = true;
+}
+
+void ukp_ftrace_objects_changed_locked(void)
+{
+	if (!initialised)
+		return;
+	scan_objects_locked(true);
+	if (ops_head)
+		apply_locked(NULL, 0);
+}
+
+int ukp_ftrace_kprobe_arm_locked(unsigned long addr, bool on)
+{
+	struct ft_site *s = site_of(addr);
+	if (!s || s->dead)
+		return -ENOENT;
+	if (s->kprobe == on)
+		return 0;
+	s->kprobe = on;
+	return apply_locked(&s, 1);
+}
+
+/* ---- the API -------------------------------------------------------------------- */
+
+static void lock(void)
+{
+	ukp_init_once();
+	pthread_mutex_lock(&ukp_lock);
+}
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	if (!ops || !ops->func) {
+		ukp_log("register_ftrace_function: %s is NULL", ops ? "ops->func" : "ops");
+		return -EINVAL;
+	}
+	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !is_regs(ops->flags)) {
+		ukp_log("register_ftrace_function: IPMODIFY needs SAVE_REGS");
+		return -EINVAL;
+	}
+	lock();
+	struct ft_opp *o = opp_of(ops, true);
+	int err = 0;
+	const struct ft_site *c;
+	if (!o) {
+		err = -ENOMEM;
+	} else if (o->registered) {
+		ukp_log("register_ftrace_function: ops %p is already registered", (void *)ops);
+		err = -EBUSY;
+	} else if ((ops->flags & FTRACE_OPS_FL_PERMANENT) && !ft_enabled) {
+		ukp_log("register_ftrace_function: a PERMANENT ops while ftrace is disabled");
+		err = -EBUSY;
+	} else if ((c = ipmodify_conflict(o)) != NULL) {
+		ukp_log("register_ftrace_function: %s already has an IPMODIFY ops", c->name);
+		err = -EBUSY;
+	}
+	if (!err) {
+		o->gpr_only = ukp_opt_gpr_only_locked((unsigned long)ops->func);
+		o->registered = true;
+		atomic_store(&o->live, 1);
+		o->next = NULL;
+		struct ft_opp **pp = &ops_head;
+		while (*pp)
+			pp = &(*pp)->next;
+		*pp = o;
+		ops->flags |= FTRACE_OPS_FL_ENABLED;
+		err = apply_locked(NULL, 0);
+		if (err) {
+			ukp_log("register_ftrace_function: cannot patch every site: %s", strerror(-err));
+			atomic_store(&o->live, 0);
+			o->registered = false;
+			*pp = NULL;
+			ops->flags &= ~FTRACE_OPS_FL_ENABLED;
+			apply_locked(NULL, 0);
+		}
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	if (err)
+		reap();
+	return err;
+}
+
+int unregister_ftrace_function(struct ftrace_ops *ops)
+{
+	if (!ops)
+		return -EINVAL;
+	lock();
+	struct ft_opp *o = opp_of(ops, false);
+	if (!o || !o->registered) {
+		pthread_mutex_unlock(&ukp_lock);
+		ukp_log("unregister_ftrace_function: ops %p is not registered", (void *)ops);
+		return -EINVAL;
+	}
+	atomic_store(&o->live, 0);	/* a stub's old cfg skips it from now */
+	o->registered = false;
+	for (struct ft_opp **pp = &ops_head; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	ops->flags &= ~FTRACE_OPS_FL_ENABLED;
+	int err = apply_locked(NULL, 0);
+	pthread_mutex_unlock(&ukp_lock);
+	reap();		/* no callback of ops runs after this */
+	return err;
+}
+
+/* One filter word: "glob" or "object:glob".  Does it match a live site? */
+static int parse_pat(const char *w, size_t n, struct ft_pat **out, size_t *matches)
+{
+	struct ft_pat *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	const char *colon = memchr(w, ':', n);
+	if (colon) {
+		p->obj = strndup(w, (size_t)(colon - w));
+		p->glob = strndup(colon + 1, n - (size_t)(colon - w) - 1);
+	} else {
+		p->glob = strndup(w, n);
+	}
+	if (!p->glob || (colon && !p->obj)) {
+		free(p->obj);
+		free(p->glob);
+		free(p);
+		return -ENOMEM;
+	}
+	struct ft_tab *t = atomic_load(&tab);
+	*matches = 0;
+	for (size_t i = 0; t && i < t->n; i++)
+		if (!t->v[i]->dead && pat_matches(p, t->v[i]))
+			(*matches)++;
+	*out = p;
+	return 0;
+}
+
+static int set_regex(struct ftrace_ops *ops, unsigned char *buf, int len, int reset,
+		     bool notrace)
+{
+	const char *fn = notrace ? "ftrace_set_notrace" : "ftrace_set_filter";
+	if (!ops) {
+		ukp_log("%s: ops is NULL", fn);
+		return -EINVAL;
+	}
+	if (buf && len < 0) {
+		ukp_log("%s: negative length %d", fn, len);
+		return -EINVAL;
+	}
+	lock();
+	struct ft_opp *o = opp_of(ops, true);
+	struct ft_filter nf, old;
+	int err = o ? 0 : -ENOMEM;
+	if (!err) {
+		if (reset)
+			memset(&nf, 0, sizeof(nf));
+		else
+			err = filter_copy(&nf, notrace ? &o->notrace : &o->filter);
+	}
+	const char *s = (const char *)buf;
+	size_t n = buf ? strnlen(s, (size_t)len) : 0;
+	for (size_t i = 0; !err && i < n;) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ','))
+			i++;
+		size_t j = i;
+		while (j < n && !(s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == ','))
+			j++;
+		if (j == i)
+			break;
+		struct ft_pat *p;
+		size_t m;
+		err = parse_pat(s + i, j - i, &p, &m);
+		if (err)
+			break;
+		if (!m) {
+			ukp_log("%s: '%.*s' matches no traceable function", fn, (int)(j - i), s + i);
+			free(p->obj);
+			free(p->glob);
+			free(p);
+			err = -EINVAL;
+			break;
+		}
+		p->next = nf.pats;
+		nf.pats = p;
+		i = j;
+	}
+	if (err) {
+		if (o)
+			filter_free(&nf);
+		pthread_mutex_unlock(&ukp_lock);
+		return err;
+	}
+	struct ft_filter *cur = notrace ? &o->notrace : &o->filter;
+	old = *cur;
+	*cur = nf;
+	const struct ft_site *c = o->registered ? ipmodify_conflict(o) : NULL;
+	if (c) {
+		ukp_log("%s: %s already has an IPMODIFY ops", fn, c->name);
+		*cur = old;
+		filter_free(&nf);
+		pthread_mutex_unlock(&ukp_lock);
+		return -EBUSY;
+	}
+	filter_free(&old);
+	if (o->registered)
+		err = apply_locked(NULL, 0);
+	pthread_mutex_unlock(&ukp_lock);
+	reap();
+	return err;
+}
+
+int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	return set_regex(ops, buf, len, reset, false);
+}
+
+int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	return set_regex(ops, buf, len, reset, true);
+}
+
+int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
+{
+	if (!ops) {
+		ukp_log("ftrace_set_filter_ip: ops is NULL");
+		return -EINVAL;
+	}
+	lock();
+	struct ft_opp *o = opp_of(ops, true);
+	if (!o) {
+		pthread_mutex_unlock(&ukp_lock);
+		return -ENOMEM;
+	}
+	struct ft_site *s = ip ? site_of(ip) : NULL;
+	if (ip && (!s || s->dead)) {
+		pthread_mutex_unlock(&ukp_lock);
+		ukp_log("ftrace_set_filter_ip: %#lx is not a patch site (a traced function's entry)", ip);
+		return -ENOENT;
+	}
+	struct ft_filter nf;
+	int err = 0;
+	if (reset)
+		memset(&nf, 0, sizeof(nf));
+	else
+		err = filter_copy(&nf, &o->filter);
+	if (!err && ip) {
+		bool has = ips_has(&nf.ips, ip);
+		if (remove) {
+			if (!has) {
+				ukp_log("ftrace_set_filter_ip: %#lx is not in the filter", ip);
+				err = -ENOENT;
+			}
+			for (size_t i = 0; has && i < nf.ips.n; i++)
+				if (nf.ips.v[i] == ip)
+					nf.ips.v[i--] = nf.ips.v[--nf.ips.n];
+		} else if (!has) {
+			unsigned long *g = realloc(nf.ips.v, (nf.ips.n + 1) * sizeof(*g));
+			if (!g)
+				err = -ENOMEM;
+			else
+				(nf.ips.v = g)[nf.ips.n++] = ip;
+		}
+	}
+	if (err) {
+		filter_free(&nf);
+		pthread_mutex_unlock(&ukp_lock);
+		return err;
+	}
+	struct ft_filter old = o->filter;
+	o->filter = nf;
+	const struct ft_site *c = o->registered ? ipmodify_conflict(o) : NULL;
+	if (c) {
+		ukp_log("ftrace_set_filter_ip: %s already has an IPMODIFY ops", c->name);
+		o->filter = old;
+		filter_free(&nf);
+		pthread_mutex_unlock(&ukp_lock);
+		return -EBUSY;
+	}
+	filter_free(&old);
+	if (o->registered)
+		err = apply_locked(NULL, 0);
+	pthread_mutex_unlock(&ukp_lock);
+	reap();
+	return err;
+}
+
+int ftrace_set_enabled(int on)
+{
+	lock();
+	ft_enabled = on != 0;
+	int err = apply_locked(NULL, 0);
+	pthread_mutex_unlock(&ukp_lock);
+	reap();
+	return err;
+}
+
+int ftrace_get_enabled(void)
+{
+	return __atomic_load_n(&ft_enabled, __ATOMIC_RELAXED);
+}
+
+/* ---- listing ----------------------------------------------------------------------- */
+
+static void site_line(FILE *out, const struct ft_site *s)
+{
+	fprintf(out, "%016lx  %s", s->addr, s->name);
+	if (!s->is_main)
+		fprintf(out, " [%s]", s->obj);
+}
+
+int ftrace_available_functions(FILE *out)
+{
+	if (!out)
+		return -EINVAL;
+	lock();
+	struct ft_tab *t = atomic_load(&tab);
+	int n = 0;
+	for (size_t i = 0; t && i < t->n; i++) {
+		if (t->v[i]->dead)
+			continue;
+		site_line(out, t->v[i]);
+		fputc('\n', out);
+		n++;
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	return n;
+}
+
+int ftrace_enabled_functions(FILE *out)
+{
+	if (!out)
+		return -EINVAL;
+	lock();
+	struct ft_tab *t = atomic_load(&tab);
+	int n = 0;
+	for (size_t i = 0; t && i < t->n; i++) {
+		const struct ft_site *s = t->v[i];
+		if (s->dead || !s->cfg)
+			continue;
+		bool ipm = false;
+		for (unsigned k = 0; k < s->cfg->n; k++)
+			ipm |= (s->cfg->e[k].flags & FTRACE_OPS_FL_IPMODIFY) &&
+			       s->cfg->e[k].opp != &kprobe_opp;
+		site_line(out, s);
+		fprintf(out, " (%u)%s%s%s\n", s->cfg->n, s->cfg->regs ? " R" : "",
+			ipm ? " I" : "", s->kprobe ? " K" : "");
+		n++;
+	}
+	pthread_mutex_unlock(&ukp_lock);
+	return n;
+}
