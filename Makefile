@@ -156,6 +156,25 @@ $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 
+# the ftrace bench's target, three ways (bench/ft/target.c says which)
+$(B)/bench/ft/pfe.o: bench/ft/target.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE -fpatchable-function-entry=5 -DBT_NAME=bt_pfe -c -o $@ $<
+$(B)/bench/ft/instr.o: bench/ft/target.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE -finstrument-functions -DBT_NAME=bt_instr -c -o $@ $<
+$(B)/bench/ft/pg.o: bench/ft/target.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE -pg -DBT_NAME=bt_pg -c -o $@ $<
+FTB_OBJS := $(B)/bench/ft/pfe.o $(B)/bench/ft/instr.o $(B)/bench/ft/pg.o
+$(B)/bench/ukp-ftrace-bench: bench/ukp-ftrace-bench.c $(SO) $(FTB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(FTB_OBJS) $(USER_LINK)
+# the same, linked with -pg: what uftrace record traces
+$(B)/bench/ukp-ftrace-bench-pg: bench/ukp-ftrace-bench.c $(SO) $(FTB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -pg -o $@ $< $(FTB_OBJS) $(USER_LINK)
+
 $(B)/tools/%: tools/%.c $(AR_LIB) $(wildcard tests/*/*.h) tests/ukt.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(AR_LIB) $(LIB_LDLIBS) -lm
@@ -170,7 +189,7 @@ $(B)/examples/%.so: examples/preload/%.c $(SO)
 
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)
-bench-bins: $(BENCH_BINS) $(TOOL_BINS)
+bench-bins: $(BENCH_BINS) $(B)/bench/ukp-ftrace-bench-pg $(TOOL_BINS)
 tools: $(TOOL_BINS)
 examples: $(EX_BINS) $(EX_PRELOAD)
 

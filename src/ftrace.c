@@ -727,6 +727,7 @@ static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t 
 	c->ops = e[0].ops;
 	c->func = e[0].func;
 	c->opp = e[0].opp;
+	c->walk = rec ? ukp_ftrace_walk_c : ukp_ftrace_walk;
 	if (n == 1 && !c->regs && !c->vec && !rec)
 		c->tramp = ukp_ftrace_tramp_one;
 	else if (c->regs)

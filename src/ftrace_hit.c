@@ -15,6 +15,16 @@ UKP_OFF(struct ft_cfg, ip, FC_IP, 8);
 UKP_OFF(struct ft_cfg, ops, FC_OPS, 8);
 UKP_OFF(struct ft_cfg, func, FC_FUNC, 8);
 UKP_OFF(struct ft_cfg, opp, FC_OPP, 8);
+UKP_OFF(struct ft_cfg, walk, FC_WALK, 8);
+UKP_OFF(struct ft_cfg, n, FC_N, 4);
+_Static_assert(offsetof(struct ft_cfg, e) == FC_E, "ft_cfg.e");
+UKP_OFF(struct ft_ent, func, FE_FUNC, 8);
+UKP_OFF(struct ft_ent, ops, FE_OPS, 8);
+UKP_OFF(struct ft_ent, opp, FE_OPP, 8);
+UKP_OFF(struct ft_ent, flags, FE_FLAGS, 8);
+_Static_assert(sizeof(struct ft_ent) == FE_SIZE, "ft_ent size");
+_Static_assert((FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED) == FL_ANY_REGS &&
+	       FTRACE_OPS_FL_IPMODIFY == FL_IPMODIFY, "ftrace flags");
 UKP_OFF(struct ft_opp, live, FO_LIVE, 1);
 UKP_OFF(struct ukp_thread, ft_in, T_FT_IN, 8);
 UKP_OFF(struct ukp_thread, ft_out, T_FT_OUT, 8);
@@ -122,27 +132,16 @@ static inline void call_one(const struct ft_ent *e, unsigned long ip, unsigned l
 	}
 }
 
-/* The trampolines without pt_regs: every callback gets NULL. */
-void ukp_ftrace_list(const struct ft_cfg *c, unsigned long parent)
+/*
+ * The walk in C, for lists where an ops asked for FTRACE_OPS_FL_RECURSION
+ * (entry.S has the one for the others).  regs NULL: the trampoline saved
+ * none.  Only an IPMODIFY ops (or a kprobe's pre_handler that returned
+ * non-zero) may move ip: the call then goes there instead, with the same
+ * arguments.  1: one did.
+ */
+int ukp_ftrace_walk_c(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent)
 {
 	struct ukp_thread *t = ukp_self;	/* the stub attached it */
-	int saved = *t->errno_p;
-	for (unsigned i = 0; i < c->n; i++) {
-		const struct ft_ent *e = &c->e[i];
-		if (__atomic_load_n(&e->opp->live, __ATOMIC_RELAXED))
-			call_one(e, c->ip, parent, NULL);
-	}
-	*t->errno_p = saved;
-}
-
-/*
- * With pt_regs (ip = the site).  Only an IPMODIFY ops (or a kprobe's
- * pre_handler that returned non-zero) may move ip: the call then goes
- * there instead, with the same arguments.  1: it did.
- */
-int ukp_ftrace_dispatch(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent)
-{
-	struct ukp_thread *t = ukp_self;
 	int saved = *t->errno_p;
 	unsigned long want = c->ip;
 	for (unsigned i = 0; i < c->n; i++) {
@@ -152,7 +151,7 @@ int ukp_ftrace_dispatch(const struct ft_cfg *c, struct pt_regs *regs, unsigned l
 		bool regs_too = e->flags & (FTRACE_OPS_FL_SAVE_REGS |
 					    FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
 		call_one(e, c->ip, parent, regs_too ? regs : NULL);
-		if (regs->ip != want) {
+		if (regs && regs->ip != want) {
 			if (e->flags & FTRACE_OPS_FL_IPMODIFY)
 				want = regs->ip;
 			else

@@ -42,16 +42,20 @@ struct ft_cfg {
 	struct ftrace_ops *ops;		/* FC_OPS: e[0]'s, for the one-ops path */
 	ftrace_func_t func;		/* FC_FUNC */
 	struct ft_opp *opp;		/* FC_OPP */
-	unsigned n;
+	/* FC_WALK: calls every live callback, (cfg, regs or NULL, parent);
+	 * 1 if an IPMODIFY callback moved regs->ip */
+	int (*walk)(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent);
+	unsigned n;			/* FC_N */
 	bool regs, vec;
 	struct ft_site *site;
 	struct ft_cfg *next_garbage;
-	struct ft_ent e[];
+	struct ft_ent e[];		/* FC_E, FE_SIZE bytes each */
 };
 
-/* ftrace_hit.c */
-void ukp_ftrace_list(const struct ft_cfg *c, unsigned long parent);
-int ukp_ftrace_dispatch(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent);
+/* ftrace_hit.c: the walk for lists with a RECURSION ops */
+int ukp_ftrace_walk_c(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent);
+/* entry.S: the walk for the others */
+int ukp_ftrace_walk(const struct ft_cfg *c, struct pt_regs *regs, unsigned long parent);
 void ukp_ftrace_kprobe_func(unsigned long ip, unsigned long parent_ip,
 			    struct ftrace_ops *op, struct pt_regs *regs);
 

@@ -73,6 +73,17 @@
 #define FC_OPS 16
 #define FC_FUNC 24
 #define FC_OPP 32
+#define FC_WALK 40
+#define FC_N 48
+#define FC_E 72
+#define FE_FUNC 0
+#define FE_OPS 8
+#define FE_OPP 16
+#define FE_FLAGS 24
+#define FE_SIZE 32
 #define FO_LIVE 0
+/* ftrace_ops.flags (ukprobes/ftrace.h) */
+#define FL_ANY_REGS 0xc		/* SAVE_REGS | SAVE_REGS_IF_SUPPORTED */
+#define FL_IPMODIFY 0x1000
 
 #endif

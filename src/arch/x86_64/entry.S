@@ -732,7 +732,7 @@ ukp_ftrace_tramp_one:
 	ret
 	.size ukp_ftrace_tramp_one, .-ukp_ftrace_tramp_one
 
-/* Several ops, or callbacks that need more: ukp_ftrace_list(cfg, parent). */
+/* Several ops, or callbacks that need more: the walk (cfg, NULL, parent). */
 .macro FT_LIST name, vec
 	.globl \name
 	.hidden \name
@@ -744,11 +744,12 @@ ukp_ftrace_tramp_one:
 	push %r12			/* (16-aligned) */
 	mov %rsp, %rbx
 	mov %r11, %rdi
-	mov 104(%rsp), %rsi		/* parent_ip */
+	xor %esi, %esi			/* no pt_regs */
+	mov 104(%rsp), %rdx		/* parent_ip */
 	.if \vec
-	FT_CALL_VEC ukp_ftrace_list
+	FT_CALL_VEC *FC_WALK(%rdi)
 	.else
-	call ukp_ftrace_list
+	call *FC_WALK(%rdi)
 	.endif
 	mov %rbx, %rsp
 	FT_SELF %r11
@@ -763,7 +764,7 @@ ukp_ftrace_tramp_one:
 .endm
 
 /* pt_regs as at the function's first instruction (ip = the site, sp =
- * its entry sp): ukp_ftrace_dispatch(cfg, regs, parent).  Registers are
+ * its entry sp): the walk (cfg, regs, parent).  Registers are
  * loaded back from pt_regs; if an IPMODIFY ops moved ip, the call goes
  * there instead, its return address still the caller's. */
 .macro FT_REGS name, vec
@@ -786,9 +787,9 @@ ukp_ftrace_tramp_one:
 	mov %rbx, %rsi
 	mov PT_SIZE+16(%rbx), %rdx	/* parent_ip */
 	.if \vec
-	FT_CALL_VEC ukp_ftrace_dispatch
+	FT_CALL_VEC *FC_WALK(%rdi)
 	.else
-	call ukp_ftrace_dispatch
+	call *FC_WALK(%rdi)
 	.endif
 	mov %rbx, %rsp
 	test %eax, %eax
@@ -802,6 +803,76 @@ ukp_ftrace_tramp_one:
 	ret
 	.size \name, .-\name
 .endm
+
+/*
+ * int ukp_ftrace_walk(cfg, regs or NULL, parent): every live callback of
+ * the list, in order, each given regs if its ops asked for them; ip moved
+ * by one whose ops is not IPMODIFY is put back.  1: ip moved.  An
+ * ordinary function (ukp_ftrace_walk_c is its C twin, with RECURSION).
+ */
+	.globl ukp_ftrace_walk
+	.hidden ukp_ftrace_walk
+	.type ukp_ftrace_walk, @function
+ukp_ftrace_walk:
+	push %rbp
+	push %rbx
+	push %r12
+	push %r13
+	push %r14
+	push %r15
+	sub $24, %rsp			/* end of the list, errno's address */
+	mov %rdi, %r12			/* cfg */
+	mov %rsi, %rbx			/* regs */
+	mov %rdx, %r13			/* parent_ip */
+	mov FC_IP(%r12), %r15		/* where the call goes */
+	FT_SELF %rax
+	mov T_ERRNO_P(%rax), %rax
+	mov %rax, 8(%rsp)
+	mov (%rax), %r14d		/* errno */
+	lea FC_E(%r12), %rbp
+	mov FC_N(%r12), %eax
+	shl $5, %rax			/* FE_SIZE */
+	add %rbp, %rax
+	mov %rax, (%rsp)
+1:	cmp (%rsp), %rbp
+	jae 9f
+	mov FE_OPP(%rbp), %rax
+	cmpb $0, FO_LIVE(%rax)
+	je 8f
+	mov FC_IP(%r12), %rdi
+	mov %r13, %rsi
+	mov FE_OPS(%rbp), %rdx
+	xor %ecx, %ecx
+	testl $FL_ANY_REGS, FE_FLAGS(%rbp)
+	jz 2f
+	mov %rbx, %rcx
+2:	call *FE_FUNC(%rbp)
+	test %rbx, %rbx
+	jz 8f
+	mov PT_IP(%rbx), %rax
+	cmp %rax, %r15
+	je 8f
+	testl $FL_IPMODIFY, FE_FLAGS(%rbp)
+	jz 3f
+	mov %rax, %r15			/* an IPMODIFY ops sent it there */
+	jmp 8f
+3:	mov %r15, PT_IP(%rbx)		/* not this ops' to move */
+8:	add $FE_SIZE, %rbp
+	jmp 1b
+9:	mov 8(%rsp), %rax
+	mov %r14d, (%rax)
+	xor %eax, %eax
+	cmp FC_IP(%r12), %r15
+	setne %al
+	add $24, %rsp
+	pop %r15
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %rbx
+	pop %rbp
+	ret
+	.size ukp_ftrace_walk, .-ukp_ftrace_walk
 
 	FT_LIST ukp_ftrace_tramp_list, 0
 	FT_LIST ukp_ftrace_tramp_list_vec, 1

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ukp-ftrace-bench: per-call cost of ftrace hooks with an empty callback,
+ * beside the same-run floors: the plain call (the patch site a nop),
+ * -finstrument-functions with empty hooks, and the site patched by hand
+ * to call a stub that saves the caller-saved registers and returns (what
+ * any entry hook must at least do).  `--pg-child` is the loop alone, for
+ * `uftrace record` on the -pg build (scripts/bench runs it when uftrace is
+ * installed).
+ *
+ * Rows: call, instr, stub, one (one ops, no SAVE_REGS), regs (one ops,
+ * SAVE_REGS), three (three ops), each the median of -r runs of -n calls.
+ * Every hook row checks its callback ran exactly once per call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <ukprobes.h>
+
+int bt_pfe(int x);
+int bt_instr(int x);
+int bt_pg(int x);
+
+/* -finstrument-functions: empty hooks (not instrumented themselves) */
+__attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *f, void *c)
+{
+	(void)f;
+	(void)c;
+}
+__attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *f, void *c)
+{
+	(void)f;
+	(void)c;
+}
+
+/* the floor: a stub that saves what a C call may clobber and returns */
+__asm__(".text\n.globl bt_floor_stub\nbt_floor_stub:\n"
+	"push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\n"
+	"push %r8\npush %r9\npush %r10\npush %r11\n"
+	"pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\n"
+	"pop %rsi\npop %rdx\npop %rcx\npop %rax\nret\n");
+void bt_floor_stub(void);
+
+static long n_calls = 10000000;
+static int runs = 7;
+static long hits;
+
+static void cb(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct pt_regs *regs)
+{
+	(void)ip;
+	(void)pip;
+	(void)op;
+	(void)regs;
+	hits++;
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static double loop(int (*fn)(int))
+{
+	volatile int sink = 0;
+	double t0 = now_ns();
+	for (long i = 0; i < n_calls; i++)
+		sink += fn((int)i);
+	return (now_ns() - t0) / (double)n_calls;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(int (*fn)(int), long expect_hits, const char *row)
+{
+	double v[64];
+	for (int r = 0; r < runs; r++) {
+		hits = 0;
+		v[r] = loop(fn);
+		if (hits != expect_hits) {
+			fprintf(stderr, "ukp-ftrace-bench: %s: %ld callbacks for %ld calls\n",
+				row, hits, expect_hits);
+			exit(1);
+		}
+	}
+	qsort(v, runs, sizeof(v[0]), cmp_d);
+	return v[runs / 2];
+}
+
+static int patch(void *site, const unsigned char *code)
+{
+	unsigned long page = (unsigned long)site & ~4095UL;
+	if (mprotect((void *)page, 8192, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return -errno;
+	memcpy(site, code, 5);
+	__builtin___clear_cache((char *)site, (char *)site + 5);
+	return mprotect((void *)page, 8192, PROT_READ | PROT_EXEC) ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--pg-child")) {
+		/* under uftrace record: the loop over the -pg build alone */
+		if (argc > 2)
+			n_calls = atol(argv[2]);
+		double ns = loop(bt_pg);
+		printf("%.2f\n", ns);
+		return 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-r") && i + 1 < argc)
+			runs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+			n_calls = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--quick"))
+			n_calls = 1000000, runs = 3;
+	}
+	if (runs < 1 || runs > 63)
+		runs = 7;
+
+	struct ftrace_ops one = { .func = cb }, regs = { .func = cb, .flags = FTRACE_OPS_FL_SAVE_REGS };
+	struct ftrace_ops three[3] = { { .func = cb }, { .func = cb }, { .func = cb } };
+	unsigned char f[] = "bt_pfe";
+	int err = ftrace_set_filter(&one, f, 6, 1);
+	for (int i = 0; i < 3 && !err; i++)
+		err = ftrace_set_filter(&three[i], f, 6, 1);
+	if (!err)
+		err = ftrace_set_filter(&regs, f, 6, 1);
+	if (err) {
+		fprintf(stderr, "ukp-ftrace-bench: ftrace_set_filter: %s\n", strerror(-err));
+		return 1;
+	}
+
+	double call = median(bt_pfe, 0, "call");
+	double instr = median(bt_instr, 0, "instr");
+	/* the floor: the site by hand, then its nop back */
+	unsigned char save[5], c[5] = { 0xe8 };
+	memcpy(save, (void *)bt_pfe, 5);
+	int32_t rel = (int32_t)((unsigned long)bt_floor_stub - ((unsigned long)bt_pfe + 5));
+	memcpy(c + 1, &rel, 4);
+	double stub = -1;
+	if (patch((void *)bt_pfe, c) == 0) {
+		stub = median(bt_pfe, 0, "stub");
+		patch((void *)bt_pfe, save);
+	}
+	register_ftrace_function(&one);
+	double o = median(bt_pfe, n_calls, "one");
+	unregister_ftrace_function(&one);
+	register_ftrace_function(&regs);
+	double rg = median(bt_pfe, n_calls, "regs");
+	unregister_ftrace_function(&regs);
+	for (int i = 0; i < 3; i++)
+		register_ftrace_function(&three[i]);
+	double th = median(bt_pfe, 3 * n_calls, "three");
+	for (int i = 0; i < 3; i++)
+		unregister_ftrace_function(&three[i]);
+
+	/* uftrace record on the -pg build of this program, if installed */
+	double uft = -1;
+	char cmd[8192], dir[] = "/tmp/ukp-uftrace-XXXXXX";
+	if (system("command -v uftrace >/dev/null 2>&1") == 0 && mkdtemp(dir)) {
+		snprintf(cmd, sizeof(cmd), "uftrace record -d %s/data %s-pg --pg-child %ld 2>/dev/null",
+			 dir, argv[0], n_calls);
+		double v[64];
+		int nv = 0;
+		for (int r = 0; r < runs; r++) {
+			FILE *p = popen(cmd, "r");
+			if (p && fscanf(p, "%lf", &v[nv]) == 1)
+				nv++;
+			if (p)
+				pclose(p);
+		}
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "ukp-ftrace-bench: could not remove %s\n", dir);
+		if (nv) {
+			qsort(v, nv, sizeof(v[0]), cmp_d);
+			uft = v[nv / 2];
+		}
+	}
+
+	printf("ftrace: ns per call, median of %d runs of %ld calls\n", runs, n_calls);
+	printf("%-7s %8s %10s %10s\n", "row", "ns", "-call", "x(stub-call)");
+	double fl = stub - call;
+	printf("%-7s %8.2f\n", "call", call);
+	printf("%-7s %8.2f %10.2f\n", "instr", instr, instr - call);
+	printf("%-7s %8.2f %10.2f %10.2f\n", "stub", stub, stub - call, 1.0);
+	printf("%-7s %8.2f %10.2f %10.2f\n", "one", o, o - call, (o - call) / fl);
+	printf("%-7s %8.2f %10.2f %10.2f\n", "regs", rg, rg - call, (rg - call) / fl);
+	printf("%-7s %8.2f %10.2f %10.2f   three/one %.2f\n", "three", th, th - call,
+	       (th - call) / fl, (th - call) / (o - call));
+	if (uft > 0)
+		printf("%-7s %8.2f %10.2f %10.2f   (uftrace record, -pg build)\n", "uftrace", uft,
+		       uft - call, (uft - call) / fl);
+	else
+		printf("uftrace: not installed, row skipped\n");
+	return 0;
+}
