@@ -54,6 +54,8 @@ struct ft_tab { size_t n; struct ft_site *v[]; };	/* by address */
 
 static struct ft_tab *_Atomic tab;	/* published whole; old ones kept */
 static struct ft_opp *ops_head;	/* registered, in order; under ukp_lock */
+static struct ft_opp *all_opps;	/* every one ever made */
+#define DEAD_IP 1UL	/* an ip filter entry whose function was unloaded */
 static int ft_enabled = 1;
 static struct ft_cfg *garbage;	/* retired cfgs awaiting a grace period */
 static unsigned long tls_self;	/* %fs offset of ukp_self */
@@ -256,6 +258,16 @@ static void scan_objects_locked(bool fresh)
 		 * is never reused), the callbacks are dropped */
 		s->dead = true;
 		s->active = false;
+		/* an ip in a filter meant this function, not whatever a
+		 * later object puts at its address (the kernel clears a
+		 * module's entries from filter hashes the same way) */
+		for (struct ft_opp *o = all_opps; o; o = o->all_next) {
+			struct ft_ips *sets[2] = { &o->filter.ips, &o->notrace.ips };
+			for (int k = 0; k < 2; k++)	/* still a filter: */
+				for (size_t j = 0; j < sets[k]->n; j++)	/* not "all" */
+					if (sets[k]->v[j] == s->addr)
+						sets[k]->v[j] = DEAD_IP;
+		}
 		if (s->cfg) {
 			s->cfg->next_garbage = garbage;
 			garbage = s->cfg;
@@ -671,6 +683,8 @@ static struct ft_opp *opp_of(struct ftrace_ops *ops, bool make)
 	if (o) {
 		o->ops = ops;
 		ops->__ukp_priv[0] = o;
+		o->all_next = all_opps;
+		all_opps = o;
 	}
 	return o;
 }
@@ -737,8 +751,6 @@ static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t 
 	return c;
 }
 
-#define MAX_OPS 64
-
 /* Bring the sites (all if v is NULL) to what the registered ops want. */
 static int apply_locked(struct ft_site **only, size_t nonly)
 {
@@ -746,18 +758,22 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	size_t n = only ? nonly : t ? t->n : 0;
 	struct ft_site **pv = malloc((n + 1) * sizeof(*pv));
 	unsigned long *pt = malloc((n + 1) * sizeof(*pt));
-	struct ft_ent e[MAX_OPS];
+	size_t max = 1;		/* every registered ops, and the kprobes */
+	for (struct ft_opp *o = ops_head; o; o = o->next)
+		max++;
+	struct ft_ent *e = malloc(max * sizeof(*e));
 	size_t np = 0;
 	int err = 0;
 
-	if (!pv || !pt) {
+	if (!pv || !pt || !e) {
 		free(pv);
 		free(pt);
+		free(e);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct ft_site *s = only ? only[i] : t->v[i];
-		size_t ne = wanted(s, e, MAX_OPS);
+		size_t ne = wanted(s, e, max);
 		if (same(s->cfg, e, ne))
 			continue;
 		struct ft_cfg *c = NULL;
@@ -793,6 +809,7 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	}
 	free(pv);
 	free(pt);
+	free(e);
 	return err;
 }
 

@@ -51,14 +51,20 @@ static unsigned long restorer;
 static unsigned long get_restorer(void)
 {
 	unsigned long r = __atomic_load_n(&restorer, __ATOMIC_RELAXED);
-	if (!r) {
-		/* the kernel's view of our SIGTRAP action: glibc's __restore_rt */
+	/* the kernel's view of any action with a handler (ours for SIGTRAP
+	 * once ukprobes started; the one running now when a handler calls
+	 * this first): glibc sets the same restorer, __restore_rt, for all */
+	for (long k = 0; !r && k < 65; k++) {
+		long sig = k ? k : SIGTRAP;	/* ours first */
 		struct { unsigned long handler, flags, restorer, mask; } ka;
-		if (ukp_raw_syscall(SYS_rt_sigaction, SIGTRAP, 0, (long)&ka, 8, 0, 0) == 0 &&
-		    (ka.flags & 0x04000000 /* SA_RESTORER */))
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (ukp_raw_syscall(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) == 0 &&
+		    (ka.flags & 0x04000000 /* SA_RESTORER */) && ka.handler > 1)
 			r = ka.restorer;
-		__atomic_store_n(&restorer, r, __ATOMIC_RELAXED);
 	}
+	if (r)
+		__atomic_store_n(&restorer, r, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -79,6 +85,22 @@ static bool signal_frame_between(unsigned long sp, unsigned long holder)
 	return false;
 }
 
+/* is sp on this thread's sigaltstack? (only when a context is held) */
+static bool on_altstack(unsigned long sp)
+{
+	stack_t ss;
+	if (ukp_raw_syscall(SYS_sigaltstack, 0, (long)&ss, 0, 0, 0, 0) != 0 ||
+	    (ss.ss_flags & SS_DISABLE))
+		return false;
+	return sp >= (unsigned long)ss.ss_sp && sp < (unsigned long)ss.ss_sp + ss.ss_size;
+}
+
+static bool same_stack(unsigned long a, unsigned long b)
+{
+	unsigned long d = a > b ? a - b : b - a;
+	return d < OTHER_STACK && on_altstack(a) == on_altstack(b);
+}
+
 int ftrace_test_recursion_trylock(unsigned long ip, unsigned long parent_ip)
 {
 	(void)ip;
@@ -89,11 +111,11 @@ int ftrace_test_recursion_trylock(unsigned long ip, unsigned long parent_ip)
 	unsigned long sp = (unsigned long)__builtin_frame_address(0);
 	unsigned d = t->ft_rdepth;
 	/* holders whose frames are gone (unlock never ran: a longjmp) */
-	while (d && sp > t->ft_rsp[d - 1] && sp - t->ft_rsp[d - 1] < OTHER_STACK)
+	while (d && sp > t->ft_rsp[d - 1] && same_stack(sp, t->ft_rsp[d - 1]))
 		d--;
 	if (d) {
 		unsigned long h = t->ft_rsp[d - 1];
-		bool other = sp > h || h - sp >= OTHER_STACK;	/* another stack */
+		bool other = sp > h || !same_stack(sp, h);	/* another stack */
 		if (!other && (h - sp > SCAN_MAX || !signal_frame_between(sp, h))) {
 			t->ft_rdepth = d;
 			return -1;	/* recursion within one context */
@@ -171,6 +193,10 @@ void ukp_ftrace_kprobe_func(unsigned long ip, unsigned long parent_ip,
 	struct ukp_site *s = ukp_site_lookup(ip);
 	if (!s || !regs)
 		return;
+	/* the probes see the probed address; unless one redirects, where
+	 * the call goes stays what an earlier IPMODIFY ops made it */
+	unsigned long prev = regs->ip;
+	regs->ip = ip;
 	if (!ukp_kprobe_ftrace_hit(s, regs, 5))
-		regs->ip = ip;
+		regs->ip = prev;
 }

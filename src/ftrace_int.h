@@ -26,6 +26,7 @@ struct ft_opp {
 	bool gpr_only;			/* func keeps to the general registers */
 	struct ft_filter filter, notrace;
 	struct ft_opp *next;		/* registration order */
+	struct ft_opp *all_next;	/* every ops ever seen */
 };
 
 /* The callbacks of one site, immutable once published in its stub. */

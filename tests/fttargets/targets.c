@@ -30,3 +30,20 @@ __attribute__((noinline)) int F(chain)(int x) { OPAQUE(x); return F(mul)(F(add)(
 __attribute__((noinline)) int F(errno_keep)(void) { return errno; }
 __attribute__((noinline)) int F(other_one)(int x) { OPAQUE(x); return x + 100; }
 __attribute__((noinline)) int F(other_two)(int x) { OPAQUE(x); return x + 200; }
+__attribute__((noinline)) int F(twice)(int x) { OPAQUE(x); return 2 * x; }
+__attribute__((noinline)) long F(sum8)(long a, long b, long c, long d, long e, long f,
+				       long g, long h)
+{
+	OPAQUE(a);
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+}
+/* the asm after the call keeps the compiler from making it a loop */
+__attribute__((noinline)) int F(depth)(int n)
+{
+	OPAQUE(n);
+	if (n <= 0)
+		return 0;
+	int r = F(depth)(n - 1);
+	OPAQUE(r);
+	return r + 1;
+}

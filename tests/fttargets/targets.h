@@ -20,7 +20,11 @@
 	int FT_CAT(p, chain)(int x);		/* calls add and mul */	\
 	int FT_CAT(p, errno_keep)(void);	/* returns errno */	\
 	int FT_CAT(p, other_one)(int x);				\
-	int FT_CAT(p, other_two)(int x);
+	int FT_CAT(p, other_two)(int x);				\
+	int FT_CAT(p, twice)(int x);		/* 2x, as dl_*_twice */	\
+	long FT_CAT(p, sum8)(long a, long b, long c, long d, long e,	\
+			     long f, long g, long h);	/* g, h on the stack */ \
+	int FT_CAT(p, depth)(int n);		/* n+1 calls, truly recursive */
 
 FT_DECL(fe_)
 FT_DECL(pf_)
