@@ -168,7 +168,7 @@ int ukp_ftrace_walk_c(const struct ft_cfg *c, struct pt_regs *regs, unsigned lon
 	unsigned long want = c->ip;
 	for (unsigned i = 0; i < c->n; i++) {
 		const struct ft_ent *e = &c->e[i];
-		if (!__atomic_load_n(&e->opp->live, __ATOMIC_RELAXED))
+		if (!atomic_load_explicit(&e->opp->live, memory_order_relaxed))
 			continue;
 		bool regs_too = e->flags & (FTRACE_OPS_FL_SAVE_REGS |
 					    FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
