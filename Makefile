@@ -114,24 +114,26 @@ $(foreach g,api real stress,$(eval $(call user_test_rule,$(g))))
 # ukprobes) and pf_* (-fpatchable-function-entry=5: five 1-byte nops);
 # -pg only at compile time (linking with it would add gmon's startup).
 FT_FENTRY := -pg -mfentry -mrecord-mcount
+# clang has no -mrecord-mcount on x86: the traceable code is gcc's always
+FT_CC     := gcc
 FT_PFE    := -fpatchable-function-entry=5
 FT_OBJS   := $(B)/fttargets/fe.o $(B)/fttargets/pf.o
 $(B)/fttargets/fe.o: tests/fttargets/targets.c tests/fttargets/targets.h
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE $(FT_FENTRY) -DFT_P=fe_ -c -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIE $(FT_FENTRY) -DFT_P=fe_ -c -o $@ $<
 $(B)/fttargets/pf.o: tests/fttargets/targets.c tests/fttargets/targets.h
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE $(FT_PFE) -DFT_P=pf_ -c -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIE $(FT_PFE) -DFT_P=pf_ -c -o $@ $<
 $(B)/tests/ftrace-%: tests/ftrace/%.c $(B)/ukt_main.o $(SO) $(FT_OBJS) tests/ukt.h tests/fttargets/targets.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $@ $< $(FT_OBJS) $(B)/ukt_main.o $(USER_LINK) -lz -lZydis
 # a library the ftrace tests dlopen, both ways (dl_fe_*, dl_pf_*)
 $(B)/solibs/ftdl_fe.so: tests/fttargets/dl.c
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIC -shared $(FT_FENTRY) -DFT_P=dl_fe_ -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIC -shared $(FT_FENTRY) -DFT_P=dl_fe_ -o $@ $<
 $(B)/solibs/ftdl_pf.so: tests/fttargets/dl.c
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIC -shared $(FT_PFE) -DFT_P=dl_pf_ -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIC -shared $(FT_PFE) -DFT_P=dl_pf_ -o $@ $<
 SOLIB_BINS += $(B)/solibs/ftdl_fe.so $(B)/solibs/ftdl_pf.so
 
 $(B)/progs/%: tests/progs/%.c $(SO)
@@ -159,13 +161,13 @@ $(B)/bench/%: bench/%.c $(SO)
 # the ftrace bench's target, three ways (bench/ft/target.c says which)
 $(B)/bench/ft/pfe.o: bench/ft/target.c
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE -fpatchable-function-entry=5 -DBT_NAME=bt_pfe -c -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIE -fpatchable-function-entry=5 -DBT_NAME=bt_pfe -c -o $@ $<
 $(B)/bench/ft/instr.o: bench/ft/target.c
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE -finstrument-functions -DBT_NAME=bt_instr -c -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIE -finstrument-functions -DBT_NAME=bt_instr -c -o $@ $<
 $(B)/bench/ft/pg.o: bench/ft/target.c
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE -pg -DBT_NAME=bt_pg -c -o $@ $<
+	$(FT_CC) $(USER_CFLAGS) -fPIE -pg -DBT_NAME=bt_pg -c -o $@ $<
 FTB_OBJS := $(B)/bench/ft/pfe.o $(B)/bench/ft/instr.o $(B)/bench/ft/pg.o
 $(B)/bench/ukp-ftrace-bench: bench/ukp-ftrace-bench.c $(SO) $(FTB_OBJS)
 	@mkdir -p $(dir $@)
