@@ -810,6 +810,9 @@ static void fork_child(void)
 	thread_running = false;
 	pthread_cond_init(&opt_cv, NULL);
 	pthread_cond_init(&done_cv, NULL);
+	/* a thread asking when fork ran is not in the child */
+	pthread_mutex_init(&ask_lock, NULL);
+	atomic_store(&ask.tid, 0);
 }
 
 void ukp_opt_init(void)

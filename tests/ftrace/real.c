@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -105,11 +106,9 @@ static bool fetch_source(const char *name)
 	return true;
 }
 
-/* A fresh directory with the sources; false: not on this machine. */
+/* The sources, into dir; false: not on this machine. */
 static bool sources(const char *const *names, int n)
 {
-	strcpy(dir, "/tmp/ukt-ftrace-real-XXXXXX");
-	UKT_ASSERT(mkdtemp(dir));
 	for (int i = 0; i < n; i++) {
 		if (!fetch_source(names[i])) {
 			printf("  skipped: %s/%s is not on this machine (zlib1g-dev's examples)\n",
@@ -120,12 +119,33 @@ static bool sources(const char *const *names, int n)
 	return true;
 }
 
-static void cleanup_dir(void)
+/*
+ * Run a case in a child, in a fresh directory the parent removes
+ * whatever the child's fate (a failing case _exit()s where it fails).
+ */
+static void in_dir(void (*body)(void))
 {
+	strcpy(dir, "/tmp/ukt-ftrace-real-XXXXXX");
+	UKT_ASSERT(mkdtemp(dir));
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		body();
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	UKT_EQ(waitpid(pid, &status, 0), pid);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		fprintf(stderr, "  could not remove %s\n", dir);
+	if (WIFSIGNALED(status))
+		UKT_FAIL("killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	UKT_ASSERT(WIFEXITED(status));
+	UKT_EQ(WEXITSTATUS(status), 0);
 }
 
 /* cc <flags> -fPIC -shared -o dir/out dir/src <libs>; the path of the object */
@@ -396,21 +416,22 @@ static void enough_exact(const char *flags, const char *obj)
 	for (int r = 0; r < NRUNS; r++)
 		free(ref[r]);
 	UKT_EQ(dlclose(h), 0);
-	cleanup_dir();
 }
 
-UKT_CASE_T(enough_pf_exact, 120)
+static void enough_pf_exact(void)
 {
 	enough_exact("-fpatchable-function-entry=5", "libenough_pf.so");
 }
+UKT_CASE_T(enough_pf_exact, 120) { in_dir(enough_pf_exact); }
 
-UKT_CASE_T(enough_fe_exact, 120)
+static void enough_fe_exact(void)
 {
 	enough_exact("-pg -mfentry -mrecord-mcount", "libenough_fe.so");
 }
+UKT_CASE_T(enough_fe_exact, 120) { in_dir(enough_fe_exact); }
 
 /* -O2 as a project builds it: inlining, no oracle */
-UKT_CASE_T(enough_pf_O2, 120)
+static void enough_pf_O2(void)
 {
 	static const char *const src[] = { "enough.c" };
 	static const char obj[] = "libenough_o2.so";
@@ -469,8 +490,8 @@ UKT_CASE_T(enough_pf_O2, 120)
 	for (int r = 0; r < NRUNS; r++)
 		free(ref[r]);
 	UKT_EQ(dlclose(h), 0);
-	cleanup_dir();
 }
+UKT_CASE_T(enough_pf_O2, 120) { in_dir(enough_pf_O2); }
 
 /* ---- zran.c ------------------------------------------------------------------------- */
 
@@ -591,8 +612,12 @@ static void *extractor(void *arg)
 		if (dh > 1 || df > 1)
 			__atomic_fetch_add(&too_many, 1, __ATOMIC_RELAXED);
 		if (p1 == p2 && !(p1 & 1) &&
-		    (dh != (unsigned long)(state & 1) || df != (unsigned long)(state >> 1 & 1)))
-			__atomic_fetch_add(&inexact, 1, __ATOMIC_RELAXED);
+		    (dh != (unsigned long)(state & 1) || df != (unsigned long)(state >> 1 & 1))) {
+			unsigned n = (unsigned)__atomic_fetch_add(&inexact, 1, __ATOMIC_RELAXED);
+			if (n < 4)
+				fprintf(stderr, "  phase %lu, state %d: counted %lu, redirected %lu\n",
+					p1, state, dh, df);
+		}
 		__atomic_fetch_add(&thread_calls, 1, __ATOMIC_RELAXED);
 		if (!df)
 			__atomic_fetch_add(&real_calls, 1, __ATOMIC_RELAXED);
@@ -641,12 +666,12 @@ static void zran_threads(const char *flags, const char *obj)
 	zero_counts();
 
 	/* churn: the counting ops and the live patch come and go */
+	uint64_t s = 7;
+	int state = 1, rounds = 0;	/* the counting ops only */
+	__atomic_store_n(&stable_state, state, __ATOMIC_SEQ_CST);
 	pthread_t th[NTHREADS];
 	for (long i = 0; i < NTHREADS; i++)
 		UKT_EQ(pthread_create(&th[i], NULL, extractor, (void *)i), 0);
-	uint64_t s = 7;
-	int state = 1, rounds = 0;
-	__atomic_store_n(&stable_state, state, __ATOMIC_SEQ_CST);
 	double end = now() + 1.5;
 	for (; rounds < 300 && now() < end; rounds++) {
 		/* the patch stays one round at most (it is quick: the real
@@ -697,15 +722,16 @@ static void zran_threads(const char *flags, const char *obj)
 	z_free(zindex);
 	UKT_EQ(dlclose(h), 0);
 	free(data);
-	cleanup_dir();
 }
 
-UKT_CASE_T(zran_pf_threads, 60)
+static void zran_pf_threads(void)
 {
 	zran_threads("-fpatchable-function-entry=5", "libzran_pf.so");
 }
+UKT_CASE_T(zran_pf_threads, 60) { in_dir(zran_pf_threads); }
 
-UKT_CASE_T(zran_fe_threads, 60)
+static void zran_fe_threads(void)
 {
 	zran_threads("-pg -mfentry -mrecord-mcount", "libzran_fe.so");
 }
+UKT_CASE_T(zran_fe_threads, 60) { in_dir(zran_fe_threads); }
