@@ -75,22 +75,6 @@ static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 
 /* ---- the site table ----------------------------------------------------- */
 
-static struct ft_site *site_of(unsigned long addr)
-{
-	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
-	if (!t)
-		return NULL;
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->v[mid]->addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->n && t->v[lo]->addr == addr ? t->v[lo] : NULL;
-}
-
 /* the first site at or after addr */
 static size_t site_index(const struct ft_tab *t, unsigned long addr)
 {
@@ -103,6 +87,15 @@ static size_t site_index(const struct ft_tab *t, unsigned long addr)
 			hi = mid;
 	}
 	return lo;
+}
+
+static struct ft_site *site_of(unsigned long addr)
+{
+	struct ft_tab *t = atomic_load_explicit(&tab, memory_order_acquire);
+	if (!t)
+		return NULL;
+	size_t i = site_index(t, addr);
+	return i < t->n && t->v[i]->addr == addr ? t->v[i] : NULL;
 }
 
 int ukp_ftrace_site_at(unsigned long addr)
@@ -471,10 +464,8 @@ static int ft_patch(struct ft_site **v, const unsigned long *targets, size_t n)
 	/* the trap handler reads tt as an anonymous reader: freed after a
 	 * grace period, which must not be waited for under ukp_lock (the
 	 * dynamic linker's hook runs as a reader and takes the lock) */
-	if (ntrans_garbage < 64) {
+	if (ntrans_garbage < 64)
 		trans_garbage[ntrans_garbage++] = tt;
-		tt = NULL;
-	}
 	/* else kept: a reader may still be in it */
 	tt = NULL;
 out:
@@ -981,6 +972,31 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 	return err;
 }
 
+/*
+ * Make nf o's filter or notrace list (*cur), unless o, registered, would
+ * then share a site with another IPMODIFY ops (-EBUSY, nothing changes);
+ * then bring the sites along.  Called with ukp_lock held; drops it.
+ */
+static int filter_commit(const char *fn, struct ft_opp *o, struct ft_filter *cur,
+			 struct ft_filter nf)
+{
+	struct ft_filter old = *cur;
+	*cur = nf;
+	const struct ft_site *c = o->registered ? ipmodify_conflict(o) : NULL;
+	if (c) {
+		ukp_log("%s: %s already has an IPMODIFY ops", fn, c->name);
+		*cur = old;
+		filter_free(&nf);
+		pthread_mutex_unlock(&ukp_lock);
+		return -EBUSY;
+	}
+	filter_free(&old);
+	int err = o->registered ? apply_locked(NULL, 0) : 0;
+	pthread_mutex_unlock(&ukp_lock);
+	reap();
+	return err;
+}
+
 /* One filter word: "glob" or "object:glob".  Does it match a live site? */
 static int parse_pat(const char *w, size_t n, struct ft_pat **out, size_t *matches)
 {
@@ -1023,7 +1039,7 @@ static int set_regex(struct ftrace_ops *ops, unsigned char *buf, int len, int re
 	}
 	lock();
 	struct ft_opp *o = opp_of(ops, true);
-	struct ft_filter nf, old;
+	struct ft_filter nf;
 	int err = o ? 0 : -ENOMEM;
 	if (!err) {
 		if (reset)
@@ -1064,23 +1080,7 @@ static int set_regex(struct ftrace_ops *ops, unsigned char *buf, int len, int re
 		pthread_mutex_unlock(&ukp_lock);
 		return err;
 	}
-	struct ft_filter *cur = notrace ? &o->notrace : &o->filter;
-	old = *cur;
-	*cur = nf;
-	const struct ft_site *c = o->registered ? ipmodify_conflict(o) : NULL;
-	if (c) {
-		ukp_log("%s: %s already has an IPMODIFY ops", fn, c->name);
-		*cur = old;
-		filter_free(&nf);
-		pthread_mutex_unlock(&ukp_lock);
-		return -EBUSY;
-	}
-	filter_free(&old);
-	if (o->registered)
-		err = apply_locked(NULL, 0);
-	pthread_mutex_unlock(&ukp_lock);
-	reap();
-	return err;
+	return filter_commit(fn, o, notrace ? &o->notrace : &o->filter, nf);
 }
 
 int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
@@ -1140,22 +1140,7 @@ int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, i
 		pthread_mutex_unlock(&ukp_lock);
 		return err;
 	}
-	struct ft_filter old = o->filter;
-	o->filter = nf;
-	const struct ft_site *c = o->registered ? ipmodify_conflict(o) : NULL;
-	if (c) {
-		ukp_log("ftrace_set_filter_ip: %s already has an IPMODIFY ops", c->name);
-		o->filter = old;
-		filter_free(&nf);
-		pthread_mutex_unlock(&ukp_lock);
-		return -EBUSY;
-	}
-	filter_free(&old);
-	if (o->registered)
-		err = apply_locked(NULL, 0);
-	pthread_mutex_unlock(&ukp_lock);
-	reap();
-	return err;
+	return filter_commit("ftrace_set_filter_ip", o, &o->filter, nf);
 }
 
 int ftrace_set_enabled(int on)

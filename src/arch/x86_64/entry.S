@@ -53,9 +53,8 @@
 	movq $-1, PT_ORIG_AX(%rsp)
 .endm
 
-/* ...and leave through "ret $128": pops the exit target written over the
- * return address and lands %rsp on the thread's sp (see above). */
-.macro LOAD_GPRS_AND_LEAVE
+/* every general register back from pt_regs at %rsp */
+.macro LOAD_GPRS
 	mov PT_R15(%rsp), %r15
 	mov PT_R14(%rsp), %r14
 	mov PT_R13(%rsp), %r13
@@ -71,6 +70,12 @@
 	mov PT_DX(%rsp), %rdx
 	mov PT_SI(%rsp), %rsi
 	mov PT_DI(%rsp), %rdi
+.endm
+
+/* ...and leave through "ret $128": pops the exit target written over the
+ * return address and lands %rsp on the thread's sp (see above). */
+.macro LOAD_GPRS_AND_LEAVE
+	LOAD_GPRS
 	lea PT_SIZE(%rsp), %rsp
 	ret $128
 .endm
@@ -622,24 +627,6 @@ ukp_nofault_fixup:
 	pop %rdx
 	pop %rcx
 	pop %rax
-.endm
-
-.macro LOAD_GPRS
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
-	mov PT_R11(%rsp), %r11
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
 .endm
 
 /* Call \fn with the argument vector registers (0-7, full width), MXCSR
