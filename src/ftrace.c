@@ -481,6 +481,10 @@ out:
 bool ukp_ftrace_trap(unsigned long addr, ucontext_t *uc)
 {
 	bool done = false;
+	/* every breakpoint comes here first: no shared write unless a patch
+	 * is under way */
+	if (!atomic_load_explicit(&trans, memory_order_relaxed))
+		goto settled;
 	ukp_anon_read_lock();
 	struct ft_transtab *tt = atomic_load_explicit(&trans, memory_order_acquire);
 	if (tt) {
@@ -508,6 +512,7 @@ bool ukp_ftrace_trap(unsigned long addr, ucontext_t *uc)
 		}
 	}
 	ukp_anon_read_unlock();
+settled:
 	if (!done && site_of(addr)) {
 		/* the patch finished after this thread trapped: run what is
 		 * there now */
@@ -807,7 +812,7 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 /* After the lock is dropped: a grace period, then free what was retired. */
 static void reap(void)
 {
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct ft_cfg *g = garbage;
 	garbage = NULL;
 	struct ft_transtab *tg[64];
@@ -892,7 +897,7 @@ int ukp_ftrace_kprobe_arm_locked(unsigned long addr, bool on)
 static void lock(void)
 {
 	ukp_init_once();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 }
 
 int register_ftrace_function(struct ftrace_ops *ops)

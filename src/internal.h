@@ -321,6 +321,9 @@ bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b);
 /* ------------------------------------------------------------------ */
 /* Registry lock: protects every registration record and site state.   */
 extern pthread_mutex_t ukp_lock;
+/* ukp_lock, taken once no dlclose is between unmapping and telling us
+ * (every path that may write code takes it this way) */
+void ukp_lock_registry(void);
 /* the offsets asm-offsets.h gives the assembly, checked */
 #define UKP_OFF(type, field, off, size)					\
 	_Static_assert(offsetof(type, field) == (off) &&		\

@@ -32,6 +32,27 @@
 
 pthread_mutex_t ukp_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * The dynamic linker announces an unload (RT_DELETE) before it unmaps and
+ * reports it done (RT_CONSISTENT) after; only then do we know which
+ * objects went.  In between, code we would write may be unmapped under us
+ * (a fault) or, worse, replaced by another mapping.  So the RT_DELETE hook
+ * marks the window under ukp_lock (any write in progress finishes first)
+ * and every path that may write code waits it out before it looks at the
+ * registry.  The closing thread itself never waits (a probe handler it
+ * runs in the window may register).
+ */
+static pthread_cond_t dl_done = PTHREAD_COND_INITIALIZER;
+static bool dl_deleting, dl_closer_known;	/* under ukp_lock */
+static pthread_t dl_closer;
+
+void ukp_lock_registry(void)
+{
+	pthread_mutex_lock(&ukp_lock);
+	while (dl_deleting && !(dl_closer_known && pthread_equal(dl_closer, pthread_self())))
+		pthread_cond_wait(&dl_done, &ukp_lock);
+}
+
 void ukp_log(const char *fmt, ...)
 {
 	char buf[512];
@@ -428,6 +449,9 @@ static void fork_child(void)
 {
 	ukp_sym_fork_child();
 	pthread_mutex_init(&ukp_lock, NULL);
+	/* a dlclose the parent was in does not go on here */
+	pthread_cond_init(&dl_done, NULL);
+	dl_deleting = false;
 }
 
 static void init_once(void)
@@ -441,12 +465,11 @@ static void init_once(void)
 	ukp_sym_init();
 	ukp_opt_init();
 	ukp_kret_init();
-	pthread_mutex_lock(&ukp_lock);
-	ukp_ftrace_init_locked();
-	pthread_mutex_unlock(&ukp_lock);
 
 	/* Watch the dynamic linker's r_brk (what debuggers watch) so probes
-	 * in an unloaded object become gone before dlclose returns. */
+	 * in an unloaded object become gone before dlclose returns.  First:
+	 * ftrace's scan below writes library code, which an unload must not
+	 * race. */
 	unsigned long brk = _r_debug.r_brk;
 	struct ukp_where w;
 	struct ukp_site *s;
@@ -458,9 +481,18 @@ static void init_once(void)
 			site_update_locked(s, &pk);
 			ukp_text_poke_batch(pk.v, pk.n);
 		}
+		/* an unload that told r_brk before the hook was there */
+		if (_r_debug.r_state == RT_DELETE && !dl_deleting) {
+			dl_deleting = true;
+			dl_closer_known = false;
+		}
 		pthread_mutex_unlock(&ukp_lock);
 		free(pk.v);
 	}
+	ukp_sym_refresh();	/* what the hook may have missed */
+	ukp_lock_registry();
+	ukp_ftrace_init_locked();
+	pthread_mutex_unlock(&ukp_lock);
 	initialised = true;
 }
 
@@ -473,11 +505,23 @@ void ukp_init_once(void)
 /* r_brk: called by the dynamic linker around every change of the list. */
 static void dl_hook(void)
 {
+	if (_r_debug.r_state == RT_DELETE) {
+		pthread_mutex_lock(&ukp_lock);
+		dl_deleting = true;
+		dl_closer_known = true;
+		dl_closer = pthread_self();
+		pthread_mutex_unlock(&ukp_lock);
+		return;
+	}
 	if (_r_debug.r_state != RT_CONSISTENT)
 		return;
 	ukp_sym_refresh();
 	pthread_mutex_lock(&ukp_lock);
 	ukp_objects_changed();
+	if (dl_deleting) {
+		dl_deleting = false;
+		pthread_cond_broadcast(&dl_done);
+	}
 	pthread_mutex_unlock(&ukp_lock);
 }
 
@@ -689,7 +733,7 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 			}
 		}
 	}
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	/* 2. build sites and records; nothing visible to the hit path yet
 	 *    (the record map also catches the same struct twice) */
 	for (i = 0; i < num && !err; i++) {
@@ -774,7 +818,7 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 				kps[i]->addr = NULL;
 		return;
 	}
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct ukp_unopt u = { 0 };
 	for (int i = 0; i < num; i++) {
 		struct rec *r = kps[i] ? rec_of_locked(kps[i]) : NULL;
@@ -849,7 +893,7 @@ static int set_disabled(struct kprobe *p, bool disabled)
 
 	if (!p)
 		return -EINVAL;
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct rec *r = rec_of_locked(p);
 	if (!r) {
 		err = -EINVAL;
@@ -883,7 +927,7 @@ int kprobes_set_enabled(int on)
 	int err = 0;
 
 	ukp_init_once();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct ukp_unopt u = { 0 };
 	if (!on)
 		for (struct rec *r = rec_head; r; r = r->next)
@@ -911,7 +955,7 @@ int kprobes_list(FILE *out)
 {
 	if (!out)
 		return -EINVAL;
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	for (struct rec *r = rec_head; r; r = r->next) {
 		unsigned f = r->p->flags;
 		fprintf(out, "%016lx  %c  %s+0x%lx", r->site->addr, r->kind,

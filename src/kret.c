@@ -620,7 +620,7 @@ int register_kretprobes(struct kretprobe **rps, int num)
 	struct kprobe **kps = calloc(num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	reap_zombies_locked();
 	for (i = 0; i < num && !err; i++) {
 		struct kretprobe *rp = rps[i];
@@ -647,7 +647,7 @@ int register_kretprobes(struct kretprobe **rps, int num)
 	if (!err)
 		err = ukp_register_kind(kps, num, 'r');
 	if (err) {
-		pthread_mutex_lock(&ukp_lock);
+		ukp_lock_registry();
 		for (i = 0; i < made; i++) {
 			struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
 			if (k && kps[i]) {
@@ -683,7 +683,7 @@ void unregister_kretprobes(struct kretprobe **rps, int num)
 			atomic_store(&k->dead, 1);
 	}
 	ukp_unregister_kind(kps, num);	/* waits for the hit path */
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	for (int i = 0; i < num; i++) {
 		struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
 		if (!k)

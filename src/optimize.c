@@ -192,7 +192,7 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 {
 	struct ukp_region r;
 	ukp_init_once();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	int err = analyse(addr, &r, why, n);
 	pthread_mutex_unlock(&ukp_lock);
 	if (!err)
@@ -316,7 +316,7 @@ bool ukp_opt_gpr_only_locked(unsigned long fn)
 int ukp_opt_handler_check(void *fn, char *why, size_t n)
 {
 	ukp_init_once();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	int err = fn ? ukp_arch_code_gpr_only((unsigned long)fn, &code_env, why, n) : 0;
 	pthread_mutex_unlock(&ukp_lock);
 	if (!err)
@@ -347,7 +347,7 @@ static void tramp_refresh_locked(struct ukp_site *s)
 int ukp_opt_force_tramp(unsigned long addr, bool lean)
 {
 	int err = -ENOENT;
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct ukp_site *s = ukp_site_lookup(addr);
 	if (s && s->opt && s->opt->detour) {
 		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)(lean ?
@@ -673,7 +673,7 @@ static void optimize_batch(void)
 	unsigned *gens;
 	size_t n = 0;
 
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	unsigned long gen_target = queued_gen;
 	batch = malloc((nqueue + 1) * sizeof(*batch));
 	gens = malloc((nqueue + 1) * sizeof(*gens));
@@ -700,7 +700,7 @@ static void optimize_batch(void)
 		err = ask_all_threads(batch, n);
 	}
 
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	struct ukp_poke *p1 = malloc((4 * n + 1) * sizeof(*p1));
 	struct ukp_poke *p2 = malloc((n + 1) * sizeof(*p2));
 	size_t n1 = 0, n2 = 0;
@@ -759,7 +759,7 @@ static void start_thread(void);
 
 void ukp_opt_start(void)
 {
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	bool start = !thread_running && nqueue;
 	if (start)
 		thread_running = true;
@@ -794,7 +794,7 @@ static void start_thread(void)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&th, &at, optimizer, NULL)) {
-		pthread_mutex_lock(&ukp_lock);
+		ukp_lock_registry();
 		thread_running = false;
 		pthread_mutex_unlock(&ukp_lock);
 	} else {
@@ -826,7 +826,7 @@ void wait_for_kprobe_optimizer(void)
 {
 	ukp_init_once();
 	ukp_opt_start();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	unsigned long target = queued_gen;
 	while (done_gen < target && thread_running)
 		pthread_cond_wait(&done_cv, &ukp_lock);
@@ -847,7 +847,7 @@ static void enqueue_cb(struct ukp_site *s, void *arg)
 int kprobes_set_optimization(int on)
 {
 	ukp_init_once();
-	pthread_mutex_lock(&ukp_lock);
+	ukp_lock_registry();
 	opt_knob = !!on;
 	if (on) {
 		ukp_each_site_locked(enqueue_cb, NULL);

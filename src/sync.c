@@ -60,8 +60,11 @@ static void thread_exit(void *arg)
 	atomic_store(&t->free, 1);
 }
 
-/* In a fork child only the forking thread exists: the others' blocks
- * must not hold up a grace period forever. */
+static _Atomic long anon_readers;
+
+/* In a fork child only the forking thread exists: the others' blocks,
+ * and the anonymous read sections they were in, must not hold up a grace
+ * period forever. */
 static void fork_child(void)
 {
 	unsigned used = atomic_load(&pool_used);
@@ -74,6 +77,7 @@ static void fork_child(void)
 			atomic_store(&t->free, 1);
 		}
 	}
+	atomic_store(&anon_readers, 0);
 	if (self)
 		self->tid = (pid_t)syscall(SYS_gettid);
 }
@@ -163,8 +167,6 @@ struct ukp_thread *ukp_thread_attach(void)
 		pthread_setspecific(exit_key, t);
 	return t;
 }
-
-static _Atomic long anon_readers;
 
 void ukp_anon_read_lock(void)
 {

@@ -7,11 +7,19 @@
  * threads of the process at once (the kernel's text_poke_bp ends with the
  * same serialisation, via IPIs).
  *
- * Batches: pages are made writable once per batch (keeping exec, since
- * other threads run them), all bytes are written, protections restored,
- * then one serialisation covers the whole batch.
+ * Writes go through /proc/self/mem, as a debugger's do: the kernel writes
+ * a read-only page for us (copy on write, the mapping's protection never
+ * changes), and an address unmapped meanwhile gives an error, not a
+ * fault.  Changing the protection instead races with the dynamic linker,
+ * which changes it too while it relocates an object with text
+ * relocations: a page seen writable is read-only again by the time we
+ * store.  Kernels built to refuse forced writes (PROC_MEM_NO_FORCE) get
+ * the old way: pages made writable once per batch, keeping exec.  Either
+ * way, one serialisation covers the whole batch.
  */
+#include <fcntl.h>
 #include <linux/membarrier.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +29,35 @@
 #include "internal.h"
 
 static int sync_core_cmd;	/* probed once */
+
+static bool mem_writes;		/* /proc/self/mem writes read-only pages */
+
+/* raw system calls: a user may have probed libc's wrappers */
+static int open_mem(void)
+{
+	return (int)ukp_raw_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/mem",
+				    O_RDWR | O_CLOEXEC, 0, 0, 0);
+}
+
+static long pwrite_mem(int fd, const void *buf, size_t n, unsigned long addr)
+{
+	return ukp_raw_syscall(SYS_pwrite64, fd, (long)buf, (long)n, (long)addr, 0, 0);
+}
+
+/* Can /proc/self/mem write a read-only page?  Tried on one of our own. */
+static void probe_mem_writes(void)
+{
+	uint8_t *pg = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd = open_mem();
+	uint8_t b = 0xcc;
+	if (pg != MAP_FAILED && fd >= 0 &&
+	    pwrite_mem(fd, &b, 1, (unsigned long)pg) == 1 && pg[0] == 0xcc)
+		mem_writes = true;
+	if (fd >= 0)
+		ukp_raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (pg != MAP_FAILED)
+		munmap(pg, 4096);
+}
 
 void ukp_text_init(void)
 {
@@ -33,6 +70,7 @@ void ukp_text_init(void)
 		 syscall(SYS_membarrier,
 			 MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
 		sync_core_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+	probe_mem_writes();
 }
 
 static void serialize_all_cores(void)
@@ -108,23 +146,33 @@ static int cmp_poke(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int ukp_text_poke_batch(const struct ukp_poke *pokes, size_t n)
+/* Sorted pokes, each run of adjacent bytes one write (the file is opened
+ * per batch: a descriptor kept open would, after fork, still write the
+ * parent). */
+static int poke_mem(int fd, const struct ukp_poke *p, size_t n)
+{
+	int err = 0;
+	for (size_t i = 0; i < n;) {
+		uint8_t buf[64];
+		size_t k = 0;
+		unsigned long a = p[i].addr;
+		while (i < n && k < sizeof(buf) && p[i].addr == a + k)
+			buf[k++] = p[i++].byte;
+		if (pwrite_mem(fd, buf, k, a) != (long)k)
+			err = -EFAULT;	/* unmapped meanwhile */
+	}
+	ukp_raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	return err;
+}
+
+static int poke_mprotect(const struct ukp_poke *p, size_t n)
 {
 	struct map *maps;
 	size_t nmaps;
 	int err = 0;
 
-	if (!n)
-		return 0;
-	struct ukp_poke *p = malloc(n * sizeof(*p));
-	if (!p)
+	if (read_maps(&maps, &nmaps))
 		return -ENOMEM;
-	memcpy(p, pokes, n * sizeof(*p));
-	qsort(p, n, sizeof(*p), cmp_poke);
-	if (read_maps(&maps, &nmaps)) {
-		free(p);
-		return -ENOMEM;
-	}
 	for (size_t i = 0; i < n;) {
 		unsigned long page = p[i].addr & ~4095UL;
 		int prot = prot_of(maps, nmaps, page);
@@ -148,6 +196,20 @@ int ukp_text_poke_batch(const struct ukp_poke *pokes, size_t n)
 			mprotect((void *)page, 4096, prot);
 	}
 	free(maps);
+	return err;
+}
+
+int ukp_text_poke_batch(const struct ukp_poke *pokes, size_t n)
+{
+	if (!n)
+		return 0;
+	struct ukp_poke *p = malloc(n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, pokes, n * sizeof(*p));
+	qsort(p, n, sizeof(*p), cmp_poke);
+	int fd = mem_writes ? open_mem() : -1;	/* no descriptor left: */
+	int err = fd >= 0 ? poke_mem(fd, p, n) : poke_mprotect(p, n);
 	free(p);
 	serialize_all_cores();
 	return err;

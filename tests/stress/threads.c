@@ -1621,18 +1621,20 @@ UKT_CASE_T(threads_fork_child_slots_private, 30)
  * inherits the registry lock held by a thread it does not have, and its
  * first register/unregister blocks for ever (no pthread_atfork handlers
  * for the engine's locks).  Made deterministic by stopping the
- * registering thread for up to 300 ms in a handler on mprotect(), which
- * the registration calls with the lock held to write its breakpoint.
+ * registering thread for up to 300 ms in a handler on qsort(), which the
+ * registration calls with the lock held to order the bytes it writes
+ * (16-byte pokes: an address and a byte; the engine sorts nothing else of
+ * that size).
  */
 static pid_t registrar_tid;
 static int registrar_inside, forked_flag;
 
-static int mprotect_pre(struct kprobe *p, struct pt_regs *regs)
+static int qsort_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	(void)p;
-	/* the registrar's text poke: mprotect(page, 4096, rwx) */
+	/* the registrar's text poke: qsort(pokes, n, 16, cmp) */
 	if (gettid() != __atomic_load_n(&registrar_tid, __ATOMIC_ACQUIRE) ||
-	    regs->dx != (PROT_READ | PROT_WRITE | PROT_EXEC))
+	    regs->dx != 16)
 		return 0;
 	__atomic_store_n(&registrar_inside, 1, __ATOMIC_RELEASE);
 	/* until the fork is done, or 300 ms: an engine that takes its lock
@@ -1653,7 +1655,7 @@ static void *registrar(void *arg)
 
 UKT_CASE_T(threads_fork_while_registering, 30)
 {
-	struct kprobe mp = { .symbol_name = "libc.so.6:mprotect", .pre_handler = mprotect_pre };
+	struct kprobe mp = { .symbol_name = "libc.so.6:qsort", .pre_handler = qsort_pre };
 	struct kprobe x = { .addr = (kprobe_opcode_t *)slot_init, .pre_handler = nop_pre };
 	pthread_t th;
 	int st;
