@@ -9,8 +9,11 @@
  * installed).
  *
  * Rows: call, instr, stub, one (one ops, no SAVE_REGS), regs (one ops,
- * SAVE_REGS), three (three ops), each the median of -r runs of -n calls.
- * Every hook row checks its callback ran exactly once per call.
+ * SAVE_REGS), three (three ops), each -r runs of -n calls: the median,
+ * and the fastest run, which the differences and ratios use (on a shared
+ * virtual machine the median of a few nanoseconds moves by a third from
+ * one run to the next; the fastest run is what the code costs).  Every
+ * hook row checks its callback ran exactly once per call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,17 +48,18 @@ __asm__(".text\n.globl bt_floor_stub\nbt_floor_stub:\n"
 	"pop %rsi\npop %rdx\npop %rcx\npop %rax\nret\n");
 void bt_floor_stub(void);
 
-static long n_calls = 10000000;
-static int runs = 7;
-static long hits;
+static long n_calls = 2000000;
+static int runs = 21;
+/* a counter per ops (op->private): three callbacks counting into one
+ * variable would time the chain of increments, not the hooks */
+static long counts[3];
 
 static void cb(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct pt_regs *regs)
 {
 	(void)ip;
 	(void)pip;
-	(void)op;
 	(void)regs;
-	hits++;
+	++*(long *)op->private;
 }
 
 static double now_ns(void)
@@ -81,20 +85,27 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(int (*fn)(int), long expect_hits, const char *row)
+struct stat { double med, min; };
+enum { R_CALL, R_INSTR, R_STUB, R_ONE, R_REGS, R_THREE, NROWS };
+static double samples[NROWS][64];
+
+/* one run of a row: -n calls, its callback exactly once per call */
+static void sample(int row, int r, int (*fn)(int), long expect_hits, const char *name)
 {
-	double v[64];
-	for (int r = 0; r < runs; r++) {
-		hits = 0;
-		v[r] = loop(fn);
-		if (hits != expect_hits) {
-			fprintf(stderr, "ukp-ftrace-bench: %s: %ld callbacks for %ld calls\n",
-				row, hits, expect_hits);
-			exit(1);
-		}
+	memset(counts, 0, sizeof(counts));
+	samples[row][r] = loop(fn);
+	long hits = counts[0] + counts[1] + counts[2];
+	if (hits != expect_hits) {
+		fprintf(stderr, "ukp-ftrace-bench: %s: %ld callbacks for %ld calls\n",
+			name, hits, expect_hits);
+		exit(1);
 	}
-	qsort(v, runs, sizeof(v[0]), cmp_d);
-	return v[runs / 2];
+}
+
+static struct stat stat_of(int row)
+{
+	qsort(samples[row], runs, sizeof(samples[row][0]), cmp_d);
+	return (struct stat){ samples[row][runs / 2], samples[row][0] };
 }
 
 static int patch(void *site, const unsigned char *code)
@@ -123,13 +134,16 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
 			n_calls = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
-			n_calls = 1000000, runs = 3;
+			n_calls = 1000000, runs = 5;
 	}
 	if (runs < 1 || runs > 63)
 		runs = 7;
 
-	struct ftrace_ops one = { .func = cb }, regs = { .func = cb, .flags = FTRACE_OPS_FL_SAVE_REGS };
-	struct ftrace_ops three[3] = { { .func = cb }, { .func = cb }, { .func = cb } };
+	struct ftrace_ops one = { .func = cb, .private = &counts[0] },
+			  regs = { .func = cb, .private = &counts[0], .flags = FTRACE_OPS_FL_SAVE_REGS };
+	struct ftrace_ops three[3] = { { .func = cb, .private = &counts[0] },
+				       { .func = cb, .private = &counts[1] },
+				       { .func = cb, .private = &counts[2] } };
 	unsigned char f[] = "bt_pfe";
 	int err = ftrace_set_filter(&one, f, 6, 1);
 	for (int i = 0; i < 3 && !err; i++)
@@ -141,29 +155,46 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	double call = median(bt_pfe, 0, "call");
-	double instr = median(bt_instr, 0, "instr");
 	/* the floor: the site by hand, then its nop back */
 	unsigned char save[5], c[5] = { 0xe8 };
 	memcpy(save, (void *)bt_pfe, 5);
 	int32_t rel = (int32_t)((unsigned long)bt_floor_stub - ((unsigned long)bt_pfe + 5));
 	memcpy(c + 1, &rel, 4);
-	double stub = -1;
-	if (patch((void *)bt_pfe, c) == 0) {
-		stub = median(bt_pfe, 0, "stub");
-		patch((void *)bt_pfe, save);
+	/* the rows take turns, run by run: a slow spell of the machine hits
+	 * them all alike */
+	for (int r = 0; r < runs; r++) {
+		sample(R_CALL, r, bt_pfe, 0, "call");
+		sample(R_INSTR, r, bt_instr, 0, "instr");
+		if (patch((void *)bt_pfe, c) || (sample(R_STUB, r, bt_pfe, 0, "stub"),
+						 patch((void *)bt_pfe, save))) {
+			fprintf(stderr, "ukp-ftrace-bench: cannot patch the floor stub in\n");
+			return 1;
+		}
+		err = register_ftrace_function(&one);
+		if (!err) {
+			sample(R_ONE, r, bt_pfe, n_calls, "one");
+			err = unregister_ftrace_function(&one);
+		}
+		if (!err)
+			err = register_ftrace_function(&regs);
+		if (!err) {
+			sample(R_REGS, r, bt_pfe, n_calls, "regs");
+			err = unregister_ftrace_function(&regs);
+		}
+		for (int i = 0; i < 3 && !err; i++)
+			err = register_ftrace_function(&three[i]);
+		if (!err)
+			sample(R_THREE, r, bt_pfe, 3 * n_calls, "three");
+		for (int i = 0; i < 3 && !err; i++)
+			err = unregister_ftrace_function(&three[i]);
+		if (err) {
+			fprintf(stderr, "ukp-ftrace-bench: (un)register_ftrace_function: %s\n",
+				strerror(-err));
+			return 1;
+		}
 	}
-	register_ftrace_function(&one);
-	double o = median(bt_pfe, n_calls, "one");
-	unregister_ftrace_function(&one);
-	register_ftrace_function(&regs);
-	double rg = median(bt_pfe, n_calls, "regs");
-	unregister_ftrace_function(&regs);
-	for (int i = 0; i < 3; i++)
-		register_ftrace_function(&three[i]);
-	double th = median(bt_pfe, 3 * n_calls, "three");
-	for (int i = 0; i < 3; i++)
-		unregister_ftrace_function(&three[i]);
+	struct stat call = stat_of(R_CALL), instr = stat_of(R_INSTR), stub = stat_of(R_STUB),
+		    o = stat_of(R_ONE), rg = stat_of(R_REGS), th = stat_of(R_THREE);
 
 	/* uftrace record on the -pg build of this program, if installed */
 	double uft = -1;
@@ -189,19 +220,27 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("ftrace: ns per call, median of %d runs of %ld calls\n", runs, n_calls);
-	printf("%-7s %8s %10s %10s\n", "row", "ns", "-call", "x(stub-call)");
-	double fl = stub - call;
-	printf("%-7s %8.2f\n", "call", call);
-	printf("%-7s %8.2f %10.2f\n", "instr", instr, instr - call);
-	printf("%-7s %8.2f %10.2f %10.2f\n", "stub", stub, stub - call, 1.0);
-	printf("%-7s %8.2f %10.2f %10.2f\n", "one", o, o - call, (o - call) / fl);
-	printf("%-7s %8.2f %10.2f %10.2f\n", "regs", rg, rg - call, (rg - call) / fl);
-	printf("%-7s %8.2f %10.2f %10.2f   three/one %.2f\n", "three", th, th - call,
-	       (th - call) / fl, (th - call) / (o - call));
+	printf("ftrace: ns per call, %d runs of %ld calls; -call and the ratio use the fastest run\n",
+	       runs, n_calls);
+	printf("%-7s %8s %8s %10s %12s\n", "row", "median", "fastest", "-call", "x(stub-call)");
+	double fl = stub.min - call.min;
+	const struct { const char *name; struct stat v; } rows[] = {
+		{ "call", call }, { "instr", instr }, { "stub", stub }, { "one", o },
+		{ "regs", rg }, { "three", th },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		printf("%-7s %8.2f %8.2f", rows[i].name, rows[i].v.med, rows[i].v.min);
+		if (i > 0)
+			printf(" %10.2f", rows[i].v.min - call.min);
+		if (i > 1)
+			printf(" %12.2f", (rows[i].v.min - call.min) / fl);
+		if (i == 5)
+			printf("   three/one %.2f", (th.min - call.min) / (o.min - call.min));
+		printf("\n");
+	}
 	if (uft > 0)
-		printf("%-7s %8.2f %10.2f %10.2f   (uftrace record, -pg build)\n", "uftrace", uft,
-		       uft - call, (uft - call) / fl);
+		printf("%-7s %8.2f %8s %10.2f %12.2f   (uftrace record, -pg build, median)\n",
+		       "uftrace", uft, "", uft - call.min, (uft - call.min) / fl);
 	else
 		printf("uftrace: not installed, row skipped\n");
 	return 0;

@@ -738,8 +738,13 @@ static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t 
 	c->func = e[0].func;
 	c->opp = e[0].opp;
 	c->walk = rec ? ukp_ftrace_walk_c : ukp_ftrace_walk;
+	bool leaf = n == 1 && e[0].opp->leaf;
 	if (n == 1 && !c->regs && !c->vec && !rec)
-		c->tramp = ukp_ftrace_tramp_one;
+		c->tramp = leaf ? ukp_ftrace_tramp_one_leaf : ukp_ftrace_tramp_one;
+	else if (n == 1 && !c->vec && !rec)
+		c->tramp = leaf ? ukp_ftrace_tramp_regs_one_leaf : ukp_ftrace_tramp_regs_one;
+	else if (!c->regs && !c->vec && !rec)
+		c->tramp = ukp_ftrace_tramp_list_lean;
 	else if (c->regs)
 		c->tramp = c->vec ? ukp_ftrace_tramp_regs_vec : ukp_ftrace_tramp_regs;
 	else
@@ -928,6 +933,7 @@ int register_ftrace_function(struct ftrace_ops *ops)
 	}
 	if (!err) {
 		o->gpr_only = ukp_opt_gpr_only_locked((unsigned long)ops->func);
+		o->leaf = o->gpr_only && ukp_opt_leaf_locked((unsigned long)ops->func);
 		o->registered = true;
 		atomic_store(&o->live, 1);
 		o->next = NULL;

@@ -24,6 +24,7 @@ struct ft_opp {
 	struct ftrace_ops *ops;
 	bool registered;
 	bool gpr_only;			/* func keeps to the general registers */
+	bool leaf;			/* ...and cannot change errno */
 	struct ft_filter filter, notrace;
 	struct ft_opp *next;		/* registration order */
 	struct ft_opp *all_next;	/* every ops ever seen */
@@ -62,6 +63,8 @@ void ukp_ftrace_kprobe_func(unsigned long ip, unsigned long parent_ip,
 
 /* entry.S */
 extern const char ukp_ftrace_tramp_none[], ukp_ftrace_tramp_one[],
+	ukp_ftrace_tramp_one_leaf[], ukp_ftrace_tramp_regs_one[],
+	ukp_ftrace_tramp_regs_one_leaf[], ukp_ftrace_tramp_list_lean[],
 	ukp_ftrace_tramp_list[], ukp_ftrace_tramp_list_vec[],
 	ukp_ftrace_tramp_regs[], ukp_ftrace_tramp_regs_vec[],
 	ukp_ftrace_attach[];

@@ -298,6 +298,8 @@ void ukp_opt_update_locked(unsigned long addr);
 void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
 /* Does the code at fn, with all it calls, leave the vector state alone? */
 bool ukp_opt_gpr_only_locked(unsigned long fn);
+/* ...and a leaf that cannot change errno */
+bool ukp_opt_leaf_locked(unsigned long fn);
 void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */

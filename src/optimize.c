@@ -247,7 +247,7 @@ void ukp_opt_analyse_locked(struct ukp_site *s)
  * trampoline, which saves none of that state (most of a detour's cost).
  * Cached; forgotten when objects go away (an address may be reused).
  */
-struct gpr_cache { unsigned long fn; bool ok; };
+struct gpr_cache { unsigned long fn; bool ok, leaf; };
 static struct gpr_cache *gprc;
 static size_t ngprc, capgprc;
 
@@ -290,27 +290,38 @@ static bool slot_read_only(unsigned long addr)
 
 static const struct ukp_code_env code_env = { fn_bounds, slot_read_only };
 
-bool ukp_opt_gpr_only_locked(unsigned long fn)
+static const struct gpr_cache *handler_facts_locked(unsigned long fn)
 {
-	if (!fn)
-		return true;
+	static const struct gpr_cache oom = { 0, false, false };
 	for (size_t i = 0; i < ngprc; i++)
 		if (gprc[i].fn == fn)
-			return gprc[i].ok;
+			return &gprc[i];
 	char why[112];
 	bool ok = ukp_arch_code_gpr_only(fn, &code_env, why, sizeof(why)) == 0;
+	bool leaf = ukp_arch_code_leaf(fn, &code_env) == 0;
 	if (verbose() >= 2)
-		ukp_log("handler at %#lx: %s", fn, ok ? "leaves vector state alone" : why);
+		ukp_log("handler at %#lx: %s%s", fn, ok ? "leaves vector state alone" : why,
+			leaf ? ", a leaf" : "");
 	if (ngprc == capgprc) {
 		size_t nc = capgprc ? 2 * capgprc : 16;
 		struct gpr_cache *nv = realloc(gprc, nc * sizeof(*nv));
 		if (!nv)
-			return ok;
+			return &oom;
 		gprc = nv;
 		capgprc = nc;
 	}
-	gprc[ngprc++] = (struct gpr_cache){ fn, ok };
-	return ok;
+	gprc[ngprc] = (struct gpr_cache){ fn, ok, leaf };
+	return &gprc[ngprc++];
+}
+
+bool ukp_opt_gpr_only_locked(unsigned long fn)
+{
+	return !fn || handler_facts_locked(fn)->ok;
+}
+
+bool ukp_opt_leaf_locked(unsigned long fn)
+{
+	return fn && handler_facts_locked(fn)->leaf;
 }
 
 int ukp_opt_handler_check(void *fn, char *why, size_t n)

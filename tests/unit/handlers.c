@@ -14,6 +14,9 @@
  *                         a helper it calls (the reason names the helper's
  *                         instruction), long double (x87), libc's strlen
  *   unfollowable_calls_are_not       a call through a function pointer
+ *   leaf_callbacks_cannot_change_errno  which callbacks ftrace calls
+ *                         without keeping errno: no call, tail call, jump
+ *                         out, system call or thread-local store
  *   lean_handler_runs_optimized      a lean handler's probe is optimised,
  *                         fires exactly once per call, and the vector
  *                         values live across it survive
@@ -28,7 +31,10 @@
  *                         SIGSEGV handler (which dirties xmm0) returns;
  *                         either way the probed code's result is right
  */
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -159,6 +165,55 @@ UKT_CASE(vector_and_x87_handlers_are_not)
 UKT_CASE(unfollowable_calls_are_not)
 {
 	expect((void *)fnptr_pre, "fnptr_pre", "cannot follow");
+}
+
+/* ftrace keeps errno around a callback unless it is a leaf that cannot
+ * write it */
+static __thread int tl_count;
+static int tls_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	tl_count++;
+	return 0;
+}
+
+static int errno_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	errno = 7;
+	return 0;
+}
+
+__asm__(".text\n.globl u_tail\n.type u_tail,@function\n"
+	"u_tail: test %rdi, %rdi\n jz 1f\n jmp getpid\n1: ret\n.size u_tail,.-u_tail\n"
+	".globl u_sys\n.type u_sys,@function\n"
+	"u_sys: mov $39, %eax\n syscall\n ret\n.size u_sys,.-u_sys\n"
+	".globl u_leaf_loop\n.type u_leaf_loop,@function\n"
+	"u_leaf_loop: xor %eax, %eax\n1: add %rdi, %rax\n dec %rsi\n jnz 1b\n ret\n"
+	".size u_leaf_loop,.-u_leaf_loop\n");
+void u_tail(void), u_sys(void), u_leaf_loop(void);
+
+static bool leaf(void *fn)
+{
+	pthread_mutex_lock(&ukp_lock);
+	bool r = ukp_opt_leaf_locked((unsigned long)fn);
+	pthread_mutex_unlock(&ukp_lock);
+	return r;
+}
+
+UKT_CASE(leaf_callbacks_cannot_change_errno)
+{
+	ukp_init_once();
+	UKT_ASSERT(leaf((void *)lean_pre));
+	UKT_ASSERT(leaf((void *)u_leaf_loop));		/* a loop stays inside */
+	UKT_ASSERT(!leaf((void *)getpid_pre));		/* calls libc */
+	UKT_ASSERT(!leaf((void *)errno_pre));		/* __errno_location */
+	UKT_ASSERT(!leaf((void *)tls_pre));		/* a store through %fs */
+	UKT_ASSERT(!leaf((void *)u_tail));		/* a tail call */
+	UKT_ASSERT(!leaf((void *)u_sys));		/* a system call */
+	UKT_ASSERT(!leaf(NULL));
+	UKT_ASSERT(!leaf((void *)((char *)lean_pre + 1)));	/* not a function's start */
+	UKT_EQ(tls_pre(NULL, NULL) + errno_pre(NULL, NULL), 0);
 }
 
 /* xmm0 = x + 1 across the probed lea: lost if the detour dropped it */

@@ -1342,3 +1342,56 @@ int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
 	free(seen.v);
 	return err;
 }
+
+/*
+ * Is fn a leaf that cannot change errno: no call, no jump out of itself
+ * (a tail call) or through a register, no system call, no store through
+ * %fs or %gs (errno is thread-local)?  Then ftrace's trampolines need not
+ * keep errno around it.  0 if so.
+ */
+int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env)
+{
+	unsigned long lo, hi;
+	int ok = -EDOM;
+
+	dec_init();
+	if (env->bounds(fn, &lo, &hi) || fn != lo)
+		return -ENOENT;
+	uint8_t *code = read_code(lo, hi);
+	if (!code)
+		return -ENOMEM;
+	unsigned long pc = lo;
+	for (; pc < hi;) {
+		struct dinsn di;
+		if (!decode_at(code, lo, hi, pc, &di))
+			break;
+		pc += di.d.length;
+		const ZydisDecodedInstruction *d = &di.d;
+		if (d->meta.category == ZYDIS_CATEGORY_CALL ||
+		    d->meta.category == ZYDIS_CATEGORY_SYSCALL ||
+		    d->meta.category == ZYDIS_CATEGORY_INTERRUPT ||
+		    d->meta.category == ZYDIS_CATEGORY_SYSTEM)
+			break;
+		if (d->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		    d->meta.category == ZYDIS_CATEGORY_COND_BR) {
+			unsigned long t;
+			if (di.op[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+			    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &t)) ||
+			    t < lo || t >= hi)
+				break;
+		}
+		bool tls_store = false;
+		for (unsigned i = 0; i < d->operand_count; i++)
+			if (di.op[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+			    (di.op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+			    (di.op[i].mem.segment == ZYDIS_REGISTER_FS ||
+			     di.op[i].mem.segment == ZYDIS_REGISTER_GS))
+				tls_store = true;
+		if (tls_store)
+			break;
+	}
+	if (pc >= hi)
+		ok = 0;
+	free(code);
+	return ok;
+}

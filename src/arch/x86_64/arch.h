@@ -180,6 +180,8 @@ struct ukp_code_env {
 };
 int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
 			   char *why, size_t n);
+/* a leaf that cannot change errno (no call, system call or TLS store): 0 */
+int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env);
 /* jmp rel32 from addr to target */
 void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
 			unsigned long target);

@@ -689,35 +689,94 @@ ukp_ftrace_tramp_none:
 	.size ukp_ftrace_tramp_none, .-ukp_ftrace_tramp_none
 
 /* One ops, no pt_regs, a callback proven to keep to the general
- * registers (the kernel's dynamic trampoline): call it directly. */
-	.globl ukp_ftrace_tramp_one
-	.hidden ukp_ftrace_tramp_one
-	.type ukp_ftrace_tramp_one, @function
-ukp_ftrace_tramp_one:
+ * registers (the kernel's dynamic trampoline): call it directly.  errno
+ * is kept around it unless the callback is a leaf (no call, no system
+ * call, no thread-local store: it cannot change errno). */
+.macro FT_ONE name, errno
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
 	PUSH_ARGS
 	mov FC_OPP(%r11), %rax
 	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
 	je 1f
+	.if \errno
 	FT_SELF %rax
 	mov T_ERRNO_P(%rax), %rax
 	mov (%rax), %eax		/* errno, 4 bytes as it is stored: an */
 	push %rax			/* 8-byte load would not forward */
+	.else
+	sub $8, %rsp			/* (16-aligned) */
+	.endif
 	mov FC_IP(%r11), %rdi
 	mov 88(%rsp), %rsi		/* parent_ip */
 	mov FC_OPS(%r11), %rdx
 	xor %ecx, %ecx			/* regs = NULL */
 	call *FC_FUNC(%r11)
+	.if \errno
 	FT_SELF %r11
 	mov T_ERRNO_P(%r11), %rax
 	pop %rcx
 	mov %ecx, (%rax)
 	jmp 2f
+	.else
+	add $8, %rsp
+	.endif
 1:	FT_SELF %r11
 2:	incq T_FT_OUT(%r11)
 	POP_ARGS
 	pop %r11
 	ret
-	.size ukp_ftrace_tramp_one, .-ukp_ftrace_tramp_one
+	.size \name, .-\name
+.endm
+	FT_ONE ukp_ftrace_tramp_one, 1
+	FT_ONE ukp_ftrace_tramp_one_leaf, 0
+
+/* Several ops, none with pt_regs or RECURSION, every callback proven to
+ * keep to the general registers: the list walked here, without the
+ * general walk's call, ip bookkeeping and flag tests. */
+	.globl ukp_ftrace_tramp_list_lean
+	.hidden ukp_ftrace_tramp_list_lean
+	.type ukp_ftrace_tramp_list_lean, @function
+ukp_ftrace_tramp_list_lean:
+	PUSH_ARGS
+	push %rbx
+	push %r12
+	push %r13
+	push %r14
+	push %r15			/* (16-aligned) */
+	mov %r11, %r12			/* cfg */
+	FT_SELF %rax
+	mov T_ERRNO_P(%rax), %r14
+	mov (%r14), %r15d		/* errno */
+	lea FC_E(%r12), %rbx
+	mov FC_N(%r12), %r13d
+	shl $5, %r13			/* FE_SIZE */
+	add %rbx, %r13			/* the end of the list */
+1:	mov FE_OPP(%rbx), %rax
+	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
+	je 2f
+	mov FC_IP(%r12), %rdi
+	mov 120(%rsp), %rsi		/* parent_ip */
+	mov FE_OPS(%rbx), %rdx
+	xor %ecx, %ecx			/* regs = NULL */
+	call *FE_FUNC(%rbx)
+2:	add $FE_SIZE, %rbx
+	cmp %r13, %rbx
+	jb 1b
+	mov %r15d, (%r14)
+	FT_SELF %r11
+	incq T_FT_OUT(%r11)
+	pop %r15
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %rbx
+	POP_ARGS
+	pop %r11
+	ret
+	.size ukp_ftrace_tramp_list_lean, .-ukp_ftrace_tramp_list_lean
 
 /* Several ops, or callbacks that need more: the walk (cfg, NULL, parent). */
 .macro FT_LIST name, vec
@@ -790,6 +849,57 @@ ukp_ftrace_tramp_one:
 	ret
 	.size \name, .-\name
 .endm
+
+/* One ops with pt_regs (no RECURSION, general registers only): FT_REGS
+ * with the callback called directly instead of the walk.  Its ip move
+ * counts only for an IPMODIFY ops, as in the walk. */
+.macro FT_REGS_ONE name, errno
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	SAVE_GPRS
+	mov %r11, %r12			/* cfg (r12 is in pt_regs) */
+	mov PT_SIZE(%rsp), %rax		/* the function's r11 */
+	mov %rax, PT_R11(%rsp)
+	mov FC_IP(%r12), %rax
+	mov %rax, PT_IP(%rsp)
+	movq $0x33, PT_CS(%rsp)
+	movq $0x2b, PT_SS(%rsp)
+	lea PT_SIZE+16(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	mov %rsp, %rbx
+	mov FC_OPP(%r12), %rax
+	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
+	je 1f
+	.if \errno
+	FT_SELF %rax
+	mov T_ERRNO_P(%rax), %r13	/* r13, r14: loaded back from pt_regs */
+	mov (%r13), %r14d
+	.endif
+	mov FC_IP(%r12), %rdi
+	mov PT_SIZE+16(%rbx), %rsi	/* parent_ip */
+	mov FC_OPS(%r12), %rdx
+	mov %rbx, %rcx
+	call *FC_FUNC(%r12)
+	.if \errno
+	mov %r14d, (%r13)
+	.endif
+	mov PT_IP(%rbx), %rax
+	cmp FC_IP(%r12), %rax
+	je 1f
+	testl $FL_IPMODIFY, FC_E+FE_FLAGS(%r12)
+	jz 1f				/* not this ops' to move */
+	mov %rax, PT_SIZE+8(%rbx)	/* redirected: over the return */
+1:	FT_SELF %rax
+	incq T_FT_OUT(%rax)
+	LOAD_GPRS
+	lea PT_SIZE+8(%rsp), %rsp
+	ret
+	.size \name, .-\name
+.endm
+	FT_REGS_ONE ukp_ftrace_tramp_regs_one, 1
+	FT_REGS_ONE ukp_ftrace_tramp_regs_one_leaf, 0
 
 /*
  * int ukp_ftrace_walk(cfg, regs or NULL, parent): every live callback of
