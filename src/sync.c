@@ -178,6 +178,24 @@ void ukp_anon_read_unlock(void)
 	atomic_fetch_sub_explicit(&anon_readers, 1, memory_order_release);
 }
 
+/* a grace period's wait for one thread: yield first, then sleep */
+static void backoff(unsigned spin)
+{
+	if (spin < 100) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* the fence the fast readers leave out, run on each of them */
+static void barrier_all_readers(void)
+{
+	if (fast_readers)
+		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+}
+
 void ukp_synchronize(void)
 {
 	struct ukp_thread *me = self;
@@ -186,8 +204,7 @@ void ukp_synchronize(void)
 	/* order the writer's unlink before reading any seq, and every
 	 * reader's seq store before its loads */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (fast_readers)
-		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+	barrier_all_readers();
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);
 		if (!t || t == me)
@@ -198,20 +215,14 @@ void ukp_synchronize(void)
 		for (unsigned spin = 0; atomic_load(&t->seq) == s; spin++) {
 			if (atomic_load(&t->free))
 				break;
-			if (spin < 100) {
-				sched_yield();
-			} else {
-				struct timespec ts = { 0, 100000 };
-				nanosleep(&ts, NULL);
-			}
+			backoff(spin);
 		}
 	}
 	/* anonymous readers are brief (a few instructions): wait them out */
 	while (atomic_load(&anon_readers))
 		sched_yield();
 	/* readers that left did all their loads before we free */
-	if (fast_readers)
-		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+	barrier_all_readers();
 }
 
 /*
@@ -231,8 +242,7 @@ void ukp_ftrace_synchronize(void)
 	unsigned used = atomic_load(&pool_used);
 
 	atomic_thread_fence(memory_order_seq_cst);
-	if (fast_readers)
-		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+	barrier_all_readers();
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);
 		if (!t || t == me)
@@ -242,14 +252,8 @@ void ukp_ftrace_synchronize(void)
 			unsigned long in = __atomic_load_n(&t->ft_in, __ATOMIC_ACQUIRE);
 			if (in == out || atomic_load(&t->free))
 				break;
-			if (spin < 100) {
-				sched_yield();
-			} else {
-				struct timespec ts = { 0, 100000 };
-				nanosleep(&ts, NULL);
-			}
+			backoff(spin);
 		}
 	}
-	if (fast_readers)
-		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
+	barrier_all_readers();
 }

@@ -743,7 +743,8 @@ static void install_usr1(bool onstack)
 	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 }
 
-static void expect_handler_took_lock(void)
+/* the handler got the lock, and the callback it interrupted kept its own */
+static void expect_lock_kept(void)
 {
 	UKT_EQ(sig_runs, 1);
 	UKT_ASSERT(before_bit >= 0);
@@ -751,6 +752,11 @@ static void expect_handler_took_lock(void)
 		UKT_FAIL("trylock in the signal handler failed (%d)", sig_bit);
 	if (after_bit >= 0)
 		UKT_FAIL("the interrupted callback lost its lock (trylock = %d)", after_bit);
+}
+
+static void expect_handler_took_lock(void)
+{
+	expect_lock_kept();
 	UKT_EQ(rec_hits, 1);
 	/* and all is released */
 	int b = ftrace_test_recursion_trylock(0, 0);
@@ -852,22 +858,19 @@ UKT_CASE(trylock_succeeds_in_a_handler_on_a_thread_mmap_sigaltstack)
 	if (sig_bit < 0 || after_bit >= 0)
 		fprintf(stderr, "  thread stack at %p, its sigaltstack at %p (%+ld)\n", stack_at,
 			alt_at, (long)((char *)alt_at - (char *)stack_at));
-	UKT_EQ(sig_runs, 1);
-	UKT_ASSERT(before_bit >= 0);
-	if (sig_bit < 0)
-		UKT_FAIL("trylock in the signal handler failed (%d)", sig_bit);
-	if (after_bit >= 0)
-		UKT_FAIL("the interrupted callback lost its lock (trylock = %d)", after_bit);
+	expect_lock_kept();
 }
 
-/* one mapping: the thread's stack below, its alternate signal stack above */
-static void *thread_altstack_above(void *arg)
+/* a thread whose 64 KB alternate signal stack is at arg */
+static void *thread_altstack_at(void *arg)
 {
 	stack_t ss = { .ss_sp = arg, .ss_size = 64 << 10 };
 	UKT_EQ(sigaltstack(&ss, NULL), 0);
 	UKT_EQ(fe_add(1, 2), 3);
 	return NULL;
 }
+
+/* one mapping: the thread's stack below, its alternate signal stack above */
 
 UKT_CASE(trylock_in_a_handler_on_sigaltstack_above_the_thread_stack)
 {
@@ -883,25 +886,13 @@ UKT_CASE(trylock_in_a_handler_on_sigaltstack_above_the_thread_stack)
 	UKT_EQ(pthread_attr_init(&at), 0);
 	UKT_EQ(pthread_attr_setstack(&at, m, stk), 0);
 	pthread_t t;
-	UKT_EQ(pthread_create(&t, &at, thread_altstack_above, m + stk), 0);
+	UKT_EQ(pthread_create(&t, &at, thread_altstack_at, m + stk), 0);
 	UKT_EQ(pthread_join(t, NULL), 0);
-	UKT_EQ(sig_runs, 1);
-	UKT_ASSERT(before_bit >= 0);
-	if (sig_bit < 0)
-		UKT_FAIL("trylock in the signal handler failed (%d)", sig_bit);
-	if (after_bit >= 0)
-		UKT_FAIL("the interrupted callback lost its lock (trylock = %d)", after_bit);
+	expect_lock_kept();
 }
 
 /* one mapping: the alternate signal stack at its bottom, the thread's
  * stack 1 MB above (within a few MB, as mmap places them) */
-static void *thread_altstack_below(void *arg)
-{
-	stack_t ss = { .ss_sp = arg, .ss_size = 64 << 10 };
-	UKT_EQ(sigaltstack(&ss, NULL), 0);
-	UKT_EQ(fe_add(1, 2), 3);
-	return NULL;
-}
 
 UKT_CASE(trylock_in_a_handler_on_sigaltstack_below_the_thread_stack)
 {
@@ -917,14 +908,9 @@ UKT_CASE(trylock_in_a_handler_on_sigaltstack_below_the_thread_stack)
 	UKT_EQ(pthread_attr_init(&at), 0);
 	UKT_EQ(pthread_attr_setstack(&at, m + gap, stk), 0);
 	pthread_t t;
-	UKT_EQ(pthread_create(&t, &at, thread_altstack_below, m), 0);
+	UKT_EQ(pthread_create(&t, &at, thread_altstack_at, m), 0);
 	UKT_EQ(pthread_join(t, NULL), 0);
-	UKT_EQ(sig_runs, 1);
-	UKT_ASSERT(before_bit >= 0);
-	if (sig_bit < 0)
-		UKT_FAIL("trylock in the signal handler failed (%d)", sig_bit);
-	if (after_bit >= 0)
-		UKT_FAIL("the interrupted callback lost its lock (trylock = %d)", after_bit);
+	expect_lock_kept();
 }
 
 /* FL_RECURSION: a handler that interrupted the callback gets its own

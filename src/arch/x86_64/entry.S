@@ -809,15 +809,11 @@ ukp_ftrace_tramp_list_lean:
 	.size \name, .-\name
 .endm
 
-/* pt_regs as at the function's first instruction (ip = the site, sp =
- * its entry sp): the walk (cfg, regs, parent).  Registers are
- * loaded back from pt_regs; if an IPMODIFY ops moved ip, the call goes
- * there instead, its return address still the caller's. */
-.macro FT_REGS name, vec
-	.globl \name
-	.hidden \name
-	.type \name, @function
-\name:
+/* The regs trampolines' frame: pt_regs as at the function's first
+ * instruction (ip = the site, sp = its entry sp), %r12 = the cfg, %rbx =
+ * the frame.  ...and the way out: counted out, registers loaded back from
+ * pt_regs, through the return address (which a redirect overwrote). */
+.macro FT_REGS_FRAME
 	SAVE_GPRS
 	mov %r11, %r12			/* cfg (r12 is in pt_regs) */
 	mov PT_SIZE(%rsp), %rax		/* the function's r11 */
@@ -829,6 +825,25 @@ ukp_ftrace_tramp_list_lean:
 	lea PT_SIZE+16(%rsp), %rax
 	mov %rax, PT_SP(%rsp)
 	mov %rsp, %rbx
+.endm
+.macro FT_REGS_LEAVE
+	FT_SELF %rax
+	incq T_FT_OUT(%rax)
+	LOAD_GPRS
+	lea PT_SIZE+8(%rsp), %rsp
+	ret
+.endm
+
+/* pt_regs as at the function's first instruction (ip = the site, sp =
+ * its entry sp): the walk (cfg, regs, parent).  Registers are
+ * loaded back from pt_regs; if an IPMODIFY ops moved ip, the call goes
+ * there instead, its return address still the caller's. */
+.macro FT_REGS name, vec
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	FT_REGS_FRAME
 	mov %r12, %rdi
 	mov %rbx, %rsi
 	mov PT_SIZE+16(%rbx), %rdx	/* parent_ip */
@@ -842,11 +857,7 @@ ukp_ftrace_tramp_list_lean:
 	jz 1f
 	mov PT_IP(%rsp), %rax		/* redirected: over the return */
 	mov %rax, PT_SIZE+8(%rsp)	/* into the function */
-1:	FT_SELF %rax
-	incq T_FT_OUT(%rax)
-	LOAD_GPRS
-	lea PT_SIZE+8(%rsp), %rsp
-	ret
+1:	FT_REGS_LEAVE
 	.size \name, .-\name
 .endm
 
@@ -858,17 +869,7 @@ ukp_ftrace_tramp_list_lean:
 	.hidden \name
 	.type \name, @function
 \name:
-	SAVE_GPRS
-	mov %r11, %r12			/* cfg (r12 is in pt_regs) */
-	mov PT_SIZE(%rsp), %rax		/* the function's r11 */
-	mov %rax, PT_R11(%rsp)
-	mov FC_IP(%r12), %rax
-	mov %rax, PT_IP(%rsp)
-	movq $0x33, PT_CS(%rsp)
-	movq $0x2b, PT_SS(%rsp)
-	lea PT_SIZE+16(%rsp), %rax
-	mov %rax, PT_SP(%rsp)
-	mov %rsp, %rbx
+	FT_REGS_FRAME
 	mov FC_OPP(%r12), %rax
 	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
 	je 1f
@@ -891,11 +892,7 @@ ukp_ftrace_tramp_list_lean:
 	testl $FL_IPMODIFY, FC_E+FE_FLAGS(%r12)
 	jz 1f				/* not this ops' to move */
 	mov %rax, PT_SIZE+8(%rbx)	/* redirected: over the return */
-1:	FT_SELF %rax
-	incq T_FT_OUT(%rax)
-	LOAD_GPRS
-	lea PT_SIZE+8(%rsp), %rsp
-	ret
+1:	FT_REGS_LEAVE
 	.size \name, .-\name
 .endm
 	FT_REGS_ONE ukp_ftrace_tramp_regs_one, 1
