@@ -52,6 +52,17 @@ struct ukp_jrec {
 struct ukp_kinst;
 #define UKP_FT_CONTEXTS 4	/* the kernel's: normal, softirq, irq, NMI */
 
+/* kret.c and kret.S: the slot of a return stub (one per instance) */
+struct kret_slot {
+	uint8_t primed;			/* the entry ran the priming call */
+	uint8_t lean;			/* the handler keeps to the general
+					   registers (its kretprobe's lean) */
+	unsigned long cont;		/* where the priming call goes on */
+	unsigned long ra;		/* the real return address */
+	struct ukp_kinst *inst;		/* bound at registration */
+};
+extern struct kret_slot ukp_kret_ra[] __attribute__((visibility("hidden")));
+
 struct ukp_thread {
 	_Atomic unsigned long seq;	/* odd while inside the hit path */
 	unsigned nest;			/* hit-path nesting (signals in handlers) */
@@ -89,6 +100,11 @@ struct ukp_thread {
 	unsigned long ft_in, ft_out;
 	unsigned ft_rdepth;
 	unsigned long ft_rsp[UKP_FT_CONTEXTS];
+	/* the lean hit is a kretprobe's return (kret.c): a fault resumes
+	 * through ukp_kret_resume, with these */
+	int lean_kret;
+	struct kret_slot *kret_slot;
+	int *kret_errp;
 };
 
 /* sync.c; inline below because every hit takes these */
@@ -308,6 +324,9 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs);
  * a handler takes resumes (ukp_opt_resume -> ukp_opt_dispatch_resume). */
 int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned long rec_sp);
 int ukp_opt_dispatch_resume(struct ukp_thread *t);
+/* ip is where the return probes' detour of s goes on after its
+ * trampoline (through a word the stack keeps: skip it if sp moved) */
+bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip);
 /* SIGTRAP from the optimizer asking where this thread is. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
 void ukp_opt_objects_changed(void);
@@ -346,6 +365,7 @@ void ukp_kret_init(void);
  * trampoline's test), seeing through a kretprobe's entry handler. */
 bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
 bool ukp_is_jprobe_handler(const struct kprobe *p);
+bool ukp_is_kret_entry(const struct kprobe *p);	/* a kretprobe's entry */
 void ukp_kret_thread_gone(struct ukp_thread *t);
 /* ------------------------------------------------------------------ */
 /* ftrace function hooks (ftrace.c, ftrace_hit.c)                       */

@@ -782,6 +782,7 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 			p->flags |= KPROBE_FLAG_FTRACE;	/* never optimised */
 		p->nmissed = 0;
 		p->__ukp_priv[0] = r;
+		__atomic_store_n(&p->__ukp_priv[1], s, __ATOMIC_RELAXED);	/* kret.c */
 		rec_link_locked(r);
 		atomic_store_explicit(&s->probes, l, memory_order_release);
 		garbage_add(&g, old);
@@ -851,6 +852,7 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 		rec_unlink_locked(r);
 		garbage_add(&g, r);
 		p->__ukp_priv[0] = NULL;
+		__atomic_store_n(&p->__ukp_priv[1], NULL, __ATOMIC_RELAXED);
 		__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_OPTIMIZED, __ATOMIC_RELAXED);
 	}
 	ukp_text_poke_batch(pk.v, pk.n);

@@ -50,37 +50,37 @@ UKP_OFF(struct ukp_jrec, xmm, JR_XMM, 128);
 
 /* ---- stubs and slots (kret.S) -------------------------------------------- */
 
-struct kret_slot {
-	unsigned long ra;		/* the real return address */
-	struct ukp_kinst *inst;		/* bound at registration */
-};
-/* Mirrors the stubs: slot of the stub at address x is at x + (slots -
- * stubs).  Group g: 16 slots, the first unused (the group's header). */
-struct kret_slot ukp_kret_ra[1024 * 16] __attribute__((aligned(256), visibility("hidden")));
-extern const unsigned ukp_kret_nstubs __attribute__((visibility("hidden")));
+_Static_assert(sizeof(struct kret_slot) == 32, "a slot mirrors a 32-byte unit");
+UKP_OFF(struct kret_slot, primed, KS_PRIMED, 1);
+UKP_OFF(struct kret_slot, lean, KS_LEAN, 1);
+UKP_OFF(struct kret_slot, ra, KS_RA, 8);
+/* Mirrors the units of stubs: the slot of unit k is at the unit's address
+ * + (slots - stubs), so a stub's return address is at stub + W. */
+struct kret_slot ukp_kret_ra[KRET_NSTUBS] __attribute__((aligned(256)));
 extern const char ukp_kret_stubs[] __attribute__((visibility("hidden")));
 void ukp_kret_rethrow(void) __attribute__((visibility("hidden")));
 
+#define KRET_UNIT 32
+#define KRET_PRIME 10		/* the priming call's offset in a unit */
+#define KRET_STUB 16		/* the stub's: right after the call */
+
 static unsigned long stub_addr(unsigned k)
 {
-	return (unsigned long)ukp_kret_stubs + 256UL * (k / 15) + 16UL * (k % 15 + 1);
+	return (unsigned long)ukp_kret_stubs + KRET_UNIT * (unsigned long)k + KRET_STUB;
 }
 
 static struct kret_slot *slot_of(unsigned k)
 {
-	return &ukp_kret_ra[16 * (k / 15) + k % 15 + 1];
+	return &ukp_kret_ra[k];
 }
 
 /* stub index of a return address, or -1 */
 static long stub_index(unsigned long a)
 {
-	unsigned long base = (unsigned long)ukp_kret_stubs;
-	if (a < base || a >= base + 256UL * (ukp_kret_nstubs / 15))
+	unsigned long off = a - (unsigned long)ukp_kret_stubs;
+	if (off >= KRET_UNIT * (unsigned long)KRET_NSTUBS || off % KRET_UNIT != KRET_STUB)
 		return -1;
-	unsigned long off = a - base;
-	if (off % 16 || off % 256 == 0)
-		return -1;
-	return (long)(off / 256 * 15 + off % 256 / 16 - 1);
+	return (long)(off / KRET_UNIT);
 }
 
 /* free stubs, under ukp_lock */
@@ -91,26 +91,28 @@ static int stubs_init_locked(void)
 {
 	if (stub_free)
 		return 0;
-	stub_free = malloc(ukp_kret_nstubs * sizeof(*stub_free));
+	stub_free = malloc(KRET_NSTUBS * sizeof(*stub_free));
 	if (!stub_free)
 		return -ENOMEM;
-	for (unsigned i = 0; i < ukp_kret_nstubs; i++)
-		stub_free[i] = ukp_kret_nstubs - 1 - i;
-	nstub_free = ukp_kret_nstubs;
+	for (unsigned i = 0; i < KRET_NSTUBS; i++)
+		stub_free[i] = KRET_NSTUBS - 1 - i;
+	nstub_free = KRET_NSTUBS;
 	return 0;
 }
 
 /* ---- instances ------------------------------------------------------------ */
 
 struct ukp_kinst {
-	struct ukp_kret *k;		/* kret.S: KI_K */
+	struct ukp_kret *k;
 	struct ukp_kinst *below;	/* the thread's next older one in flight */
 	unsigned long sp;		/* where the return address was */
 	struct ukp_thread *t;
 	unsigned long stub_addr;	/* what replaces the return address */
+	unsigned long prime;		/* the stub's priming call */
 	struct kret_slot *slot;
 	unsigned stub;
 	uint32_t next_free;		/* index + 1 in the free stack */
+	uint32_t self;			/* its own index + 1 (no division) */
 	/* struct kretprobe_instance and data_size bytes follow */
 } __attribute__((aligned(16)));
 
@@ -118,7 +120,8 @@ struct ukp_kret {
 	struct kretprobe *rp;
 	_Atomic int dead;
 	int lean;			/* handler keeps to the general registers
-					   (kret.S: KR_LEAN) */
+					   (copied into each slot for kret.S) */
+	bool leaf;			/* ...and calls nothing: keeps errno */
 	_Atomic uint64_t free_top;	/* tag << 32 | (index + 1) */
 	unsigned n;
 	size_t isz;
@@ -126,8 +129,6 @@ struct ukp_kret {
 	struct ukp_kret *zombie_next;
 };
 
-UKP_OFF(struct ukp_kinst, k, KI_K, 8);
-UKP_OFF(struct ukp_kret, lean, KR_LEAN, 4);
 
 static struct kretprobe_instance *pub_of(struct ukp_kinst *in)
 {
@@ -139,7 +140,7 @@ static struct ukp_kinst *inst_at(struct ukp_kret *k, unsigned i)
 	return (struct ukp_kinst *)(k->mem + (size_t)i * k->isz);
 }
 
-static struct ukp_kinst *inst_pop(struct ukp_kret *k)
+static inline __attribute__((always_inline)) struct ukp_kinst *inst_pop(struct ukp_kret *k)
 {
 	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_acquire);
 	for (;;) {
@@ -157,9 +158,9 @@ static struct ukp_kinst *inst_pop(struct ukp_kret *k)
 	}
 }
 
-static void inst_push(struct ukp_kret *k, struct ukp_kinst *in)
+static inline __attribute__((always_inline)) void inst_push(struct ukp_kret *k, struct ukp_kinst *in)
 {
-	uint32_t i1 = (uint32_t)(((char *)in - k->mem) / k->isz) + 1;
+	uint32_t i1 = in->self;
 	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_relaxed);
 	for (;;) {
 		__atomic_store_n(&in->next_free, (uint32_t)top, __ATOMIC_RELAXED);
@@ -215,8 +216,12 @@ static void reap_zombies_locked(void)
 
 /* Off the thread's list (the newest, unless calls were left by means
  * nobody saw: then wherever it is). */
-static void unlink_inst(struct ukp_thread *t, struct ukp_kinst *in)
+static inline void unlink_inst(struct ukp_thread *t, struct ukp_kinst *in)
 {
+	if (__builtin_expect(t->kret_top == in, 1)) {
+		t->kret_top = in->below;
+		return;
+	}
 	struct ukp_kinst **pp = &t->kret_top;
 	while (*pp && *pp != in)
 		pp = &(*pp)->below;
@@ -262,6 +267,32 @@ void ukp_kret_thread_gone(struct ukp_thread *t)
 
 /* ---- the hit path --------------------------------------------------------- */
 
+/*
+ * Entered through a detour built for return probes (relocate.c)?  Its
+ * first instruction sets r11 to its copy of the function's first
+ * instructions (the site's resume address) and pushes that where, after
+ * the handlers, it jumps through: then put the stub's priming call there
+ * (kret.S), which goes on 5 bytes before the copy, where the detour
+ * drops the call's push.  Any other entry (a trap, ftrace, a handler
+ * before this one that changed r11) leaves it alone, and the return
+ * leaves by a jump.  r11 and the stack below sp are free at a function's
+ * entry.
+ */
+static inline void prime(struct kprobe *p, struct ukp_kinst *in, struct pt_regs *regs)
+{
+	const struct ukp_site *s = __atomic_load_n(&p->__ukp_priv[1], __ATOMIC_RELAXED);
+	unsigned long c = s ? (unsigned long)atomic_load_explicit(&s->resume,
+								 memory_order_relaxed) : 0;
+	struct kret_slot *sl = in->slot;
+	if (c && regs->r11 == c && ((unsigned long *)regs->sp)[-1] == c) {
+		sl->cont = c - UKP_ARCH_KRET_DROP_LEN;
+		sl->primed = 1;
+		((unsigned long *)regs->sp)[-1] = in->prime;
+	} else {
+		sl->primed = 0;
+	}
+}
+
 static inline __attribute__((always_inline)) int
 kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 {
@@ -294,6 +325,7 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 	in->sp = regs->sp;
 	in->t = t;
 	in->slot->ra = *ra;		/* the other stub, if any: both run */
+	prime(p, in, regs);
 	in->below = t->kret_top;
 	t->kret_top = in;
 	*ra = in->stub_addr;
@@ -317,44 +349,24 @@ static int kret_pre_entry(struct kprobe *p, struct pt_regs *regs)
  * the stub of slot s: runs the handler, frees the instance, answers where
  * the caller goes on (the real return address, or where the handler set
  * regs->ip).
+ *
+ * No setjmp around the handler (it would keep every local on the stack):
+ * a fault the handler's fault_handler takes resumes on ukp_kret_common's
+ * frame at rec_sp instead, through ukp_kret_resume (kret.S) and
+ * ukp_kret_return_resume below, which finishes the return as if the
+ * handler had returned.  The thread block keeps what that needs.
  */
-unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
-	__attribute__((visibility("hidden")));
-unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
+unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs,
+			      unsigned long rec_sp) __attribute__((visibility("hidden")));
+unsigned long ukp_kret_return_resume(struct ukp_thread *t) __attribute__((visibility("hidden")));
+
+/* after the handler (or without one): on to where the call goes, give the
+ * instance back, leave the hit path */
+static inline __attribute__((always_inline)) unsigned long kret_finish(struct ukp_thread *t, struct kret_slot *s,
+				 struct pt_regs *regs, int nested, int *errp, int saved_errno)
 {
 	struct ukp_kinst *in = s->inst;
-	struct ukp_kret *k = in->k;
-	struct ukp_thread *t = ukp_self;
 	struct kretprobe_instance *ri = pub_of(in);
-
-	regs->ip = (unsigned long)ri->ret_addr;	/* the real one */
-	if (!t) {		/* cannot be: the entry attached it */
-		regs->ip = s->ra;
-		inst_push(k, in);
-		return regs->ip;
-	}
-	int *errp = t->errno_p;
-	int saved_errno = *errp;
-	ukp_read_lock(t);
-	int nested = t->in_handler;
-	t->in_handler = 1;	/* a signal's hit leaves the list alone */
-	unlink_inst(t, in);
-	if (!atomic_load_explicit(&k->dead, memory_order_acquire)) {
-		struct kretprobe *rp = k->rp;
-		if (nested || t->internal) {
-			__atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
-		} else if (rp->handler) {
-			struct ukp_jmpbuf jb;
-			t->cur = &rp->kp;
-			t->cur_regs = regs;
-			t->cur_jb = &jb;
-			t->abandon = 0;
-			if (!ukp_setjmp(&jb))
-				rp->handler(ri, regs);
-			t->cur = NULL;
-			t->cur_jb = NULL;
-		}
-	}
 	/* on to the next stub of the chain, if any, unless the handler sent
 	 * the call elsewhere: then that one never returns */
 	unsigned long to = regs->ip;
@@ -366,11 +378,65 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs)
 		if (o && o->t == t)
 			inst_drop(t, o);
 	}
-	inst_push(k, in);		/* the last use of k's memory */
+	inst_push(in->k, in);		/* the last use of k's memory */
+	atomic_signal_fence(memory_order_seq_cst);
 	t->in_handler = nested;
 	ukp_read_unlock(t);
-	*errp = saved_errno;
+	if (errp)
+		*errp = saved_errno;
 	return to;
+}
+
+unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs, unsigned long rec_sp)
+{
+	struct ukp_kinst *in = s->inst;
+	struct ukp_kret *k = in->k;
+	struct ukp_thread *t = ukp_self;
+	struct kretprobe_instance *ri = pub_of(in);
+
+	regs->ip = (unsigned long)ri->ret_addr;	/* the real one */
+	if (!t) {		/* cannot be: the entry attached it */
+		inst_push(k, in);
+		return s->ra;
+	}
+	/* a leaf handler (analyze.c) cannot change errno */
+	int *errp = k->leaf ? NULL : t->errno_p;
+	int saved_errno = errp ? *errp : 0;
+	ukp_read_lock(t);
+	int nested = t->in_handler;
+	t->in_handler = 1;	/* a signal's hit leaves the list alone */
+	atomic_signal_fence(memory_order_seq_cst);
+	unlink_inst(t, in);
+	if (!atomic_load_explicit(&k->dead, memory_order_acquire)) {
+		struct kretprobe *rp = k->rp;
+		if (nested || t->internal) {
+			__atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
+		} else if (rp->handler) {
+			t->cur = &rp->kp;
+			t->cur_regs = regs;
+			t->cur_jb = NULL;	/* a fault resumes at rec_sp */
+			t->abandon = 0;
+			t->lean_sp = rec_sp;
+			t->lean_errno = saved_errno;
+			t->kret_slot = s;
+			t->kret_errp = errp;
+			t->lean_kret = 1;
+			rp->handler(ri, regs);
+			t->lean_kret = 0;
+			t->cur = NULL;
+		}
+	}
+	return kret_finish(t, s, regs, nested, errp, saved_errno);
+}
+
+/* The handler's fault was taken (by its fault_handler, or by the
+ * program's handler returning): the rest of ukp_kret_return.  Nested is
+ * 0: a handler runs only from the outermost hit. */
+unsigned long ukp_kret_return_resume(struct ukp_thread *t)
+{
+	t->lean_kret = 0;
+	t->cur = NULL;
+	return kret_finish(t, t->kret_slot, t->cur_regs, 0, t->kret_errp, t->lean_errno);
 }
 
 /* ---- exceptions and longjmp ------------------------------------------------ */
@@ -571,7 +637,7 @@ static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
 		return NULL;
 	if ((unsigned)n > nstub_free) {
 		ukp_log("kretprobe %s: %d instances asked, %u return stubs left of %u",
-			kret_name(rp, nm, sizeof(nm)), n, nstub_free, ukp_kret_nstubs);
+			kret_name(rp, nm, sizeof(nm)), n, nstub_free, KRET_NSTUBS);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -591,14 +657,18 @@ static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
 	k->isz = isz;
 	k->mem = mem;
 	k->lean = ukp_opt_gpr_only_locked((unsigned long)rp->handler);
+	k->leaf = k->lean && ukp_opt_leaf_locked((unsigned long)rp->handler);
 	for (unsigned i = 0; i < k->n; i++) {
 		struct ukp_kinst *in = inst_at(k, i);
 		in->k = k;
 		in->stub = stub_free[--nstub_free];
 		in->stub_addr = stub_addr(in->stub);
+		in->prime = in->stub_addr - KRET_STUB + KRET_PRIME;
 		in->slot = slot_of(in->stub);
 		in->next_free = i + 2 <= k->n ? i + 2 : 0;
+		in->self = i + 1;
 		slot_of(in->stub)->inst = in;
+		slot_of(in->stub)->lean = (uint8_t)k->lean;
 	}
 	atomic_init(&k->free_top, 1);
 	return k;
@@ -758,6 +828,11 @@ struct ukp_jrec *ukp_jprobe_unwind(void)
 	struct ukp_jrec *r = &t->jrec[--t->jdepth];
 	memcpy((void *)r->regs.sp, r->stack, r->nstack);
 	return r;
+}
+
+bool ukp_is_kret_entry(const struct kprobe *p)
+{
+	return p->pre_handler == kret_pre_plain || p->pre_handler == kret_pre_entry;
 }
 
 bool ukp_is_jprobe_handler(const struct kprobe *p)

@@ -47,6 +47,7 @@ struct ukp_opt {
 	struct ukp_region r;
 	uint8_t *detour;
 	unsigned entry, copy;
+	bool kret;			/* the return probes' variant */
 	struct ukp_copy_map map;
 };
 
@@ -355,6 +356,15 @@ static void tramp_refresh_locked(struct ukp_site *s)
 		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)tramp_for_locked(s));
 }
 
+/* ip is R of the site's detour of the return probes' variant (the opt
+ * and its detour are never freed while the site lives, so no lock) */
+bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip)
+{
+	const struct ukp_opt *o = s->opt;
+	return o && o->kret && o->detour &&
+	       ip == (unsigned long)o->detour + o->copy - UKP_ARCH_KRET_R_LEN;
+}
+
 int ukp_opt_force_tramp(unsigned long addr, bool lean)
 {
 	int err = -ENOENT;
@@ -378,11 +388,17 @@ static void prepare_locked(struct ukp_site *s)
 		return;
 	uint8_t code[UKP_DETOUR_MAX];
 	void (*tramp)(void) = tramp_for_locked(s);
-	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, tramp, &o->entry,
-					&o->copy, &o->map);
+	/* a return probe here: the variant that lets it prime the return
+	 * stack buffer (a few instructions more for every hit, so only then) */
+	bool kret = false;
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	for (unsigned i = 0; l && i < l->n; i++)
+		kret |= ukp_is_kret_entry(l->p[i]);
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, tramp, kret,
+					&o->entry, &o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
 	if (d)
-		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, tramp,
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, tramp, kret,
 					    &o->entry, &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
@@ -390,6 +406,7 @@ static void prepare_locked(struct ukp_site *s)
 	} else if (!d || ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry)) {
 		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
 	} else {
+		o->kret = kret;
 		o->detour = d;
 		if (verbose() >= 2) {
 			char what[96];

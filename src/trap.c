@@ -334,6 +334,12 @@ static void post_slow_exit(ucontext_t *uc)
 {
 	const struct pt_regs *regs = (const void *)ukp_arch_uc_sp(uc);
 	ukp_arch_regs_to_uc(uc, regs);
+	/* a return probe's detour goes on from R through the word below the
+	 * entry sp, which a moved sp leaves behind: straight to the copy
+	 * (an entry not primed, kret.c) */
+	struct ukp_slot_hit h;
+	if (ukp_slot_find(regs->ip, &h) && h.detour && ukp_opt_kret_r(h.site, regs->ip))
+		ukp_arch_uc_set_ip(uc, regs->ip + UKP_ARCH_KRET_R_LEN);
 }
 
 static void trap_handler(int sig, siginfo_t *si, void *ctx)
@@ -535,6 +541,8 @@ static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 {
 	if (t->cur_jb)
 		ukp_longjmp(t->cur_jb, 1);
+	if (t->lean_kret)
+		ukp_kret_resume(t->lean_sp, t);
 	ukp_opt_resume(t->lean_sp, t);
 }
 
@@ -578,15 +586,18 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 {
 	ucontext_t pc = *uc;
 	unsigned nest = t->nest;
+	int kret = t->lean_kret;
 
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
 	t->cur = NULL;
+	t->lean_kret = 0;	/* the program's handler may longjmp away */
 	t->in_handler = 0;
 	t->nest = 1;
 	ukp_read_unlock(t);
 	chain(sig, si, &pc);
 	ukp_read_lock(t);
 	t->nest = nest;
+	t->lean_kret = kret;
 	t->in_handler = 1;
 	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);

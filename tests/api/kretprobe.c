@@ -30,6 +30,13 @@
  *   ri_task_is_the_calling_thread
  *   entry_handler_nonzero_leaves_call_unprobed
  *   handler_changes_return_value
+ *   return_handler_fault_taken_by_fault_handler  the handler changes ax, then
+ *                         faults; the kretprobe's fault_handler takes it: the
+ *                         caller gets the changed value, errno is kept, and
+ *                         with maxactive 1 no instance is lost (200 calls)
+ *   return_handler_fault_reaches_program_handler  no fault_handler: the
+ *                         program's SIGSEGV handler sees the fault once per
+ *                         call and returns; the calls still return right
  *   tail_call_returns_through_stub             jmp to another function
  *   two_kretprobes_on_one_function             both run once, both see
  *                         the real return address (as the kernel's do)
@@ -803,6 +810,81 @@ UKT_CASE(handler_changes_return_value)
 		kr_unreg(&rp);
 		UKT_EQ(kr_long(7), 7L ^ 0x5a5a5a5a5a5aL);
 	}
+}
+
+static int *volatile bad_ptr;	/* NULL */
+static atomic_int nfault;
+
+static int ax_then_fault(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	regs->ax += 1000;
+	nret++;
+	*bad_ptr = 1;		/* never goes on: the fault ends the handler */
+	regs->ax += 1000000;
+	return 0;
+}
+
+static int take_fault(struct kprobe *p, struct pt_regs *regs, int trapnr)
+{
+	(void)p; (void)regs;
+	if (trapnr == 14)	/* a page fault */
+		nfault++;
+	return 1;
+}
+
+UKT_CASE(return_handler_fault_taken_by_fault_handler)
+{
+	for (int opt = 0; opt < 2; opt++) {
+		nret = 0;
+		nfault = 0;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
+					.maxactive = 1 };
+		rp.kp.fault_handler = take_fault;
+		kr_reg(&rp, opt);
+		for (long i = 0; i < 200; i++) {
+			errno = 4321;
+			long got = kr_long(i);
+			UKT_EQ(errno, 4321);
+			if (got != (i ^ 0x5a5a5a5a5a5aL) + 1000)
+				UKT_FAIL("%s: kr_long(%ld) = %ld, want %ld", path_name(opt), i, got,
+					 (i ^ 0x5a5a5a5a5a5aL) + 1000);
+		}
+		UKT_EQ(nret, 200);
+		UKT_EQ(nfault, 200);
+		UKT_EQ(rp.nmissed, 0);
+		UKT_EQ(rp.kp.nmissed, 0);
+		kr_unreg(&rp);
+		UKT_EQ(kr_long(3), 3 ^ 0x5a5a5a5a5a5aL);
+		UKT_EQ(nret, 200);
+	}
+}
+
+static void count_segv(int sig)
+{
+	(void)sig;
+	nfault++;
+}
+
+UKT_CASE(return_handler_fault_reaches_program_handler)
+{
+	struct sigaction sa = { .sa_handler = count_segv }, old;
+	sigemptyset(&sa.sa_mask);
+	UKT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	for (int opt = 0; opt < 2; opt++) {
+		nret = 0;
+		nfault = 0;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
+					.maxactive = 1 };
+		kr_reg(&rp, opt);
+		for (long i = 0; i < 50; i++)
+			UKT_EQ(kr_long(i), (i ^ 0x5a5a5a5a5a5aL) + 1000);
+		UKT_EQ(nret, 50);
+		UKT_EQ(nfault, 50);
+		UKT_EQ(rp.nmissed, 0);
+		kr_unreg(&rp);
+	}
+	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
 }
 
 UKT_CASE(tail_call_returns_through_stub)

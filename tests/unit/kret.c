@@ -23,6 +23,14 @@
  *                         (simulated by running the old detour) finds the
  *                         jprobe on the optimised path: its double argument
  *                         must reach the probed function
+ *   optimised_entry_primes_the_return_stack  an optimised entry runs the
+ *                         stub's priming call (kret.S): the slots it used say
+ *                         so and go on in the site's detour; a breakpoint
+ *                         entry does not prime
+ *   r11_written_at_the_entry_is_harmless  a kprobe's pre_handler at the same
+ *                         entry (before or after the kretprobe's) sets
+ *                         regs->r11, which the return probes' detour uses:
+ *                         every result and count stays exact
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -31,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "arch/x86_64/asm-offsets.h"
 #include "ukt.h"
 
 #define NOINL __attribute__((noinline, used))
@@ -275,4 +284,87 @@ UKT_CASE(jprobe_found_by_a_thread_in_a_detour)
 	UKT_EQ(r, 23);				/* x reached u_kd */
 	unregister_jprobe(&jp);
 	unregister_kprobe(&kp);
+}
+
+/* ---- priming the return stack buffer ------------------------------------------------ */
+
+static unsigned primed_slots(unsigned long *cont)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < KRET_NSTUBS; k++)
+		if (ukp_kret_ra[k].primed) {
+			n++;
+			*cont = ukp_kret_ra[k].cont;
+		}
+	return n;
+}
+
+UKT_CASE(optimised_entry_primes_the_return_stack)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	unsigned long cont = 0;
+	UKT_EQ(primed_slots(&cont), 0);
+	struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret, .maxactive = 1 };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i, 2), U_KF(i, 2));
+	UKT_EQ(returns, 100);
+	/* one instance, primed, going on 5 bytes before the detour's copy */
+	UKT_EQ(primed_slots(&cont), 1);
+	const struct ukp_site *s = ukp_site_lookup((unsigned long)u_kf);
+	UKT_ASSERT(s != NULL);
+	uint8_t *copy = atomic_load(&s->resume);
+	UKT_ASSERT(copy != NULL);
+	UKT_EQ(cont + UKP_ARCH_KRET_DROP_LEN, (unsigned long)copy);
+	unregister_kretprobe(&rp);
+
+	/* by breakpoint: the entry cannot prime, and says so */
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	struct kretprobe rq = { .kp.addr = (void *)u_kf, .handler = count_ret, .maxactive = 1 };
+	UKT_EQ(register_kretprobe(&rq), 0);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i, 5), U_KF(i, 5));
+	UKT_EQ(returns, 200);
+	UKT_EQ(primed_slots(&cont), 0);
+	unregister_kretprobe(&rq);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
+static int set_r11(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	r->r11 = 0xdead0000beefUL;	/* dead at an entry: no effect */
+	hits++;
+	return 0;
+}
+
+UKT_CASE(r11_written_at_the_entry_is_harmless)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	for (int kprobe_first = 0; kprobe_first < 2; kprobe_first++) {
+		struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret };
+		struct kprobe kp = { .addr = (void *)u_kf, .pre_handler = set_r11 };
+		if (kprobe_first)
+			UKT_EQ(register_kprobe(&kp), 0);
+		UKT_EQ(register_kretprobe(&rp), 0);
+		if (!kprobe_first)
+			UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+		UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+		hits = returns = 0;
+		for (long i = 0; i < 1000; i++)
+			UKT_EQ(fn(i, i ^ 3), U_KF(i, i ^ 3));
+		UKT_EQ(hits, 1000);
+		UKT_EQ(returns, 1000);
+		UKT_EQ(rp.nmissed, 0);
+		/* the kretprobe alone again: the site keeps its detour */
+		unregister_kprobe(&kp);
+		for (long i = 0; i < 10; i++)
+			UKT_EQ(fn(i, 1), U_KF(i, 1));
+		UKT_EQ(returns, 1010);
+		unregister_kretprobe(&rp);
+	}
 }

@@ -151,15 +151,25 @@ struct ukp_copy_map {
 };
 
 /*
- * The detour: { .quad site; .quad trampoline; lea -128(%rsp),%rsp;
- * call *-19(%rip); <relocated region>; jmp addr+len }.  Returns its length;
- * *entry is the offset the jump targets, *copy the offset of the relocated
- * region (where a hit that trapped resumes).
+ * The detour: { .quad site; .quad trampoline; a 9-byte nop;
+ * lea -128(%rsp),%rsp; call *-28(%rip); R: <relocated region>;
+ * jmp addr+len }.  Returns its length; *entry is the offset the jump
+ * targets, *copy the offset of the relocated region (where a hit that
+ * trapped resumes).  The trampoline finds the site at R - 36.
+ *
+ * kret: the variant for a function's entry with a return probe, which
+ * lets the probe prime the return stack buffer (kret.S):
+ * { .quad site; .quad trampoline; lea copy(%rip),%r11; push %r11;
+ *   lea -120(%rsp),%rsp; call *-28(%rip); R: jmp *-8(%rsp);
+ *   lea 8(%rsp),%rsp; copy: <relocated region>; jmp addr+len }
  */
 #define UKP_DETOUR_MAX 256
+#define UKP_ARCH_KRET_DROP_LEN 5	/* the lea 8(%rsp),%rsp before the copy */
+#define UKP_ARCH_KRET_R_LEN 9		/* from R to the copy */
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, void (*tramp)(void),
-			  unsigned *entry, unsigned *copy, struct ukp_copy_map *map);
+			  bool kret, unsigned *entry, unsigned *copy,
+			  struct ukp_copy_map *map);
 /* The trampoline for a vector class. */
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
 const char *ukp_arch_vsave_name(enum ukp_vsave v);
@@ -233,6 +243,10 @@ __attribute__((noreturn)) void ukp_longjmp(struct ukp_jmpbuf *jb, int val);
  * like ukp_longjmp), where it continues with ukp_opt_dispatch_resume(t). */
 struct ukp_thread;
 __attribute__((noreturn)) void ukp_opt_resume(unsigned long sp, struct ukp_thread *t);
+/* The same for a kretprobe's return handler: ukp_kret_common's frame at
+ * sp goes on as if its call of ukp_kret_return had been one of
+ * ukp_kret_return_resume(t) (kret.S). */
+__attribute__((noreturn)) void ukp_kret_resume(unsigned long sp, struct ukp_thread *t);
 void ukp_post_trampoline(void);
 extern char ukp_post_trampoline_end[];
 void ukp_opt_tramp_none(void);

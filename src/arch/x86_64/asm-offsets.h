@@ -57,9 +57,12 @@
 #define PT_SS 160
 #define PT_SIZE 168
 
-/* struct ukp_kinst, struct ukp_kret (kret.c) */
-#define KI_K 0
-#define KR_LEAN 12
+/* kretprobe stubs (kret.S) and struct kret_slot (kret.c) */
+#define KRET_GROUPS 2048	/* of 256 bytes, 8 stubs each */
+#define KRET_NSTUBS (KRET_GROUPS * 8)
+#define KS_PRIMED 0
+#define KS_LEAN 1
+#define KS_RA 16
 
 /* struct ukp_jrec (internal.h): pt_regs first */
 #define JR_CONT 168

@@ -26,19 +26,45 @@
  * shows as one frame, "kretprobe_trampoline", between the probed
  * function and its real caller, as the kernel's does.
  *
- * Layout: group g (256-aligned) = W (8 bytes), 8 bytes of int3, then 15
- * stubs of 16 bytes:
+ * Layout: group g (256-aligned) = 8 units of 32 bytes.  Unit j:
  *
- *	lea -7(%rip), %r11	r11 = the stub's own address
- *	jmp ukp_kret_common
+ *	+0	W (unit 0 only; int3 in the others), int3 up to +10
+ *	+10	call *cont(%rip)	the unit's priming call (below)
+ *	+16	lea -7(%rip), %r11	the stub: r11 = its own address
+ *	+23	jmp ukp_kret_common
+ *	+28	int3
  *
- * r11 (and r10) are dead at a return: caller-saved, not return registers.
- * The slots mirror the stubs byte for byte (16 per group, the first
- * unused), each { real return address, instance }.
+ * The stub sets r11 to stub + W, where its slot has the real return
+ * address; r11 is dead at a return (caller-saved, not a return register).
+ * The slots mirror the units byte for byte, 32 bytes each:
+ * { primed, lean, cont, real return address (at stub + W), instance }.
+ *
+ * Prediction.  A return to a stub is a return the CPU did not predict:
+ * its return stack buffer holds the caller's address, pushed by the
+ * caller's call.  That costs ~8 ns a call here, more than the rest of the
+ * return path.  So an entry that went through a detour built for return
+ * probes (relocate.c) runs the stub's priming call on its way into the
+ * function: the call pushes the stub's address on the return stack (its
+ * own push on the stack is dropped at cont, in the detour), so the
+ * function's ret to the stub is predicted, and the stub leaves with a
+ * ret to the real caller, which then matches the caller's own entry.
+ * `primed` says which exit keeps the return stack in step: the ret after
+ * a primed entry, a jump after any other.
  */
 #include "asm-offsets.h"
 
-#define KRET_GROUPS 1024	/* 15 stubs each: ukp_kret_nstubs */
+
+/* bytes 10-31 of a unit: the priming call (through the slot's cont,
+ * at stub + W - 8) and the stub */
+.macro KRET_UNIT_TAIL
+	.byte 0xff, 0x15			/* call *disp32(%rip) */
+	.long ukp_kret_ra - ukp_kret_stubs - 8
+	.byte 0x4c, 0x8d, 0x1d				/* lea W(%rip), %r11 */
+	.long ukp_kret_ra - ukp_kret_stubs - 7
+	.byte 0xe9					/* jmp rel32 */
+	.long ukp_kret_common - . - 4
+	.fill 4, 1, 0xcc
+.endm
 
 	.section ukp_text, "ax", @progbits
 	.p2align 8
@@ -59,24 +85,16 @@ kretprobe_trampoline:
 	.cfi_def_cfa_offset 0
 	.cfi_escape 0x10, 0x10, 10, 0x80, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x80, 0x00, 0x22
 	.rept KRET_GROUPS
-	.quad ukp_kret_ra - ukp_kret_stubs
-	.fill 8, 1, 0xcc
-	.rept 15
-	.byte 0x4c, 0x8d, 0x1d, 0xf9, 0xff, 0xff, 0xff	/* lea -7(%rip), %r11 */
-	.byte 0xe9					/* jmp rel32 */
-	.long ukp_kret_common - . - 4
-	.fill 4, 1, 0xcc
+	.quad ukp_kret_ra - ukp_kret_stubs	/* W */
+	.fill 2, 1, 0xcc
+	KRET_UNIT_TAIL
+	.rept 7
+	.fill 10, 1, 0xcc
+	KRET_UNIT_TAIL
 	.endr
 	.endr
 	.cfi_endproc
 	.size kretprobe_trampoline, .-kretprobe_trampoline
-
-	.section .rodata
-	.p2align 2
-	.globl ukp_kret_nstubs
-	.hidden ukp_kret_nstubs
-ukp_kret_nstubs:
-	.long KRET_GROUPS * 15
 
 	.section .data.rel.ro.ukp_kret, "aw", @progbits
 	.p2align 3
@@ -90,10 +108,28 @@ ukp_kret_pers_ref:
  * the CPU's width), the x87 registers in use (a long double result),
  * MXCSR and the x87 control word.  Calls ukp_kret_return(slot, regs),
  * which runs the handler and answers where to go (the real return
- * address, or regs->ip if the handler moved it); restores; jumps there
- * through r11.  A jump, not a ret: the return stack buffer then still
- * holds the caller's own return, which stays predicted.
+ * address, or regs->ip if the handler moved it); restores; leaves
+ * there by a ret if the entry primed the return stack buffer with the
+ * stub, else by a jump through r11 (then the buffer still holds the
+ * caller's own return, which stays predicted).
  */
+/* what ukp_kret_resume needs on the frame at the call (bytes 8-47 of
+ * either path's area): where to go on, and the registers the code after
+ * the call uses */
+#define KF_RESUME 8
+#define KF_RBX 16
+#define KF_R12 24
+#define KF_R13 32
+#define KF_R14 40
+#define KF_SIZE 48
+.macro KRET_FRAME resume
+	lea \resume(%rip), %rax
+	mov %rax, KF_RESUME(%rsp)
+	mov %rbx, KF_RBX(%rsp)
+	mov %r12, KF_R12(%rsp)
+	mov %r13, KF_R13(%rsp)
+	mov %r14, KF_R14(%rsp)
+.endm
 #define VS_MXCSR 0
 #define VS_FCW 4
 #define VS_FSW 6
@@ -107,13 +143,9 @@ ukp_kret_pers_ref:
 	.type ukp_kret_common, @function
 ukp_kret_common:
 	.cfi_startproc
-	/* r11 = the stub: the return address is at r11 + *(r11 & -256);
-	 * CFA as at the stub */
+	/* r11 = the stub + W: where its slot has the return address; CFA
+	 * as at the stub */
 	.cfi_def_cfa_offset 0
-	.cfi_escape 0x10, 0x10, 10, 0x7b, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x7b, 0x00, 0x22
-	mov %r11, %r10
-	and $-256, %r10
-	add (%r10), %r11		/* r11 = the slot */
 	.cfi_escape 0x10, 0x10, 2, 0x7b, 0x00	/* at (r11) */
 	pushq (%r11)			/* a normal frame from here */
 	.cfi_def_cfa_offset 8
@@ -135,6 +167,9 @@ ukp_kret_common:
 	.cfi_rel_offset rbx, PT_BX
 	.cfi_rel_offset r12, PT_R12
 	.cfi_rel_offset r13, PT_R13
+	.cfi_rel_offset r14, PT_R14
+	movzwl KS_PRIMED-KS_RA(%r11), %r14d	/* read while the instance is ours: */
+					/* primed (bits 0-7), lean (8-15) */
 	mov %r11, PT_R11(%rsp)
 	mov %r10, PT_R10(%rsp)
 	mov %r9, PT_R9(%rsp)
@@ -152,18 +187,21 @@ ukp_kret_common:
 	mov %rax, PT_SP(%rsp)
 	mov %rsp, %rbx
 	.cfi_def_cfa_register rbx
-	mov 8(%r11), %rax		/* slot->inst->k->lean: the handler */
-	mov KI_K(%rax), %rax		/* keeps to the general registers */
-	cmpl $0, KR_LEAN(%rax)		/* (analyze.c): no other state to */
-	je 20f				/* keep */
+	test $0xff00, %r14d		/* lean: the handler keeps to the */
+	jz 20f				/* general registers (analyze.c): no
+					   other state to keep */
+	and $0xff, %r14d
+	sub $KF_SIZE, %rsp
 	and $-16, %rsp
+	KRET_FRAME 22f
 	testl $0x400, PT_FLAGS(%rbx)
 	jz 21f
 	cld
-21:	mov %r11, %rdi
+21:	lea -KS_RA(%r11), %rdi		/* the slot */
 	mov %rbx, %rsi
+	mov %rsp, %rdx
 	call ukp_kret_return
-	mov %rax, PT_SIZE(%rbx)
+22:	mov %rax, PT_SIZE(%rbx)
 	jmp 13f
 20:	sub $VS_SIZE, %rsp
 	and $-64, %rsp
@@ -206,13 +244,15 @@ ukp_kret_common:
 	fstpt VS_X87(%rsp,%rdx)
 	inc %ecx
 	jmp 4b
-5:	testl $0x400, PT_FLAGS(%rbx)	/* DF for C, as the detours do */
+5:	KRET_FRAME 23f
+	testl $0x400, PT_FLAGS(%rbx)	/* DF for C, as the detours do */
 	jz 6f
 	cld
-6:	mov %r11, %rdi
+6:	lea -KS_RA(%r11), %rdi		/* the slot */
 	mov %rbx, %rsi
+	mov %rsp, %rdx
 	call ukp_kret_return
-	mov %rax, PT_SIZE(%rbx)		/* where to go */
+23:	mov %rax, PT_SIZE(%rbx)		/* where to go */
 	/* back: x87 registers in reverse order, the words, vectors */
 	mov %r13d, %ecx
 7:	test %ecx, %ecx
@@ -253,6 +293,7 @@ ukp_kret_common:
 	vmovdqu64 VS_V1(%rsp), %zmm1
 13:	mov %rbx, %rsp
 	.cfi_def_cfa_register rsp
+	test $0xff, %r14d		/* primed: ZF clear (kept by the movs) */
 	mov PT_R15(%rsp), %r15
 	mov PT_R14(%rsp), %r14
 	mov PT_R13(%rsp), %r13
@@ -262,6 +303,7 @@ ukp_kret_common:
 	.cfi_restore rbx
 	.cfi_restore r12
 	.cfi_restore r13
+	.cfi_restore r14
 	mov PT_R10(%rsp), %r10
 	mov PT_R9(%rsp), %r9
 	mov PT_R8(%rsp), %r8
@@ -270,13 +312,39 @@ ukp_kret_common:
 	mov PT_DX(%rsp), %rdx
 	mov PT_SI(%rsp), %rsi
 	mov PT_DI(%rsp), %rdi
+	jnz 15f
+	.cfi_remember_state
 	mov PT_SIZE(%rsp), %r11
 	lea PT_SIZE+8(%rsp), %rsp
 	.cfi_def_cfa_offset 0
 	.cfi_register rip, r11
-	jmp *%r11
+	jmp *%r11			/* the return stack keeps the caller's */
+15:	.cfi_restore_state
+	lea PT_SIZE(%rsp), %rsp		/* primed: the return stack's next */
+	.cfi_def_cfa_offset 8		/* entry is the caller's, so a ret */
+	ret				/* is predicted */
 	.cfi_endproc
 	.size ukp_kret_common, .-ukp_kret_common
+
+/*
+ * void ukp_kret_resume(unsigned long sp, struct ukp_thread *t): a fault in
+ * a return handler was taken.  Leaves the signal handler (as ukp_longjmp
+ * does) for ukp_kret_common's frame at sp, as if its call of
+ * ukp_kret_return had been one of ukp_kret_return_resume(t).
+ */
+	.globl ukp_kret_resume
+	.hidden ukp_kret_resume
+	.type ukp_kret_resume, @function
+ukp_kret_resume:
+	mov %rdi, %rsp
+	mov KF_RBX(%rsp), %rbx
+	mov KF_R12(%rsp), %r12
+	mov KF_R13(%rsp), %r13
+	mov KF_R14(%rsp), %r14
+	push KF_RESUME(%rsp)
+	mov %rsi, %rdi
+	jmp ukp_kret_return_resume
+	.size ukp_kret_resume, .-ukp_kret_resume
 
 /*
  * ukp_kret_rethrow: installed by the personality routine at a stub whose

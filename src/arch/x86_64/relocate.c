@@ -215,21 +215,60 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, void (*tramp)(void),
-			  unsigned *entry, unsigned *copy, struct ukp_copy_map *map)
+			  bool kret, unsigned *entry, unsigned *copy,
+			  struct ukp_copy_map *map)
 {
 	struct emit e = { .buf = buf, .at = at, .cap = UKP_DETOUR_MAX };
 	int err;
-	static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };
-	static const uint8_t call_tramp[] = { 0xff, 0x15, 0xed, 0xff, 0xff, 0xff };	/* -19 */
+	static const uint8_t lea_r11[] = { 0x4c, 0x8d, 0x1d };	/* lea rel32(%rip), %r11 */
+	static const uint8_t push_r11[] = { 0x41, 0x53 };
+	static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };	/* -128 */
+	static const uint8_t lea_rz8[] = { 0x48, 0x8d, 0x64, 0x24, 0x88 };	/* -120 */
+	static const uint8_t call_tramp[] = { 0xff, 0x15, 0xe4, 0xff, 0xff, 0xff };	/* -28 */
+	static const uint8_t jmp_slot[] = { 0xff, 0x64, 0x24, 0xf8 };	/* jmp *-8(%rsp) */
+	static const uint8_t drop[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };	/* lea 8(%rsp),%rsp */
+	static const uint8_t pad[9] = { 0x66, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0 };	/* nopw */
+	_Static_assert(sizeof(drop) == UKP_ARCH_KRET_DROP_LEN, "kret.c knows the drop's length");
+	_Static_assert(sizeof(jmp_slot) + sizeof(drop) == UKP_ARCH_KRET_R_LEN, "and R's");
+	_Static_assert(sizeof(lea_r11) + 4 + sizeof(push_r11) + sizeof(lea_rz8) == sizeof(pad) +
+		       sizeof(lea_rz), "R is 36 bytes into both variants");
+	/* where the copy starts in the kret variant */
+	const size_t copy_at = 16 + sizeof(pad) + sizeof(lea_rz) + sizeof(call_tramp) +
+			       UKP_ARCH_KRET_R_LEN;
 
 	memset(map, 0, sizeof(*map));
-	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-27 */
+	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-36 */
 	put64(&e, (uint64_t)tramp);
 	*entry = (unsigned)e.len;
-	put(&e, lea_rz, sizeof(lea_rz));
-	size_t c = e.len;
+	size_t c;
+	if (kret) {
+		/* r11 = the copy, which also goes into the word below the
+		 * entry sp (free at a function's entry, and clear of the
+		 * trampoline's frame); a return probe's entry may put a
+		 * stub's priming call there instead (kret.c) */
+		put(&e, lea_r11, sizeof(lea_r11));
+		put32(&e, (uint32_t)(copy_at - (e.len + 4)));
+		put(&e, push_r11, sizeof(push_r11));
+		c = e.len;
+		put(&e, lea_rz8, sizeof(lea_rz8));
+		mark_sp(map->sp_fix, c, e.len, 8);
+	} else {
+		put(&e, pad, sizeof(pad));
+		put(&e, lea_rz, sizeof(lea_rz));
+	}
+	c = e.len;
 	put(&e, call_tramp, sizeof(call_tramp));
 	mark_sp(map->sp_fix, c, e.len, 128);
+	if (kret) {
+		/* R: on through that word: to the copy, or to the priming
+		 * call, which comes back to the drop of its push */
+		put(&e, jmp_slot, sizeof(jmp_slot));
+		c = e.len;
+		put(&e, drop, sizeof(drop));
+		mark_sp(map->sp_fix, c, e.len, 8);
+		if (!e.err && e.len != copy_at)
+			return -EINVAL;
+	}
 	*copy = (unsigned)e.len;
 	map->n = r->ninsn;
 	for (unsigned k = 0; k < r->ninsn && !e.err; k++) {
