@@ -347,13 +347,19 @@ static void (*tramp_for_locked(const struct ukp_site *s))(void)
 	return ukp_arch_opt_tramp(s->opt->r.vsave);
 }
 
+/* the word of the detour's header the trampoline is called through */
+static uint8_t *tramp_word(const struct ukp_opt *o)
+{
+	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : 0) + 8;
+}
+
 /* The probes changed: the detour calls through a pointer in its header,
  * switched with one store (a thread already in the lean trampoline that
  * finds a handler needing more is sent back to save everything). */
 static void tramp_refresh_locked(struct ukp_site *s)
 {
 	if (s && s->opt && s->opt->detour)
-		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)tramp_for_locked(s));
+		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s));
 }
 
 /* ip is R of the site's detour of the return probes' variant (the opt
@@ -371,7 +377,7 @@ int ukp_opt_force_tramp(unsigned long addr, bool lean)
 	ukp_lock_registry();
 	struct ukp_site *s = ukp_site_lookup(addr);
 	if (s && s->opt && s->opt->detour) {
-		ukp_slot_set_word(s->opt->detour + 8, (uint64_t)(uintptr_t)(lean ?
+		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)(lean ?
 				  ukp_opt_tramp_lean : ukp_arch_opt_tramp(s->opt->r.vsave)));
 		err = 0;
 	}

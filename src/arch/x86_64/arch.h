@@ -151,21 +151,25 @@ struct ukp_copy_map {
 };
 
 /*
- * The detour: { .quad site; .quad trampoline; a 9-byte nop;
- * lea -128(%rsp),%rsp; call *-28(%rip); R: <relocated region>;
- * jmp addr+len }.  Returns its length; *entry is the offset the jump
- * targets, *copy the offset of the relocated region (where a hit that
- * trapped resumes).  The trampoline finds the site at R - 36.
+ * The detour: { .quad site; .quad trampoline; lea -128(%rsp),%rsp;
+ * call *-19(%rip); R: <relocated region>; jmp addr+len }.  Returns its
+ * length; *entry is the offset the jump targets, *copy the offset of the
+ * relocated region (where a hit that trapped resumes).  The trampoline
+ * finds the site at R - 27.
  *
  * kret: the variant for a function's entry with a return probe, which
  * lets the probe prime the return stack buffer (kret.S):
- * { .quad site; .quad trampoline; lea copy(%rip),%r11; push %r11;
- *   lea -120(%rsp),%rsp; call *-28(%rip); R: jmp *-8(%rsp);
+ * { lea copy(%rip),%r11; push %r11; jmp 1f; 5 bytes of int3;
+ *   .quad site; .quad trampoline;
+ *   1: lea -120(%rsp),%rsp; call *-19(%rip); R: jmp *-8(%rsp);
  *   lea 8(%rsp),%rsp; copy: <relocated region>; jmp addr+len }
  */
 #define UKP_DETOUR_MAX 256
 #define UKP_ARCH_KRET_DROP_LEN 5	/* the lea 8(%rsp),%rsp before the copy */
 #define UKP_ARCH_KRET_R_LEN 9		/* from R to the copy */
+#define UKP_ARCH_KRET_HDR 16		/* where its { site, trampoline } is
+					   (8-aligned: the trampoline word is
+					   switched by one store) */
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, void (*tramp)(void),
 			  bool kret, unsigned *entry, unsigned *copy,

@@ -167,10 +167,12 @@ ukp_post_trampoline_end:
  * Jump-optimised probes.  The probed code jumps to its detour:
  *
  *	D:	.quad site ; .quad trampoline
- *	D+16:	a 9-byte nop (code in a return probe's variant, relocate.c)
- *	D+25:	lea -128(%rsp),%rsp		(step over the red zone)
- *	D+30:	call *D+8(%rip)
- *	D+36:	<relocated region> ; jmp back	(R: the pushed return address)
+ *	D+16:	lea -128(%rsp),%rsp		(step over the red zone)
+ *	D+21:	call *D+8(%rip)
+ *	D+27:	<relocated region> ; jmp back	(R: the pushed return address)
+ *
+ * (A return probe's variant has a few instructions more around these:
+ * relocate.c.)
  *
  * The trampoline saves pt_regs as the post trampoline does (ip = the
  * probed address), the vector state its class needs, calls
@@ -262,7 +264,7 @@ ukp_post_trampoline_end:
 .macro OPT_ENTRY
 	SAVE_GPRS
 	mov PT_SIZE(%rsp), %rax		/* R */
-	mov -36(%rax), %rdi		/* the site; its first field: addr */
+	mov -27(%rax), %rdi		/* the site; its first field: addr */
 	mov (%rdi), %rax
 	mov %rax, PT_IP(%rsp)
 	movq $0x33, PT_CS(%rsp)
@@ -493,7 +495,7 @@ ukp_opt_tramp_lean:
 49:	movq $0, T_NEST(%r12)		/* not the common case: unlock, */
 	incq T_SEQ(%r12)		/* and the C dispatch decides */
 	mov PT_SIZE(%rbx), %rax		/* R */
-	mov -36(%rax), %rdi		/* the site */
+	mov -27(%rax), %rdi		/* the site */
 50:	mov %rbx, %rsi
 	mov %rsp, %rdx			/* where a handler's fault resumes */
 	call ukp_opt_dispatch_lean
@@ -503,7 +505,7 @@ ukp_opt_lean_ret:
 	mov %rbx, %rsp
 	OPT_EXIT
 1:	mov PT_SIZE(%rbx), %rax		/* R */
-	mov -36(%rax), %rdi		/* the site */
+	mov -27(%rax), %rdi		/* the site */
 	OPT_CALL_XSAVE
 	mov %rbx, %rsp
 	OPT_EXIT

@@ -222,25 +222,23 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 	int err;
 	static const uint8_t lea_r11[] = { 0x4c, 0x8d, 0x1d };	/* lea rel32(%rip), %r11 */
 	static const uint8_t push_r11[] = { 0x41, 0x53 };
+	static const uint8_t over_hdr[] = { 0xeb, 0x15 };		/* jmp over the header */
+	static const uint8_t pad[5] = { 0xcc, 0xcc, 0xcc, 0xcc, 0xcc };	/* to align it */
 	static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };	/* -128 */
 	static const uint8_t lea_rz8[] = { 0x48, 0x8d, 0x64, 0x24, 0x88 };	/* -120 */
-	static const uint8_t call_tramp[] = { 0xff, 0x15, 0xe4, 0xff, 0xff, 0xff };	/* -28 */
+	static const uint8_t call_tramp[] = { 0xff, 0x15, 0xed, 0xff, 0xff, 0xff };	/* -19 */
 	static const uint8_t jmp_slot[] = { 0xff, 0x64, 0x24, 0xf8 };	/* jmp *-8(%rsp) */
 	static const uint8_t drop[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };	/* lea 8(%rsp),%rsp */
-	static const uint8_t pad[9] = { 0x66, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0 };	/* nopw */
 	_Static_assert(sizeof(drop) == UKP_ARCH_KRET_DROP_LEN, "kret.c knows the drop's length");
 	_Static_assert(sizeof(jmp_slot) + sizeof(drop) == UKP_ARCH_KRET_R_LEN, "and R's");
-	_Static_assert(sizeof(lea_r11) + 4 + sizeof(push_r11) + sizeof(lea_rz8) == sizeof(pad) +
-		       sizeof(lea_rz), "R is 36 bytes into both variants");
 	/* where the copy starts in the kret variant */
-	const size_t copy_at = 16 + sizeof(pad) + sizeof(lea_rz) + sizeof(call_tramp) +
+	const size_t copy_at = UKP_ARCH_KRET_HDR + 16 + sizeof(lea_rz8) + sizeof(call_tramp) +
 			       UKP_ARCH_KRET_R_LEN;
+	_Static_assert(sizeof(lea_r11) + 4 + sizeof(push_r11) + sizeof(over_hdr) + sizeof(pad) ==
+		       UKP_ARCH_KRET_HDR, "the header's place");
 
 	memset(map, 0, sizeof(*map));
-	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-36 */
-	put64(&e, (uint64_t)tramp);
-	*entry = (unsigned)e.len;
-	size_t c;
+	*entry = 0;
 	if (kret) {
 		/* r11 = the copy, which also goes into the word below the
 		 * entry sp (free at a function's entry, and clear of the
@@ -249,11 +247,20 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		put(&e, lea_r11, sizeof(lea_r11));
 		put32(&e, (uint32_t)(copy_at - (e.len + 4)));
 		put(&e, push_r11, sizeof(push_r11));
-		c = e.len;
+		mark_sp(map->sp_fix, e.len, e.len + sizeof(over_hdr), 8);
+		put(&e, over_hdr, sizeof(over_hdr));
+		put(&e, pad, sizeof(pad));
+	}
+	if (!e.err && e.len != (kret ? UKP_ARCH_KRET_HDR : 0))
+		return -EINVAL;
+	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-27 */
+	put64(&e, (uint64_t)tramp);
+	size_t c = e.len;
+	if (kret) {
 		put(&e, lea_rz8, sizeof(lea_rz8));
 		mark_sp(map->sp_fix, c, e.len, 8);
 	} else {
-		put(&e, pad, sizeof(pad));
+		*entry = (unsigned)e.len;
 		put(&e, lea_rz, sizeof(lea_rz));
 	}
 	c = e.len;
