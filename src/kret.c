@@ -54,6 +54,8 @@ _Static_assert(sizeof(struct kret_slot) == 32, "a slot mirrors a 32-byte unit");
 UKP_OFF(struct kret_slot, primed, KS_PRIMED, 1);
 UKP_OFF(struct kret_slot, lean, KS_LEAN, 1);
 UKP_OFF(struct kret_slot, ra, KS_RA, 8);
+/* the priming call reads cont at stub + W - 8 (kret.S) */
+UKP_OFF(struct kret_slot, cont, KS_RA - 8, 8);
 /* Mirrors the units of stubs: the slot of unit k is at the unit's address
  * + (slots - stubs), so a stub's return address is at stub + W. */
 struct kret_slot ukp_kret_ra[KRET_NSTUBS] __attribute__((aligned(256)));
@@ -510,13 +512,19 @@ void ukp_kret_uncaught(void)
 static void longjmp_reclaim(const void *env)
 {
 	struct ukp_thread *t = ukp_self;
-	if (!t || (!t->kret_top && !t->kret_deferred))
+	if (!t)
 		return;
 	/* glibc x86-64: __jmpbuf[6] is the sp, mangled with the pointer
 	 * guard (tcbhead_t.pointer_guard, %fs:0x30) */
 	unsigned long sp = ((const unsigned long *)env)[6], guard;
 	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
 	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
+	/* out of a return handler (past its trampoline's frame): a later
+	 * fault is no longer that handler's */
+	if (t->lean_kret && sp > t->lean_sp)
+		t->lean_kret = 0;
+	if (!t->kret_top && !t->kret_deferred)
+		return;
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
 	int nested = t->in_handler;
 	t->in_handler = 1;

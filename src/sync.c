@@ -154,6 +154,7 @@ struct ukp_thread *ukp_thread_attach(void)
 	t->errno_p = &errno;	/* __errno_location: blacklisted, no syscall */
 	t->kret_top = NULL;	/* a reused block: ukp_kret_thread_gone ran */
 	t->kret_deferred = NULL;
+	t->lean_kret = 0;
 	t->jdepth = 0;
 	t->cur_uc = NULL;
 	t->cur = NULL;

@@ -335,8 +335,9 @@ static void post_slow_exit(ucontext_t *uc)
 	const struct pt_regs *regs = (const void *)ukp_arch_uc_sp(uc);
 	ukp_arch_regs_to_uc(uc, regs);
 	/* a return probe's detour goes on from R through the word below the
-	 * entry sp, which a moved sp leaves behind: straight to the copy
-	 * (an entry not primed, kret.c) */
+	 * entry sp, which a moved sp leaves behind: straight to the copy (a
+	 * priming left undone costs that call's returns their prediction,
+	 * nothing else) */
 	struct ukp_slot_hit h;
 	if (ukp_slot_find(regs->ip, &h) && h.detour && ukp_opt_kret_r(h.site, regs->ip))
 		ukp_arch_uc_set_ip(uc, regs->ip + UKP_ARCH_KRET_R_LEN);
@@ -514,6 +515,7 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned lon
 			atomic_signal_fence(memory_order_seq_cst);
 			t->lean_errno = *t->errno_p;
 			t->lean_sp = rec_sp;
+			t->lean_kret = 0;
 			t->lean_list = l;
 			t->cur_regs = regs;
 			t->cur_jb = NULL;	/* faults resume at lean_sp */
@@ -581,12 +583,30 @@ static void fpu_restore(const ucontext_t *uc)
 		__asm__ volatile("fxrstor64 (%0)" :: "r"(fp) : "memory");
 }
 
+/* Where the faulting hit goes on (fault_resume): kept across the
+ * program's handler, which may hit probes of its own and so overwrite
+ * the thread block's copy. */
+struct resume_rec {
+	struct pt_regs *cur_regs;
+	struct ukp_jmpbuf *cur_jb;
+	unsigned long lean_sp;
+	const struct ukp_plist *lean_list;
+	unsigned lean_i;
+	int lean_errno;
+	int lean_kret;
+	struct kret_slot *kret_slot;
+	int *kret_errp;
+};
+
 static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si,
 				    ucontext_t *uc)
 {
 	ucontext_t pc = *uc;
 	unsigned nest = t->nest;
-	int kret = t->lean_kret;
+	struct resume_rec r = {
+		t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list, t->lean_i,
+		t->lean_errno, t->lean_kret, t->kret_slot, t->kret_errp,
+	};
 
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
 	t->cur = NULL;
@@ -597,7 +617,15 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	chain(sig, si, &pc);
 	ukp_read_lock(t);
 	t->nest = nest;
-	t->lean_kret = kret;
+	t->cur_regs = r.cur_regs;
+	t->cur_jb = r.cur_jb;
+	t->lean_sp = r.lean_sp;
+	t->lean_list = r.lean_list;
+	t->lean_i = r.lean_i;
+	t->lean_errno = r.lean_errno;
+	t->lean_kret = r.lean_kret;
+	t->kret_slot = r.kret_slot;
+	t->kret_errp = r.kret_errp;
 	t->in_handler = 1;
 	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);

@@ -11,11 +11,16 @@
  * "kretprobe_trampoline" frame right after kr_unw_probed and right before
  * kr_unw_caller (the real caller), with the same pcs; the handler's walk
  * must reach kr_unw_caller at ri->ret_addr, then kr_unw_outer and main.
+ * Probed, a walk is also started as a signal arriving at the stub's
+ * priming call would start it (pc there, sp on the return address, which
+ * is the stub): it must go through the priming call and the stub to
+ * kr_unw_caller, kr_unw_outer and main.
  * Prints the walks; exits 0 when all of that holds.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <stdio.h>
+#include <ucontext.h>
 #include <string.h>
 #include <ukprobes.h>
 
@@ -26,7 +31,7 @@ struct walk {
 	char name[MAXF][64];
 };
 
-static struct walk w_probed[3], w_leaf[3], w_handler[3];
+static struct walk w_probed[3], w_leaf[3], w_handler[3], w_prime[3];
 static int mode;	/* 0 unprobed, 1 breakpoint, 2 optimized */
 static volatile unsigned long ret_addr;
 static int failures;
@@ -49,6 +54,43 @@ static void take(struct walk *w)
 	} while (w->n < MAXF && unw_step(&c) > 0);
 }
 
+/* the walk a signal at the priming call of kr_unw_probed's stub would
+ * take: the stack is the function's at its entry, the stub on top */
+static __attribute__((noinline)) void take_at_priming_call(struct walk *w)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	char name[64];
+	unw_word_t off, cfa = 0;
+	w->n = 0;
+	if (!mode || unw_getcontext(&uc) || unw_init_local(&c, &uc))
+		return;	/* unprobed: no stub */
+	do {
+		if (!unw_get_proc_name(&c, name, sizeof(name), &off) &&
+		    !strcmp(name, "kr_unw_probed")) {
+			if (unw_step(&c) > 0)
+				unw_get_reg(&c, UNW_REG_SP, &cfa);	/* its CFA */
+			break;
+		}
+	} while (unw_step(&c) > 0);
+	if (!cfa)
+		return;
+	unsigned long *ra = (unsigned long *)(cfa - 8);	/* the stub */
+	uc.uc_mcontext.gregs[REG_RIP] = (long)(*ra - 6);	/* call *cont(%rip) */
+	uc.uc_mcontext.gregs[REG_RSP] = (long)ra;
+	if (unw_init_local(&c, &uc))
+		return;
+	do {
+		unw_word_t pc;
+		if (unw_get_reg(&c, UNW_REG_IP, &pc))
+			break;
+		w->pc[w->n] = pc;
+		if (unw_get_proc_name(&c, w->name[w->n], sizeof(w->name[0]), &off))
+			strcpy(w->name[w->n], "?");
+		w->n++;
+	} while (w->n < MAXF && unw_step(&c) > 0);
+}
+
 __attribute__((noinline)) void kr_unw_leaf(void)
 {
 	take(&w_leaf[mode]);
@@ -58,6 +100,7 @@ __attribute__((noinline)) void kr_unw_leaf(void)
 __attribute__((noinline)) long kr_unw_probed(long x)
 {
 	take(&w_probed[mode]);
+	take_at_priming_call(&w_prime[mode]);	/* (one call site for every mode) */
 	kr_unw_leaf();
 	__asm__ volatile("" : "+r"(x) :: "memory");
 	return x + 1;
@@ -166,7 +209,20 @@ int main(void)
 			print("handler", h);
 			failures++;
 		}
+		/* from the priming call: the call, the stub, then the callers */
+		const struct walk *p = &w_prime[m];
+		static const char *const want[] = { "kretprobe_trampoline", "kretprobe_trampoline",
+						    "kr_unw_caller", "kr_unw_outer", "main" };
+		int ok = p->n >= 5 && p->pc[1] == p->pc[0] + 6 && p->pc[2] == ret_addr;
+		for (int i = 0; ok && i < 5; i++)
+			ok = !strcmp(p->name[i], want[i]);
+		if (!ok) {
+			printf("FAIL %s: walk from the priming call\n", path);
+			print("from the priming call", p);
+			failures++;
+		}
 		if (m == 2) {
+			print("optimized, from the priming call", p);
 			print("unprobed, from kr_unw_leaf", &w_leaf[0]);
 			print("optimized, from kr_unw_leaf", &w_leaf[m]);
 			print("optimized, from the handler", h);

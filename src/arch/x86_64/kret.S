@@ -30,7 +30,7 @@
  *
  *	+0	W (unit 0 only; int3 in the others), int3 up to +10
  *	+10	call *cont(%rip)	the unit's priming call (below)
- *	+16	lea -7(%rip), %r11	the stub: r11 = its own address
+ *	+16	lea W(%rip), %r11	the stub: r11 = its address + W
  *	+23	jmp ukp_kret_common
  *	+28	int3
  *
@@ -41,7 +41,7 @@
  *
  * Prediction.  A return to a stub is a return the CPU did not predict:
  * its return stack buffer holds the caller's address, pushed by the
- * caller's call.  That costs ~8 ns a call here, more than the rest of the
+ * caller's call.  That costs 6-8 ns a call here, as much as the rest of the
  * return path.  So an entry that went through a detour built for return
  * probes (relocate.c) runs the stub's priming call on its way into the
  * function: the call pushes the stub's address on the return stack (its
@@ -75,15 +75,23 @@ ukp_kret_stubs:
 kretprobe_trampoline:
 	.cfi_startproc
 	.cfi_personality 0x9b, ukp_kret_pers_ref
-	/* at a stub nothing is pushed: CFA = rsp (the caller's sp: libunwind
-	 * takes it from the CFA).  The return address is saved at
-	 * pc + *(pc & -256):
-	 *   DW_OP_breg16 0, DW_OP_const2s -256, DW_OP_and, DW_OP_deref,
-	 *   DW_OP_breg16 0, DW_OP_plus
+	/* At a stub (unit + 16..31) nothing is pushed: CFA = rsp (the
+	 * caller's sp: libunwind takes it from the CFA), and the return
+	 * address is in the unit's slot, at (pc & -32) + 16 + *(pc & -256).
+	 * At a priming call (unit + 10..15) the stack is the function's at
+	 * its entry: CFA = rsp + 8, the return address (the stub) at rsp.
+	 *   CFA:  DW_OP_breg7 0, DW_OP_breg16 0, DW_OP_const1u 31, DW_OP_and,
+	 *         DW_OP_lit16, DW_OP_lt, DW_OP_lit3, DW_OP_shl, DW_OP_plus
+	 *   rip:  DW_OP_breg16 0, DW_OP_const1u 31, DW_OP_and, DW_OP_lit16,
+	 *         DW_OP_lt, DW_OP_bra 18,
+	 *         DW_OP_breg16 0, DW_OP_const1s -32, DW_OP_and,
+	 *         DW_OP_plus_uconst 16, DW_OP_breg16 0, DW_OP_const2s -256,
+	 *         DW_OP_and, DW_OP_deref, DW_OP_plus, DW_OP_skip 2,
+	 *         DW_OP_breg7 0
 	 * The caller's frame then has the stub's CFA, which libgcc's phase 2
 	 * takes for the stub's own: the personality routine copes (kret.c). */
-	.cfi_def_cfa_offset 0
-	.cfi_escape 0x10, 0x10, 10, 0x80, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x80, 0x00, 0x22
+	.cfi_escape 0x0f, 12, 0x77, 0x00, 0x80, 0x00, 0x08, 0x1f, 0x1a, 0x40, 0x2d, 0x33, 0x24, 0x22
+	.cfi_escape 0x10, 0x10, 30, 0x80, 0x00, 0x08, 0x1f, 0x1a, 0x40, 0x2d, 0x28, 0x12, 0x00, 0x80, 0x00, 0x09, 0xe0, 0x1a, 0x23, 0x10, 0x80, 0x00, 0x0b, 0x00, 0xff, 0x1a, 0x06, 0x22, 0x2f, 0x02, 0x00, 0x77, 0x00
 	.rept KRET_GROUPS
 	.quad ukp_kret_ra - ukp_kret_stubs	/* W */
 	.fill 2, 1, 0xcc
@@ -102,8 +110,9 @@ ukp_kret_pers_ref:
 	.quad ukp_kret_personality
 
 /*
- * ukp_kret_common: r11 = the stub.  Puts the real return address where a
- * call would have (a normal frame from then on), saves pt_regs and what a
+ * ukp_kret_common: r11 = the stub + W, the return address's place in its
+ * slot.  Puts the real return address where a call would have (a normal
+ * frame from then on), saves pt_regs and what a
  * return leaves live besides the general registers: xmm0-1 (ymm/zmm at
  * the CPU's width), the x87 registers in use (a long double result),
  * MXCSR and the x87 control word.  Calls ukp_kret_return(slot, regs),
