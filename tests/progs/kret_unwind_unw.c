@@ -36,6 +36,20 @@ static int mode;	/* 0 unprobed, 1 breakpoint, 2 optimized */
 static volatile unsigned long ret_addr;
 static int failures;
 
+/* every frame from c up */
+static void walk_from(struct walk *w, unw_cursor_t *c)
+{
+	do {
+		unw_word_t pc, off;
+		if (unw_get_reg(c, UNW_REG_IP, &pc))
+			break;
+		w->pc[w->n] = pc;
+		if (unw_get_proc_name(c, w->name[w->n], sizeof(w->name[0]), &off))
+			strcpy(w->name[w->n], "?");
+		w->n++;
+	} while (w->n < MAXF && unw_step(c) > 0);
+}
+
 static void take(struct walk *w)
 {
 	unw_context_t uc;
@@ -43,15 +57,7 @@ static void take(struct walk *w)
 	w->n = 0;
 	if (unw_getcontext(&uc) || unw_init_local(&c, &uc))
 		return;
-	do {
-		unw_word_t pc, off;
-		if (unw_get_reg(&c, UNW_REG_IP, &pc))
-			break;
-		w->pc[w->n] = pc;
-		if (unw_get_proc_name(&c, w->name[w->n], sizeof(w->name[0]), &off))
-			strcpy(w->name[w->n], "?");
-		w->n++;
-	} while (w->n < MAXF && unw_step(&c) > 0);
+	walk_from(w, &c);
 }
 
 /* the walk a signal at the priming call of kr_unw_probed's stub would
@@ -80,15 +86,7 @@ static __attribute__((noinline)) void take_at_priming_call(struct walk *w)
 	uc.uc_mcontext.gregs[REG_RSP] = (long)ra;
 	if (unw_init_local(&c, &uc))
 		return;
-	do {
-		unw_word_t pc;
-		if (unw_get_reg(&c, UNW_REG_IP, &pc))
-			break;
-		w->pc[w->n] = pc;
-		if (unw_get_proc_name(&c, w->name[w->n], sizeof(w->name[0]), &off))
-			strcpy(w->name[w->n], "?");
-		w->n++;
-	} while (w->n < MAXF && unw_step(&c) > 0);
+	walk_from(w, &c);
 }
 
 __attribute__((noinline)) void kr_unw_leaf(void)
