@@ -37,6 +37,10 @@
  *   return_handler_fault_reaches_program_handler  no fault_handler: the
  *                         program's SIGSEGV handler sees the fault once per
  *                         call and returns; the calls still return right
+ *   program_handler_probed_calls_during_handler_fault  that SIGSEGV handler
+ *                         itself calls a kretprobed function (its return
+ *                         handler runs): the faulting call still goes on
+ *                         from its own frame
  *   tail_call_returns_through_stub             jmp to another function
  *   two_kretprobes_on_one_function             both run once, both see
  *                         the real return address (as the kernel's do)
@@ -883,6 +887,49 @@ UKT_CASE(return_handler_fault_reaches_program_handler)
 		UKT_EQ(nfault, 50);
 		UKT_EQ(rp.nmissed, 0);
 		kr_unreg(&rp);
+	}
+	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
+}
+
+static atomic_long ninner;
+
+static int count_inner(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	ninner++;
+	return 0;
+}
+
+static void segv_calls_probed(int sig)
+{
+	(void)sig;
+	nfault++;
+	if (kr_int((int)nfault, 2) != (int)nfault * 3 + 2)
+		abort();
+}
+
+UKT_CASE(program_handler_probed_calls_during_handler_fault)
+{
+	struct sigaction sa = { .sa_handler = segv_calls_probed }, old;
+	sigemptyset(&sa.sa_mask);
+	UKT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	for (int opt = 0; opt < 2; opt++) {
+		nret = nfault = ninner = 0;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
+					.maxactive = 1 };
+		struct kretprobe ri = { .kp.addr = (void *)kr_int, .handler = count_inner,
+					.maxactive = 1 };
+		UKT_EQ(register_kretprobe(&ri), 0);
+		kr_reg(&rp, opt);
+		for (long i = 0; i < 50; i++)
+			UKT_EQ(kr_long(i), (i ^ 0x5a5a5a5a5a5aL) + 1000);
+		UKT_EQ(nret, 50);
+		UKT_EQ(nfault, 50);
+		UKT_EQ(ninner, 50);	/* the inner calls' handlers ran */
+		UKT_EQ(rp.nmissed, 0);
+		UKT_EQ(ri.nmissed, 0);
+		kr_unreg(&rp);
+		unregister_kretprobe(&ri);
 	}
 	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
 }
