@@ -914,7 +914,9 @@ UKT_CASE(program_handler_probed_calls_during_handler_fault)
 	sigemptyset(&sa.sa_mask);
 	UKT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
 	for (int opt = 0; opt < 2; opt++) {
-		nret = nfault = ninner = 0;
+		nret = 0;
+		nfault = 0;
+		ninner = 0;
 		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
 					.maxactive = 1 };
 		struct kretprobe ri = { .kp.addr = (void *)kr_int, .handler = count_inner,
