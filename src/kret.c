@@ -131,7 +131,6 @@ struct ukp_kret {
 	struct ukp_kret *zombie_next;
 };
 
-
 static struct kretprobe_instance *pub_of(struct ukp_kinst *in)
 {
 	return (struct kretprobe_instance *)(in + 1);
