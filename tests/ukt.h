@@ -59,7 +59,27 @@ struct ukt_case {
 
 #include <unistd.h>
 #include <dlfcn.h>
+#include <stdint.h>
+#include <time.h>
 #include <ukprobes.h>
+
+/* seconds on the monotonic clock: the stress cases' time bounds */
+static inline double ukt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* xorshift64: the stress cases' reproducible pseudo-random choices */
+static inline uint64_t ukt_xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
 
 /*
  * A label inside a test's asm function, by name (the tests link with

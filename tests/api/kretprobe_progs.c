@@ -44,13 +44,6 @@ static void prog_path(char *out, size_t n, const char *name)
 		UKT_FAIL("%s: %s (build it with make tests)", out, strerror(errno));
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Runs argv (stdout and stderr into out, NUL-terminated) for at most
  * timeout_s seconds.  Returns the wait status, or -1 if it had to be
@@ -79,7 +72,7 @@ static int run(char *const argv[], unsigned timeout_s, char *out, size_t n)
 	close(pfd[1]);
 	size_t len = 0;
 	int killed = 0;
-	double deadline = now() + timeout_s;
+	double deadline = ukt_now() + timeout_s;
 	for (;;) {
 		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
 		int r = poll(&p, 1, 100);
@@ -92,7 +85,7 @@ static int run(char *const argv[], unsigned timeout_s, char *out, size_t n)
 			memcpy(out + len, buf, take);
 			len += take;
 		}
-		if (now() > deadline) {
+		if (ukt_now() > deadline) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			killed = 1;

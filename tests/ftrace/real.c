@@ -58,22 +58,6 @@
 
 #define EXAMPLES "/usr/share/doc/zlib1g-dev/examples"
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* ---- building a real source file at run time ----------------------------------------- */
 
 static char dir[64];
@@ -524,11 +508,11 @@ static void make_data(void)
 	data = malloc(DATA_LEN);
 	UKT_ASSERT(data);
 	for (size_t i = 0; i < DATA_LEN;) {
-		const char *w = words[xs(&s) % (sizeof(words) / sizeof(words[0]))];
+		const char *w = words[ukt_xorshift(&s) % (sizeof(words) / sizeof(words[0]))];
 		for (; *w && i < DATA_LEN; w++)
 			data[i++] = (unsigned char)*w;
 		if (i < DATA_LEN)
-			data[i++] = xs(&s) % 7 ? ' ' : (unsigned char)('0' + xs(&s) % 10);
+			data[i++] = ukt_xorshift(&s) % 7 ? ' ' : (unsigned char)('0' + ukt_xorshift(&s) % 10);
 	}
 	/* as gzip (windowBits 15 + 16), with zlib */
 	snprintf(gz_path, sizeof(gz_path), "%s/data.gz", dir);
@@ -598,8 +582,8 @@ static void *extractor(void *arg)
 	unsigned char *buf = malloc(1 << 16);
 	UKT_ASSERT(in && buf);
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		off_t off = (off_t)(xs(&s) % (DATA_LEN + 1000));
-		int len = 1 + (int)(xs(&s) % (1 << 16));
+		off_t off = (off_t)(ukt_xorshift(&s) % (DATA_LEN + 1000));
+		int len = 1 + (int)(ukt_xorshift(&s) % (1 << 16));
 		unsigned long p1 = __atomic_load_n(&phase, __ATOMIC_SEQ_CST);
 		int state = __atomic_load_n(&stable_state, __ATOMIC_SEQ_CST);
 		unsigned long h0 = tl_hits, f0 = tl_fake;
@@ -672,11 +656,11 @@ static void zran_threads(const char *flags, const char *obj)
 	pthread_t th[NTHREADS];
 	for (long i = 0; i < NTHREADS; i++)
 		UKT_EQ(pthread_create(&th[i], NULL, extractor, (void *)i), 0);
-	double end = now() + 1.5;
-	for (; rounds < 300 && now() < end; rounds++) {
+	double end = ukt_now() + 1.5;
+	for (; rounds < 300 && ukt_now() < end; rounds++) {
 		/* the patch stays one round at most (it is quick: the real
 		 * extraction should run most of the time) */
-		int flip = state & 2 || !(xs(&s) & 3) ? 2 : 1;
+		int flip = state & 2 || !(ukt_xorshift(&s) & 3) ? 2 : 1;
 		__atomic_fetch_add(&phase, 1, __ATOMIC_SEQ_CST);
 		struct ftrace_ops *ops = flip == 1 ? &count : &patch;
 		if (state & flip)
@@ -687,9 +671,9 @@ static void zran_threads(const char *flags, const char *obj)
 		__atomic_store_n(&stable_state, state, __ATOMIC_SEQ_CST);
 		__atomic_fetch_add(&phase, 1, __ATOMIC_SEQ_CST);
 		unsigned long c0 = __atomic_load_n(&thread_calls, __ATOMIC_RELAXED);
-		double until = now() + 0.02;
+		double until = ukt_now() + 0.02;
 		while (__atomic_load_n(&thread_calls, __ATOMIC_RELAXED) - c0 < 2 * NTHREADS &&
-		       now() < until)
+		       ukt_now() < until)
 			sched_yield();
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);

@@ -83,22 +83,6 @@
 #define NTHREADS 3
 #define CAP_SECONDS 1.5		/* per case: rounds stop early on a slow machine */
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* ---- broken invariants, counted where they are seen --------------------------------- */
 
 enum {
@@ -359,13 +343,13 @@ static void let_workers_run(int n, unsigned long rounds)
 	unsigned long start = 0, sum;
 	for (int i = 0; i < n; i++)
 		start += __atomic_load_n(&W[i].iters, __ATOMIC_ACQUIRE);
-	double end = now() + 0.01;
+	double end = ukt_now() + 0.01;
 	do {
 		sched_yield();
 		sum = 0;
 		for (int i = 0; i < n; i++)
 			sum += __atomic_load_n(&W[i].iters, __ATOMIC_ACQUIRE);
-	} while (sum - start < rounds * (unsigned long)n && now() < end);
+	} while (sum - start < rounds * (unsigned long)n && ukt_now() < end);
 }
 
 /*
@@ -489,7 +473,7 @@ static void *w_switch(void *arg)
 {
 	struct worker *w = arg;
 	while (!STOPPED()) {
-		int x = (int)(xs(&w->seed) & 0xffff);
+		int x = (int)(ukt_xorshift(&w->seed) & 0xffff);
 		call_checked(F_ONE, x, 1, w->calls);
 		call_checked(F_TWO, x, 1, w->calls);
 		call_checked(F_ADD, x, 1, w->calls);
@@ -542,8 +526,8 @@ static void filter_switch(const struct tset *t, int how)
 	UKT_EQ(register_ftrace_function(&ops), 0);
 	set_stable(F_ONE);
 	start_workers(w_switch, NTHREADS);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 200 && now() < end; rounds++) {
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 200 && ukt_now() < end; rounds++) {
 		for (int to = F_TWO, n = 0; n < 2; n++, to = F_ONE) {
 			phase_next();
 			switch_to(&ops, how, to);
@@ -587,13 +571,13 @@ static void *w_calls(void *arg)
 {
 	struct worker *w = arg;
 	while (!STOPPED()) {
-		int x = (int)(xs(&w->seed) & 0x3ff);
+		int x = (int)(ukt_xorshift(&w->seed) & 0x3ff);
 		call_checked(F_ADD, x, 2, w->calls);
 		call_checked(F_MUL, x, 2, w->calls);
 		call_checked(F_ONE, x, 2, w->calls);
 		/* untraced work between the calls, as a program has */
 		for (int i = 0; i < 100; i++)
-			xs(&w->seed);
+			ukt_xorshift(&w->seed);
 		round_done(w);
 	}
 	return NULL;
@@ -616,8 +600,8 @@ static void unregister_churn(const struct tset *t, bool free_ops)
 	use_set(t);
 	clear_want();
 	start_workers(w_calls, nw);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 300 && now() < end; rounds++) {
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 300 && ukt_now() < end; rounds++) {
 		int n = rounds % 3 == 0 ? 2 : 1;
 		bool glob = rounds & 1;
 		phase_next();
@@ -681,7 +665,7 @@ static void *w_ipmodify(void *arg)
 	struct worker *w = arg;
 	while (!STOPPED()) {
 		for (int i = 0; i < 8; i++) {
-			int a = (int)(xs(&w->seed) & 0xfffff), b = 1 + (int)(xs(&w->seed) & 0xfff);
+			int a = (int)(ukt_xorshift(&w->seed) & 0xfffff), b = 1 + (int)(ukt_xorshift(&w->seed) & 0xfff);
 			unsigned long p1 = PHASE(), r0 = TL(0, F_ADD), c0 = TL(1, F_ADD);
 			int r = T->add(a, b);
 			unsigned long p2 = PHASE(), dr = TL(0, F_ADD) - r0, dc = TL(1, F_ADD) - c0;
@@ -721,8 +705,8 @@ static void ipmodify_churn(const struct tset *t, bool counted)
 	st[2].redirect = ipv[F_ADD_ALT];
 	UKT_EQ(ftrace_set_filter_ip(&other, ipv[F_ADD], 0, 1), 0);
 	start_workers(w_ipmodify, NTHREADS);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 300 && now() < end; rounds++) {
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 300 && ukt_now() < end; rounds++) {
 		/* alternate the flags the patch asks with */
 		unsigned long fl = rounds & 1 ? FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY
 			: FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED | FTRACE_OPS_FL_IPMODIFY |
@@ -773,7 +757,7 @@ static void *w_mul(void *arg)
 	struct worker *w = arg;
 	while (!STOPPED()) {
 		for (int i = 0; i < 8; i++) {
-			int x = (int)(xs(&w->seed) & 0x3ff);
+			int x = (int)(ukt_xorshift(&w->seed) & 0x3ff);
 			if (call_checked(F_MUL, x, NOPS, w->calls) != 1)
 				ERR(E_EXACT);	/* ops A: registered the whole time */
 		}
@@ -803,9 +787,9 @@ static void multi_ops(const struct tset *t, unsigned long a_flags)
 	UKT_EQ(register_ftrace_function(&ops[0]), 0);
 	set_want(0, F_MUL, 1);
 	start_workers(w_mul, NTHREADS);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 400 && now() < end; rounds++) {
-		int k = 1 + (int)(xs(&seed) % (NOPS - 1));
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 400 && ukt_now() < end; rounds++) {
+		int k = 1 + (int)(ukt_xorshift(&seed) % (NOPS - 1));
 		phase_next();
 		if (on[k]) {
 			unregister_checked(&ops[k]);
@@ -850,7 +834,7 @@ static void *w_everything(void *arg)
 	tl_T = SETS[w->id & 1];		/* workers 0, 2: fe_; 1: pf_ */
 	tl_ipv = ipv2[w->id & 1];
 	while (!STOPPED()) {
-		int x = (int)(xs(&w->seed) & 0x3ff);
+		int x = (int)(ukt_xorshift(&w->seed) & 0x3ff);
 		for (unsigned j = 0; j < sizeof(fns) / sizeof(fns[0]); j++)
 			call_checked(fns[j], x, 1, w->calls);
 		round_done(w);
@@ -872,8 +856,8 @@ UKT_CASE_T(trace_all_churn, 30)
 	clear_want();
 	ops_init(&all, 0, 0);	/* no filter: every patch site */
 	start_workers(w_everything, NTHREADS);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 150 && now() < end; rounds++) {
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 150 && ukt_now() < end; rounds++) {
 		phase_next();
 		unsigned long fl = rounds % 3 == 1 ? FTRACE_OPS_FL_SAVE_REGS :
 			rounds % 3 == 2 ? FTRACE_OPS_FL_RECURSION : 0;
@@ -903,7 +887,7 @@ static void *w_first(void *arg)
 	static const int fns[] = { F_ADD, F_MUL, F_SUM6, F_FMA3, F_FIB, F_CHAIN, F_ERRNO,
 				   F_ONE, F_TWO };
 	while (!STOPPED()) {
-		int x = (int)(xs(&w->seed) & 0x3ff);
+		int x = (int)(ukt_xorshift(&w->seed) & 0x3ff);
 		for (unsigned j = 0; j < sizeof(fns) / sizeof(fns[0]); j++)
 			call_checked(fns[(j + (unsigned)w->id) % 9], x, 1, w->calls);
 		round_done(w);
@@ -1033,7 +1017,7 @@ static void *w_loader(void *arg)
 		}
 		/* right after dlopen: traced by A (always), by B when stable on */
 		for (int i = 0; i < 4; i++) {
-			int x = (int)(xs(&w->seed) & 0xffff);
+			int x = (int)(ukt_xorshift(&w->seed) & 0xffff);
 			unsigned long p1 = PHASE(), a0[3], b0[3];
 			memcpy(a0, tl_dl[0], sizeof(a0));
 			memcpy(b0, tl_dl[1], sizeof(b0));
@@ -1065,7 +1049,7 @@ static void *w_dl_calls(void *arg)
 {
 	struct worker *w = arg;
 	while (!STOPPED()) {
-		int x = (int)(xs(&w->seed) & 0x3ff);
+		int x = (int)(ukt_xorshift(&w->seed) & 0x3ff);
 		call_checked(F_ADD, x, 2, w->calls);
 		call_checked(F_ONE, x, 2, w->calls);
 		round_done(w);
@@ -1097,8 +1081,8 @@ UKT_CASE_T(dlopen_churn, 60)
 	UKT_EQ(dlclose(h), 0);
 	ops_init(&b, 1, 0);	/* no filter: everything */
 	start_workers(w_dl, NTHREADS);
-	double end = now() + 2 * CAP_SECONDS;
-	for (; rounds < 200 && now() < end; rounds++) {
+	double end = ukt_now() + 2 * CAP_SECONDS;
+	for (; rounds < 200 && ukt_now() < end; rounds++) {
 		phase_next();
 		ops_init(&b, 1, rounds & 1 ? FTRACE_OPS_FL_SAVE_REGS : 0);
 		int e = register_ftrace_function(&b);
@@ -1169,8 +1153,8 @@ UKT_CASE_T(dlclose_while_registering, 60)
 	clear_want();
 	setenv("UKPROBES_QUIET", "1", 1);	/* one line per failure otherwise */
 	start_workers(w_load_unload, 2);
-	double end = now() + CAP_SECONDS;
-	for (; rounds < 20000 && now() < end; rounds++) {
+	double end = ukt_now() + CAP_SECONDS;
+	for (; rounds < 20000 && ukt_now() < end; rounds++) {
 		ops_init(&all, 0, 0);	/* no filter: the libraries' sites too */
 		int e = register_ftrace_function(&all);
 		if (!e) {

@@ -32,13 +32,6 @@ static long expect(long x, long k) { return (x * 3 + k) ^ (x >> 2); }
 static atomic_bool stop;
 static atomic_long errors;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- probes that come and go while threads run through them ---------------- */
 
 enum { ST_OFF, ST_LIVE, ST_DEAD };
@@ -103,8 +96,8 @@ UKT_CASE_T(churn_while_threads_hit, 60)
 		UKT_EQ(pthread_create(&th[i], NULL, hammer, (void *)i), 0);
 
 	long rounds = 0;
-	double end = now() + 4;
-	while (now() < end) {
+	double end = ukt_now() + 4;
+	while (ukt_now() < end) {
 		struct kprobe *v[NCHURN];
 		for (int i = 0; i < NCHURN; i++) {
 			memset(&churn[i], 0, sizeof(churn[i]));
@@ -175,9 +168,9 @@ UKT_CASE_T(knob_and_disable_flip_under_load, 60)
 	UKT_EQ(register_kprobe(&kp), 0);
 	for (long i = 0; i < T; i++)
 		UKT_EQ(pthread_create(&th[i], NULL, knob_hammer, (void *)i), 0);
-	double end = now() + 3;
+	double end = ukt_now() + 3;
 	long flips = 0;
-	while (now() < end) {
+	while (ukt_now() < end) {
 		UKT_EQ(kprobes_set_enabled(0), 0);
 		UKT_EQ(kprobes_set_enabled(1), 0);
 		UKT_EQ(disable_kprobe(&kp), 0);

@@ -41,22 +41,6 @@
 #define NWORKERS 4
 #define CHURN_SECONDS 3.0
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 enum { E_RESULT, E_ARGS, E_RETVAL, NERR };
 static const char *const err_name[NERR] = {
 	"wrong result of a call",
@@ -196,7 +180,7 @@ static void *worker_main(void *arg)
 	long (*volatile op)(double, long) = sj_opt;
 	while (!STOPPED()) {
 		for (int rep = 0; rep < 32; rep++) {
-			long a = (long)(xs(&s) >> 20);
+			long a = (long)(ukt_xorshift(&s) >> 20);
 			double x = (double)a * 0.5, y = (double)(a & 0xffff) / 1024.0;
 			my_a = a;
 			if (w->which == 0) {
@@ -254,9 +238,9 @@ UKT_CASE_T(jprobe_churn, 60)
 	struct kretprobe *rp = NULL;
 	struct kprobe *kp = NULL;
 	unsigned long regs = 0, ops = 0;
-	double end = now() + CHURN_SECONDS;
-	while (now() < end) {
-		unsigned op = (unsigned)(xs(&seed) % 12);
+	double end = ukt_now() + CHURN_SECONDS;
+	while (ukt_now() < end) {
+		unsigned op = (unsigned)(ukt_xorshift(&seed) % 12);
 		ops++;
 		if (op < 4) {
 			if (!jp) {
@@ -354,8 +338,8 @@ UKT_CASE_T(jprobe_joins_optimized_site, 60)
 	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
 	start_workers(1);
 	unsigned long cycles = 0;
-	double end = now() + CHURN_SECONDS + 1.0;
-	while (now() < end) {
+	double end = ukt_now() + CHURN_SECONDS + 1.0;
+	while (ukt_now() < end) {
 		struct jprobe jp = { .kp.addr = (void *)sj_opt, .entry = (void *)sj_opt_entry };
 		UKT_EQ(register_jprobe(&jp), 0);
 		UKT_ASSERT(!(kp.flags & KPROBE_FLAG_OPTIMIZED));

@@ -55,22 +55,6 @@
 #define container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 static pid_t gettid_(void)
 {
 	return (pid_t)syscall(SYS_gettid);
@@ -183,7 +167,7 @@ static void *worker_main(void *arg)
 		fp[f] = funcs[f];
 	while (!STOPPED()) {
 		for (int rep = 0; rep < 64; rep++) {
-			unsigned long x = xs(&s);
+			unsigned long x = ukt_xorshift(&s);
 			for (int f = 0; f < w->nfunc; f++) {
 				if (fp[f](x + (unsigned long)f) != refs[f](x + (unsigned long)f))
 					ERR(E_RESULT);
@@ -224,13 +208,13 @@ static void let_workers_run(void)
 	unsigned long before = 0, after;
 	for (int i = 0; i < NWORKERS; i++)
 		before += __atomic_load_n(&workers[i].calls[0], __ATOMIC_RELAXED);
-	double until = now() + 0.05;
+	double until = ukt_now() + 0.05;
 	do {
 		sched_yield();
 		after = 0;
 		for (int i = 0; i < NWORKERS; i++)
 			after += __atomic_load_n(&workers[i].calls[0], __ATOMIC_RELAXED);
-	} while (after < before + NWORKERS * 4 && now() < until);
+	} while (after < before + NWORKERS * 4 && ukt_now() < until);
 }
 
 /* ---- kretprobes that count -------------------------------------------------------- */
@@ -382,11 +366,11 @@ UKT_CASE_T(kret_churn_with_optimization_flips, 60)
 	}
 
 	start_workers(NFUNC);
-	double end = now() + CHURN_SECONDS;
+	double end = ukt_now() + CHURN_SECONDS;
 	int opt = 1;
-	while (now() < end) {
-		int f = (int)(xs(&seed) % NCHURN), j = (int)(xs(&seed) % PER_FUNC);
-		unsigned op = (unsigned)(xs(&seed) % 16);
+	while (ukt_now() < end) {
+		int f = (int)(ukt_xorshift(&seed) % NCHURN), j = (int)(ukt_xorshift(&seed) % PER_FUNC);
+		unsigned op = (unsigned)(ukt_xorshift(&seed) % 16);
 		struct ckret **slot = &live[f][j];
 		if (!*slot) {
 			*slot = ck_new(f, op & 1);
@@ -590,8 +574,8 @@ static void recursion_round(int opt)
 	UKT_EQ(!!(ukt_probe_flags(&inner.kp) & KPROBE_FLAG_OPTIMIZED), opt);
 
 	start_workers(2);		/* kf0 and kf1 */
-	double end = now() + CHURN_SECONDS / 3;
-	while (now() < end)
+	double end = ukt_now() + CHURN_SECONDS / 3;
+	while (ukt_now() < end)
 		usleep(10000);
 	unsigned long calls[NFUNC];
 	stop_workers(calls);
@@ -651,8 +635,8 @@ UKT_CASE_T(kret_maxactive_contention, 30)
 		wait_for_kprobe_optimizer();
 		UKT_EQ(!!(ukt_probe_flags(&rp.kp) & KPROBE_FLAG_OPTIMIZED), opt);
 		start_workers(3);	/* kf0, kf1, kf2 */
-		double end = now() + CHURN_SECONDS / 3;
-		while (now() < end)
+		double end = ukt_now() + CHURN_SECONDS / 3;
+		while (ukt_now() < end)
 			usleep(10000);
 		unsigned long calls[NFUNC];
 		stop_workers(calls);

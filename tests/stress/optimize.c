@@ -123,13 +123,6 @@ static const char *const fname[NFN] = { "s_inc3", "s_mix+4", "s_sum loop head" }
 
 /* ---- bookkeeping ------------------------------------------------------------------ */
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 enum { E_RESULT, E_IP, E_LOST, E_ZOMBIE, E_POST_GT_PRE, E_HANDLER_SIG, NERR };
 static const char *const err_name[NERR] = {
 	"wrong result",
@@ -174,15 +167,6 @@ static void expect_states_right(void)
 			 "%lu optimized when they should not); first: %s",
 			 opt_missing + opt_unexpected, opt_checks, opt_missing, opt_unexpected,
 			 first_mismatch);
-}
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
 }
 
 /* ---- the probes that stay ----------------------------------------------------------- */
@@ -347,7 +331,7 @@ static void *worker_main(void *arg)
 
 	while (!STOPPED()) {
 		for (int rep = 0; rep < 64; rep++) {
-			unsigned long x = xs(&s), y = x >> 17, h;
+			unsigned long x = ukt_xorshift(&s), y = x >> 17, h;
 
 			h = tls_hits[0];
 			if (s_inc3(x) != x + 3)
@@ -477,8 +461,8 @@ static void *sender_main(void *arg)
 			if (syscall(SYS_tgkill, pid, W[i].tid, SIGUSR1) == 0)
 				usr1_sent++;
 			/* paced: a storm would only starve the workers */
-			double until = now() + 50e-6;
-			while (now() < until)
+			double until = ukt_now() + 50e-6;
+			while (ukt_now() < until)
 				;
 		}
 	}
@@ -722,8 +706,8 @@ static void run(enum method m, bool signals, double seconds, long max_iter)
 	/* at least MIN_FLIPS, however long they take (the case's timeout
 	 * bounds that); then until the deadline or max_iter */
 	it = 0;
-	double end = now() + seconds;
-	for (; it < max_iter && (it < MIN_FLIPS || now() < end); it++) {
+	double end = ukt_now() + seconds;
+	for (; it < max_iter && (it < MIN_FLIPS || ukt_now() < end); it++) {
 		enum method mm = m == M_MIXED ? (enum method)(it % 3) : m;
 		switch (mm) {
 		case M_KNOB: flip_knob(it); break;
@@ -868,7 +852,7 @@ static void *v_worker(void *arg)
 	uint64_t seed = 0x9e3779b97f4a7c15ULL * (unsigned long)(w + 1);
 	unsigned long (*volatile fn)(unsigned long) = v_live, n = 0;
 	while (!atomic_load(&v_stop)) {
-		unsigned long x = xs(&seed) >> 8;
+		unsigned long x = ukt_xorshift(&seed) >> 8;
 		if (fn(x) != v_ref(x))
 			__atomic_fetch_add(&v_wrong, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&v_calls[w], ++n, __ATOMIC_RELAXED);
@@ -888,15 +872,15 @@ UKT_CASE_T(stress_lean_and_vector_handlers_switch, 60)
 	pthread_t th[3];
 	for (long w = 0; w < 3; w++)
 		UKT_EQ(pthread_create(&th[w], NULL, v_worker, (void *)w), 0);
-	double deadline = now() + 5.0;
+	double deadline = ukt_now() + 5.0;
 	long it;
-	for (it = 0; it < 2000 && now() < deadline; it++) {
+	for (it = 0; it < 2000 && ukt_now() < deadline; it++) {
 		struct kprobe dirty = { .addr = (void *)v_live_probe, .pre_handler = vec_dirty_pre };
 		UKT_EQ(register_kprobe(&dirty), 0);
 		if (it % 8 == 0)
 			wait_for_kprobe_optimizer();
 		unsigned long c0 = __atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED);
-		while (__atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED) == c0 && now() < deadline)
+		while (__atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED) == c0 && ukt_now() < deadline)
 			sched_yield();	/* let the workers through with it */
 		unregister_kprobe(&dirty);
 		if (it % 8 == 4)

@@ -80,13 +80,6 @@
 #define NWORKERS 4
 #define CHURN_SECONDS 4.0
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* broken invariants seen in handlers and threads, by kind */
 enum {
 	E_ZOMBIE_PRE, E_ZOMBIE_POST, E_NOT_LIVE_PRE, E_NOT_LIVE_POST, E_IP, E_POST_GT_PRE,
@@ -112,15 +105,6 @@ static void expect_no_errors(void)
 }
 static int stop;
 #define STOPPED() __atomic_load_n(&stop, __ATOMIC_ACQUIRE)
-
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
 
 /* ---- the probed functions and their references ---------------------------------- */
 /*
@@ -414,7 +398,7 @@ static void *worker_main(void *arg)
 
 	while (!STOPPED()) {
 		for (int rep = 0; rep < 64; rep++) {
-			unsigned long x = xs(&s);
+			unsigned long x = ukt_xorshift(&s);
 			if (work_stable(x) != ref_stable(x))
 				w->wrong++;
 			w->calls[F_STABLE]++;
@@ -510,7 +494,7 @@ static void *controller_main(void *arg)
 {
 	struct controller *c = arg;
 	struct cprobe *live[MAXSITES] = { 0 };
-	double end = now() + CHURN_SECONDS;
+	double end = ukt_now() + CHURN_SECONDS;
 	int batch_on = 0;
 	struct kprobe *bk = NULL;
 	int bn = fi_b.n;
@@ -519,9 +503,9 @@ static void *controller_main(void *arg)
 		bk = calloc((size_t)bn, sizeof(*bk));
 		UKT_ASSERT(bk);
 	}
-	while (now() < end) {
-		int k = c->first_site + (int)(xs(&c->seed) % (uint64_t)c->nsite);
-		unsigned op = (unsigned)(xs(&c->seed) % 10);
+	while (ukt_now() < end) {
+		int k = c->first_site + (int)(ukt_xorshift(&c->seed) % (uint64_t)c->nsite);
+		unsigned op = (unsigned)(ukt_xorshift(&c->seed) % 10);
 		c->ops++;
 		if (!live[k]) {
 			live[k] = cprobe_new(k, op & 1);
@@ -541,8 +525,8 @@ static void *controller_main(void *arg)
 		} else if (c->knob && op == 8) {
 			UKT_EQ(kprobes_set_enabled(0), 0);
 			UKT_EQ(kprobes_get_enabled(), 0);
-			double until = now() + 50e-6;	/* off briefly */
-			while (now() < until)
+			double until = ukt_now() + 50e-6;	/* off briefly */
+			while (ukt_now() < until)
 				;
 			UKT_EQ(kprobes_set_enabled(1), 0);
 			UKT_EQ(kprobes_get_enabled(), 1);
@@ -739,12 +723,12 @@ static void *pp_worker(void *arg)
 {
 	long id = (long)arg;
 	uint64_t s = 99 + (uint64_t)id;
-	double end = now() + CHURN_SECONDS;
+	double end = ukt_now() + CHURN_SECONDS;
 	unsigned long n = 0;
 
-	while (now() < end) {
+	while (ukt_now() < end) {
 		for (int i = 0; i < 100; i++) {
-			unsigned long x = xs(&s);
+			unsigned long x = ukt_xorshift(&s);
 			tls_tag = x >> 3 ^ (unsigned long)id;
 			unsigned long r = pp_fn(tls_tag, x);
 			if (r != (x ^ tls_tag) * 3 + 1 + tls_tag)
@@ -856,8 +840,8 @@ static void *rec_worker(void *arg)
 {
 	long id = (long)arg;
 	unsigned long n = 0;
-	double end = now() + CHURN_SECONDS / 2;
-	while (now() < end)
+	double end = ukt_now() + CHURN_SECONDS / 2;
+	while (ukt_now() < end)
 		for (unsigned long i = 0; i < 200; i++) {
 			unsigned long x = i * 1000 + (unsigned long)id;
 			if (rec_fn(x) != (((x + 1) * 5 + 3) ^ 0x55))
@@ -912,10 +896,10 @@ static void *short_thread(void *arg)
 {
 	struct tcarg *a = arg;
 	uint64_t s = a->seed;
-	int n = 20 + (int)(xs(&s) % 200);
+	int n = 20 + (int)(ukt_xorshift(&s) % 200);
 	free(a);
 	for (int i = 0; i < n; i++) {
-		unsigned long x = xs(&s);
+		unsigned long x = ukt_xorshift(&s);
 		if (work_stable(x) != ref_stable(x))
 			ERR(E_RESULT);
 		if (work_a(x, x % 5) != ref_a(x, x % 5))
@@ -955,8 +939,8 @@ UKT_CASE_T(threads_create_exit, 60)
 	add_site(fi_a.start, F_A);
 	UKT_EQ(register_kprobe(&stable), 0);
 	UKT_EQ(pthread_create(&ch, NULL, tc_churner, NULL), 0);
-	end = now() + CHURN_SECONDS;
-	while (now() < end) {
+	end = ukt_now() + CHURN_SECONDS;
+	while (ukt_now() < end) {
 		pthread_t th[8];
 		int n = 1 + (int)(created % 8);
 		for (int i = 0; i < n; i++) {
@@ -1056,7 +1040,7 @@ static void *sig_worker(void *arg)
 
 	while (!STOPPED()) {
 		for (int i = 0; i < 100; i++) {
-			unsigned long x = xs(&s);
+			unsigned long x = ukt_xorshift(&s);
 			if (work_stable(x) != ref_stable(x))
 				ERR(E_RESULT);
 			n++;
@@ -1087,16 +1071,16 @@ static void async_signals(int nodefer)
 		UKT_EQ(pthread_create(&sig_th[i], NULL, sig_worker, (void *)i), 0);
 	while (__atomic_load_n(&sig_ready, __ATOMIC_ACQUIRE) < NWORKERS)
 		sched_yield();
-	double end = now() + CHURN_SECONDS;
-	while (now() < end) {
+	double end = ukt_now() + CHURN_SECONDS;
+	while (ukt_now() < end) {
 		for (int i = 0; i < NWORKERS; i++) {
 			UKT_EQ(pthread_kill(sig_th[i], SIGUSR1), 0);
 			sent++;
 		}
 		if (nodefer) {
 			/* handlers nest: keep them from piling up on the stacks */
-			double until = now() + 30e-6;
-			while (now() < until)
+			double until = ukt_now() + 30e-6;
+			while (ukt_now() < until)
 				;
 		} else if (sent % 64 == 0) {
 			sched_yield();
@@ -1177,8 +1161,8 @@ UKT_CASE_T(threads_fork_during_churn, 60)
 	cprobe_unregister(c);
 	start_workers();
 	UKT_EQ(pthread_create(&ch, NULL, fork_churner, NULL), 0);
-	double end = now() + CHURN_SECONDS;
-	while (now() < end) {
+	double end = ukt_now() + CHURN_SECONDS;
+	while (ukt_now() < end) {
 		fflush(stdout);
 		pid_t pid = fork();
 		UKT_ASSERT(pid >= 0);
@@ -1225,14 +1209,14 @@ static void *so_worker(void *arg)
 	uint64_t s = 77 + (uint64_t)w->id;
 	while (!STOPPED()) {
 		for (int i = 0; i < 32; i++) {
-			unsigned long x = xs(&s);
+			unsigned long x = ukt_xorshift(&s);
 			if (work_stable(x) != ref_stable(x))
 				w->wrong++;
 			w->calls[F_STABLE]++;
 		}
 		pthread_rwlock_rdlock(&so_lock);
 		if (so_fn) {
-			int x = (int)(xs(&s) % 100000);
+			int x = (int)(ukt_xorshift(&s) % 100000);
 			if (so_fn(x) != 3 * x)
 				w->wrong++;
 			__atomic_fetch_add(&so_calls, 1, __ATOMIC_RELAXED);
@@ -1266,8 +1250,8 @@ UKT_CASE_T(threads_dlclose_churn, 60)
 		workers[i].id = i;
 		UKT_EQ(pthread_create(&workers[i].th, NULL, so_worker, &workers[i]), 0);
 	}
-	double end = now() + CHURN_SECONDS;
-	while (now() < end) {
+	double end = ukt_now() + CHURN_SECONDS;
+	while (ukt_now() < end) {
 		pthread_rwlock_wrlock(&so_lock);
 		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		UKT_ASSERT(h);
@@ -1639,8 +1623,8 @@ static int qsort_pre(struct kprobe *p, struct pt_regs *regs)
 	__atomic_store_n(&registrar_inside, 1, __ATOMIC_RELEASE);
 	/* until the fork is done, or 300 ms: an engine that takes its lock
 	 * around fork() makes the fork wait for this registration instead */
-	double until = now() + 0.3;
-	while (!__atomic_load_n(&forked_flag, __ATOMIC_ACQUIRE) && now() < until)
+	double until = ukt_now() + 0.3;
+	while (!__atomic_load_n(&forked_flag, __ATOMIC_ACQUIRE) && ukt_now() < until)
 		;
 	return 0;
 }
@@ -1745,15 +1729,15 @@ UKT_CASE_T(threads_hit_during_attach_counted, 30)
 	sigemptyset(&sa.sa_mask);
 	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	UKT_EQ(register_kprobe(&kp), 0);
-	double end = now() + 2.0;
-	while (now() < end) {
+	double end = ukt_now() + 2.0;
+	while (ukt_now() < end) {
 		UKT_EQ(pthread_create(&attach_target, NULL, attach_thread, NULL), 0);
 		__atomic_store_n(&attach_target_live, 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&attach_target_live, __ATOMIC_ACQUIRE)) {
 			pthread_kill(attach_target, SIGUSR1);
 			/* paced: nested handlers must not pile up on its stack */
-			double until = now() + 20e-6;
-			while (now() < until)
+			double until = ukt_now() + 20e-6;
+			while (ukt_now() < until)
 				;
 		}
 		UKT_EQ(pthread_join(attach_target, NULL), 0);
@@ -1781,8 +1765,8 @@ static int dlip_pre(struct kprobe *p, struct pt_regs *regs)
 	if (gettid() != __atomic_load_n(&registrar_tid, __ATOMIC_ACQUIRE))
 		return 0;
 	__atomic_store_n(&registrar_inside, 1, __ATOMIC_RELEASE);
-	double until = now() + 0.3;
-	while (!__atomic_load_n(&forked_flag, __ATOMIC_ACQUIRE) && now() < until)
+	double until = ukt_now() + 0.3;
+	while (!__atomic_load_n(&forked_flag, __ATOMIC_ACQUIRE) && ukt_now() < until)
 		;
 	return 0;
 }
@@ -1856,8 +1840,8 @@ static int edp_a_pre_h(struct kprobe *p, struct pt_regs *regs)
 	(void)regs;
 	edp_a_pre++;
 	__atomic_store_n(&edp_inside, 1, __ATOMIC_RELEASE);
-	double until = now() + 1.0;
-	while (!__atomic_load_n(&edp_enabled, __ATOMIC_ACQUIRE) && now() < until)
+	double until = ukt_now() + 1.0;
+	while (!__atomic_load_n(&edp_enabled, __ATOMIC_ACQUIRE) && ukt_now() < until)
 		;
 	return 0;
 }
