@@ -121,9 +121,9 @@ struct ukp_kinst {
 struct ukp_kret {
 	struct kretprobe *rp;
 	_Atomic int dead;
-	int lean;			/* handler keeps to the general registers
-					   (copied into each slot for kret.S) */
-	bool leaf;			/* ...and calls nothing: keeps errno */
+	bool leaf;			/* the handler keeps to the general
+					   registers and calls nothing: it
+					   keeps errno */
 	_Atomic uint64_t free_top;	/* tag << 32 | (index + 1) */
 	unsigned n;
 	size_t isz;
@@ -663,8 +663,10 @@ static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
 	k->n = (unsigned)n;
 	k->isz = isz;
 	k->mem = mem;
-	k->lean = ukp_opt_gpr_only_locked((unsigned long)rp->handler);
-	k->leaf = k->lean && ukp_opt_leaf_locked((unsigned long)rp->handler);
+	/* lean: the handler keeps to the general registers (each slot
+	 * says so to kret.S) */
+	bool lean = ukp_opt_gpr_only_locked((unsigned long)rp->handler);
+	k->leaf = lean && ukp_opt_leaf_locked((unsigned long)rp->handler);
 	for (unsigned i = 0; i < k->n; i++) {
 		struct ukp_kinst *in = inst_at(k, i);
 		in->k = k;
@@ -675,7 +677,7 @@ static struct ukp_kret *kret_new_locked(struct kretprobe *rp, int *err)
 		in->next_free = i + 2 <= k->n ? i + 2 : 0;
 		in->self = i + 1;
 		slot_of(in->stub)->inst = in;
-		slot_of(in->stub)->lean = (uint8_t)k->lean;
+		slot_of(in->stub)->lean = lean;
 	}
 	atomic_init(&k->free_top, 1);
 	return k;
