@@ -812,15 +812,24 @@ UKT_CASE(trylock_in_a_handler_interrupting_a_plain_holder_after_register)
 /* handlers on an alternate signal stack */
 static char main_altstack[64 << 10] __attribute__((aligned(16)));
 
+/* ops traces fe_add with lock_and_signal_cb, whose SIGUSR1 handler runs on
+ * the thread's alternate signal stack */
+static void trace_fe_add_signalling_on_altstack(struct ftrace_ops *ops)
+{
+	install_usr1(true);
+	raise_fn = raise_usr1;
+	memset(ops, 0, sizeof(*ops));
+	ops->func = lock_and_signal_cb;
+	UKT_EQ(set_f(ops, "fe_add", 1), 0);
+	UKT_EQ(register_ftrace_function(ops), 0);
+}
+
 UKT_CASE(trylock_succeeds_in_a_handler_on_sigaltstack)
 {
 	stack_t ss = { .ss_sp = main_altstack, .ss_size = sizeof(main_altstack) };
 	UKT_EQ(sigaltstack(&ss, NULL), 0);
-	install_usr1(true);
-	raise_fn = raise_usr1;
-	struct ftrace_ops ops = { .func = lock_and_signal_cb };
-	UKT_EQ(set_f(&ops, "fe_add", 1), 0);
-	UKT_EQ(register_ftrace_function(&ops), 0);
+	struct ftrace_ops ops;
+	trace_fe_add_signalling_on_altstack(&ops);
 	UKT_EQ(fe_add(1, 2), 3);
 	expect_handler_took_lock();
 }
@@ -847,11 +856,8 @@ static void *thread_with_altstack(void *arg)
 
 UKT_CASE(trylock_succeeds_in_a_handler_on_a_thread_mmap_sigaltstack)
 {
-	install_usr1(true);
-	raise_fn = raise_usr1;
-	struct ftrace_ops ops = { .func = lock_and_signal_cb };
-	UKT_EQ(set_f(&ops, "fe_add", 1), 0);
-	UKT_EQ(register_ftrace_function(&ops), 0);
+	struct ftrace_ops ops;
+	trace_fe_add_signalling_on_altstack(&ops);
 	pthread_t t;
 	UKT_EQ(pthread_create(&t, NULL, thread_with_altstack, NULL), 0);
 	UKT_EQ(pthread_join(t, NULL), 0);
@@ -874,11 +880,8 @@ static void *thread_altstack_at(void *arg)
 
 UKT_CASE(trylock_in_a_handler_on_sigaltstack_above_the_thread_stack)
 {
-	install_usr1(true);
-	raise_fn = raise_usr1;
-	struct ftrace_ops ops = { .func = lock_and_signal_cb };
-	UKT_EQ(set_f(&ops, "fe_add", 1), 0);
-	UKT_EQ(register_ftrace_function(&ops), 0);
+	struct ftrace_ops ops;
+	trace_fe_add_signalling_on_altstack(&ops);
 	size_t stk = 1 << 20, alt = 64 << 10;
 	char *m = mmap(NULL, stk + alt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(m != MAP_FAILED);
@@ -896,11 +899,8 @@ UKT_CASE(trylock_in_a_handler_on_sigaltstack_above_the_thread_stack)
 
 UKT_CASE(trylock_in_a_handler_on_sigaltstack_below_the_thread_stack)
 {
-	install_usr1(true);
-	raise_fn = raise_usr1;
-	struct ftrace_ops ops = { .func = lock_and_signal_cb };
-	UKT_EQ(set_f(&ops, "fe_add", 1), 0);
-	UKT_EQ(register_ftrace_function(&ops), 0);
+	struct ftrace_ops ops;
+	trace_fe_add_signalling_on_altstack(&ops);
 	size_t gap = 1 << 20, stk = 1 << 20;
 	char *m = mmap(NULL, gap + stk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(m != MAP_FAILED);
