@@ -44,6 +44,8 @@ struct ft_site {
 	bool dead, kprobe, active;
 	uint8_t *stub;
 	struct ft_cfg *cfg;
+	uint8_t *spare[3];	/* bodies no thread runs any more */
+	uint8_t nspare;
 	char *name;
 	const char *obj;	/* object base name */
 	bool is_main;
@@ -530,8 +532,18 @@ settled:
 #define STUB_SIZE 128
 #define STUB_ATTACH 64	/* .quad ukp_ftrace_attach (a cache line of its own) */
 #define STUB_CFG 72	/* .quad cfg */
+#define BODY_SIZE 128	/* a one-ops cfg's own code (gen_body) */
 
 static struct ft_cfg cfg_none = { .tramp = ukp_ftrace_tramp_none };
+/* where in every stub (the same layout for all: make_stub) */
+static size_t stub_disp;	/* the jmp's displacement, 4-byte aligned */
+static size_t stub_far;		/* on through the cfg word to entry.S */
+
+/* the displacement of the stub's jmp to target */
+static uint32_t stub_rel(const struct ft_site *s, const uint8_t *target)
+{
+	return (uint32_t)(int32_t)(target - (s->stub + stub_disp + 4));
+}
 
 static int make_stub(struct ft_site *s)
 {
@@ -557,10 +569,25 @@ static int make_stub(struct ft_site *s)
 	c[k++] = 0x49; c[k++] = 0xff; c[k++] = 0x83;		/* incq ft_in(%r11) */
 	d = (int32_t)offsetof(struct ukp_thread, ft_in);
 	memcpy(c + k, &d, 4); k += 4;
+	while ((k + 1) & 3)
+		c[k++] = 0x90;					/* nop */
+	c[k++] = 0xe9;						/* jmp far (for now) */
+	stub_disp = k;
+	k += 4;
+	stub_far = k;
 	c[k++] = 0x4c; c[k++] = 0x8b; c[k++] = 0x1d;		/* mov cfg(%rip), %r11 */
 	d = (int32_t)(STUB_CFG - (k + 4));
 	memcpy(c + k, &d, 4); k += 4;
 	c[k++] = 0x41; c[k++] = 0xff; c[k++] = 0x23;		/* jmp *(%r11) */
+	if (k > STUB_ATTACH)
+		return -EOVERFLOW;
+	d = (int32_t)(stub_far - (stub_disp + 4));
+	memcpy(c + stub_disp, &d, 4);
+	uint64_t w = (uint64_t)(unsigned long)ukp_ftrace_attach;
+	memcpy(c + STUB_ATTACH, &w, 8);
+	w = (uint64_t)(unsigned long)&cfg_none;
+	memcpy(c + STUB_CFG, &w, 8);
+	k = STUB_CFG + 8;
 	c[jz] = (uint8_t)(k - (jz + 1));
 	c[k++] = 0xff; c[k++] = 0x15;				/* call *attach(%rip) */
 	d = (int32_t)(STUB_ATTACH - (k + 4));
@@ -570,17 +597,125 @@ static int make_stub(struct ft_site *s)
 	c[k] = (uint8_t)(int8_t)(again - (k + 1)); k++;
 	c[k++] = 0x41; c[k++] = 0x5b;				/* pop %r11 */
 	c[k++] = 0xc3;						/* ret */
-	if (k > STUB_ATTACH)
+	if (k > STUB_SIZE)
 		return -EOVERFLOW;
-	uint64_t w = (uint64_t)(unsigned long)ukp_ftrace_attach;
-	memcpy(c + STUB_ATTACH, &w, 8);
-	w = (uint64_t)(unsigned long)&cfg_none;
-	memcpy(c + STUB_CFG, &w, 8);
 	int err = ukp_slot_write_raw(st, c, sizeof(c));
 	if (err)
 		return err;
 	s->stub = st;
 	return 0;
+}
+
+/*
+ * The code of a one-ops cfg (the kernel's dynamic trampoline, per site):
+ * the stub jumps here with %r11 = the thread block, counted in; every
+ * address is an immediate, so nothing on the way to the callback waits
+ * for a load (entry.S's trampoline, which reads them from the cfg, is
+ * ~1.5 ns slower here for that chain of loads).
+ *
+ * A block is reused for another cfg of its site once a grace period has
+ * passed since its last one was replaced: every thread counted in then
+ * has counted out.  A thread that has counted out may still be in the
+ * last instructions (pop %r11, ret), so these, the count out before them,
+ * stand at the block's end, written once when the block is made and the
+ * same for every cfg; the code before them is what changes, and it ends
+ * where they begin.
+ */
+#define BODY_TAIL (BODY_SIZE - 19)
+
+static size_t body_tail(uint8_t *c)
+{
+	size_t k = BODY_TAIL;
+	int32_t d;
+
+	c[k++] = 0x64; c[k++] = 0x4c; c[k++] = 0x8b;		/* mov %fs:d32, %r11 */
+	c[k++] = 0x1c; c[k++] = 0x25;
+	d = (int32_t)tls_self;
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x49; c[k++] = 0xff; c[k++] = 0x83;		/* incq ft_out(%r11) */
+	d = (int32_t)offsetof(struct ukp_thread, ft_out);
+	memcpy(c + k, &d, 4); k += 4;
+	c[k++] = 0x41; c[k++] = 0x5b;				/* pop %r11 */
+	c[k++] = 0xc3;						/* ret */
+	return k;
+}
+
+/* The changing part into c (BODY_TAIL bytes at most), for a block at b:
+ * its length, 0 if it does not fit */
+static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
+{
+	static const uint8_t push8[] = { 0x50, 0x51, 0x52, 0x56, 0x57,
+					 0x41, 0x50, 0x41, 0x51, 0x41, 0x52 };
+	static const uint8_t pop8[] = { 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58,
+					0x5f, 0x5e, 0x5a, 0x59, 0x58 };
+	bool errno_kept = !cf->opp->leaf;
+	uint8_t v[160];
+	size_t k = 0;
+	uint64_t q;
+	int32_t d;
+
+	memcpy(v + k, push8, sizeof(push8)); k += sizeof(push8);	/* rax..r10 */
+	v[k++] = 0x48; v[k++] = 0xb8;				/* movabs &live, %rax */
+	q = (uint64_t)(unsigned long)&cf->opp->live;
+	memcpy(v + k, &q, 8); k += 8;
+	v[k++] = 0x80; v[k++] = 0x38; v[k++] = 0x00;		/* cmpb $0, (%rax) */
+	v[k++] = 0x74; size_t je = k++;				/* je out: unregistered */
+	if (errno_kept) {
+		v[k++] = 0x49; v[k++] = 0x8b; v[k++] = 0x83;	/* mov errno_p(%r11), %rax */
+		d = (int32_t)offsetof(struct ukp_thread, errno_p);
+		memcpy(v + k, &d, 4); k += 4;
+		v[k++] = 0x8b; v[k++] = 0x00;			/* mov (%rax), %eax */
+		v[k++] = 0x50;					/* push %rax */
+	} else {
+		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xec; v[k++] = 8;	/* sub $8, %rsp */
+	}
+	v[k++] = 0x48; v[k++] = 0xbf;				/* movabs ip, %rdi */
+	q = cf->ip;
+	memcpy(v + k, &q, 8); k += 8;
+	v[k++] = 0x48; v[k++] = 0x8b; v[k++] = 0x74;		/* mov 88(%rsp), %rsi */
+	v[k++] = 0x24; v[k++] = 88;				/* (parent_ip) */
+	v[k++] = 0x48; v[k++] = 0xba;				/* movabs ops, %rdx */
+	q = (uint64_t)(unsigned long)cf->ops;
+	memcpy(v + k, &q, 8); k += 8;
+	v[k++] = 0x31; v[k++] = 0xc9;				/* xor %ecx, %ecx */
+	/* a direct call if func is in reach from anywhere in the block */
+	long rel = (long)(unsigned long)cf->func - (long)(unsigned long)b;
+	size_t call = k;
+	if (rel > INT32_MIN + 2 * BODY_SIZE && rel < INT32_MAX - 2 * BODY_SIZE) {
+		v[k++] = 0xe8;					/* call func (below) */
+		k += 4;
+	} else {
+		v[k++] = 0x48; v[k++] = 0xb8;			/* movabs func, %rax */
+		q = (uint64_t)(unsigned long)cf->func;
+		memcpy(v + k, &q, 8); k += 8;
+		v[k++] = 0xff; v[k++] = 0xd0;			/* call *%rax */
+	}
+	size_t after_call = k;
+	if (errno_kept) {
+		v[k++] = 0x64; v[k++] = 0x4c; v[k++] = 0x8b;	/* mov %fs:d32, %r11 */
+		v[k++] = 0x1c; v[k++] = 0x25;
+		d = (int32_t)tls_self;
+		memcpy(v + k, &d, 4); k += 4;
+		v[k++] = 0x49; v[k++] = 0x8b; v[k++] = 0x83;	/* mov errno_p(%r11), %rax */
+		d = (int32_t)offsetof(struct ukp_thread, errno_p);
+		memcpy(v + k, &d, 4); k += 4;
+		v[k++] = 0x59;					/* pop %rcx */
+		v[k++] = 0x89; v[k++] = 0x08;			/* mov %ecx, (%rax) */
+	} else {
+		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xc4; v[k++] = 8;	/* add $8, %rsp */
+	}
+	v[je] = (uint8_t)(k - (je + 1));
+	memcpy(v + k, pop8, sizeof(pop8)); k += sizeof(pop8);	/* on into the tail */
+	if (k > BODY_TAIL)
+		return 0;
+	size_t start = BODY_TAIL - k;
+	if (v[call] == 0xe8) {
+		d = (int32_t)((long)(unsigned long)cf->func -
+			      (long)(unsigned long)(b + start + after_call));
+		memcpy(v + call + 1, &d, 4);
+	}
+	memcpy(c + start, v, k);
+	return k;
 }
 
 /* ---- filters ------------------------------------------------------------------ */
@@ -749,7 +884,40 @@ static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t 
 		c->tramp = c->vec ? ukp_ftrace_tramp_regs_vec : ukp_ftrace_tramp_regs;
 	else
 		c->tramp = c->vec ? ukp_ftrace_tramp_list_vec : ukp_ftrace_tramp_list;
+	if (c->tramp == ukp_ftrace_tramp_one || c->tramp == ukp_ftrace_tramp_one_leaf) {
+		/* its own code; without memory for it, the same through
+		 * the cfg word and entry.S */
+		uint8_t code[BODY_SIZE];
+		uint8_t *b = NULL;
+		memset(code, 0xcc, sizeof(code));
+		if (s->nspare) {
+			b = s->spare[--s->nspare];
+		} else if ((b = ukp_slot_alloc((unsigned long)s->stub, BODY_SIZE)) != NULL) {
+			body_tail(code);	/* written once, never changed */
+			if (ukp_slot_write_raw(b, code, sizeof(code)))
+				b = NULL;
+		}
+		size_t len = b ? body_code(code, b, c) : 0;
+		if (len && !ukp_slot_write_raw(b + BODY_TAIL - len, code + BODY_TAIL - len, len)) {
+			c->body = b;
+			c->entry = b + BODY_TAIL - len;
+		} else if (b && s->nspare < sizeof(s->spare) / sizeof(s->spare[0])) {
+			s->spare[s->nspare++] = b;
+		}
+	}
 	return c;
+}
+
+/* A cfg no thread uses any more (a grace period after it was replaced, or
+ * never published); its code goes back to its site. */
+static void cfg_free_locked(struct ft_cfg *c)
+{
+	if (!c)
+		return;
+	struct ft_site *s = c->site;
+	if (c->body && s->nspare < sizeof(s->spare) / sizeof(s->spare[0]))
+		s->spare[s->nspare++] = c->body;
+	free(c);
 }
 
 /* Bring the sites (all if v is NULL) to what the registered ops want. */
@@ -759,6 +927,8 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	size_t n = only ? nonly : t ? t->n : 0;
 	struct ft_site **pv = malloc((n + 1) * sizeof(*pv));
 	unsigned long *pt = malloc((n + 1) * sizeof(*pt));
+	struct ft_site **cs = malloc((n + 1) * sizeof(*cs));
+	struct ft_cfg **cc = malloc((n + 1) * sizeof(*cc));
 	size_t max = 1;		/* every registered ops, and the kprobes */
 	for (struct ft_opp *o = ops_head; o; o = o->next)
 		max++;
@@ -766,12 +936,17 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	size_t np = 0;
 	int err = 0;
 
-	if (!pv || !pt || !e) {
+	if (!pv || !pt || !e || !cs || !cc) {
 		free(pv);
 		free(pt);
 		free(e);
+		free(cs);
+		free(cc);
 		return -ENOMEM;
 	}
+	/* first every new cfg and its code, written where no thread runs */
+	size_t nc = 0;
+	bool bodies = false;
 	for (size_t i = 0; i < n; i++) {
 		struct ft_site *s = only ? only[i] : t->v[i];
 		size_t ne = wanted(s, e, max);
@@ -786,9 +961,27 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 				err = -ENOMEM;
 				break;
 			}
+			bodies |= c->body != NULL;
 		}
-		if (s->stub)
+		cs[nc] = s;
+		cc[nc++] = c;
+	}
+	if (err) {
+		while (nc--)
+			cfg_free_locked(cc[nc]);
+		nc = 0;
+	}
+	if (bodies)
+		ukp_text_serialize();
+	/* then publish them: one store each (the cfg word, then the jmp) */
+	for (size_t i = 0; i < nc; i++) {
+		struct ft_site *s = cs[i];
+		struct ft_cfg *c = cc[i];
+		if (s->stub) {
 			ukp_slot_set_word(s->stub + STUB_CFG, (uint64_t)(unsigned long)(c ? c : &cfg_none));
+			ukp_slot_set_u32(s->stub + stub_disp,
+					 stub_rel(s, c && c->body ? c->entry : s->stub + stub_far));
+		}
 		if (s->cfg) {
 			s->cfg->next_garbage = garbage;
 			garbage = s->cfg;
@@ -811,6 +1004,8 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	free(pv);
 	free(pt);
 	free(e);
+	free(cs);
+	free(cc);
 	return err;
 }
 
@@ -831,11 +1026,15 @@ static void reap(void)
 		for (size_t i = 0; i < ntg; i++)
 			free(tg[i]);
 	}
+	if (!g)
+		return;
+	pthread_mutex_lock(&ukp_lock);	/* the sites' spare code */
 	while (g) {
 		struct ft_cfg *next = g->next_garbage;
-		free(g);
+		cfg_free_locked(g);
 		g = next;
 	}
+	pthread_mutex_unlock(&ukp_lock);
 }
 
 void ukp_ftrace_reap(void)

@@ -51,6 +51,8 @@ struct ft_cfg {
 	bool regs, vec;
 	struct ft_site *site;
 	struct ft_cfg *next_garbage;
+	uint8_t *body;			/* its own code (one ops), or NULL */
+	uint8_t *entry;			/* where in body the stub jumps */
 	struct ft_ent e[];		/* FC_E, FE_SIZE bytes each */
 };
 

@@ -211,6 +211,7 @@ void ukp_slots_init(void);
 /* Executable memory within +-1 GiB of near.  NULL on failure. */
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 void ukp_slot_set_word(uint8_t *at, uint64_t v);
+void ukp_slot_set_u32(uint8_t *at, uint32_t v);
 int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len);
 /* Copy code into slot memory (makes it writable for the duration). */
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
@@ -236,6 +237,7 @@ struct ukp_poke { unsigned long addr; uint8_t byte; };
 /* Write the bytes, one protection change per page, one serialisation. */
 int ukp_text_poke_batch(const struct ukp_poke *pokes, size_t n);
 void ukp_text_init(void);
+void ukp_text_serialize(void);
 int ukp_text_is_exec(unsigned long addr);
 
 /* ------------------------------------------------------------------ */

@@ -239,6 +239,17 @@ void ukp_slot_set_word(uint8_t *at, uint64_t v)
 				 __ATOMIC_RELEASE);
 }
 
+/* An aligned 4-byte field of written code (a jump's displacement), in one
+ * store: a thread running the instruction meanwhile sees the old target or
+ * the new one, never a mix. */
+void ukp_slot_set_u32(uint8_t *at, uint32_t v)
+{
+	struct chunk *c = chunk_of((unsigned long)at);
+	if (c && !((unsigned long)at & 3))
+		__atomic_store_n((uint32_t *)(void *)(c->rw + ((unsigned long)at - c->base)), v,
+				 __ATOMIC_RELEASE);
+}
+
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 		   struct ukp_site *site, const int8_t *sp_fix)
 {

@@ -79,6 +79,13 @@ static void serialize_all_cores(void)
 		syscall(SYS_membarrier, sync_core_cmd, 0, 0);
 }
 
+/* Code written where no thread runs (slot memory) before it is published:
+ * every core drops what it may have fetched of it before. */
+void ukp_text_serialize(void)
+{
+	serialize_all_cores();
+}
+
 struct map { unsigned long lo, hi; int prot; };
 
 static int read_maps(struct map **out, size_t *n)

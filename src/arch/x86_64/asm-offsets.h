@@ -78,7 +78,7 @@
 #define FC_OPP 32
 #define FC_WALK 40
 #define FC_N 48
-#define FC_E 72
+#define FC_E 88
 #define FE_FUNC 0
 #define FE_OPS 8
 #define FE_OPP 16
