@@ -532,7 +532,7 @@ settled:
 #define STUB_SIZE 128
 #define STUB_ATTACH 64	/* .quad ukp_ftrace_attach (a cache line of its own) */
 #define STUB_CFG 72	/* .quad cfg */
-#define BODY_SIZE 128	/* a one-ops cfg's own code (gen_body) */
+#define BODY_SIZE 256	/* the code of a cfg of lean ops (body_code) */
 
 static struct ft_cfg cfg_none = { .tramp = ukp_ftrace_tramp_none };
 /* where in every stub (the same layout for all: make_stub) */
@@ -641,25 +641,23 @@ static size_t body_tail(uint8_t *c)
 }
 
 /* The changing part into c (BODY_TAIL bytes at most), for a block at b:
- * its length, 0 if it does not fit */
+ * every callback of the cfg in turn; its length, 0 if it does not fit */
 static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 {
 	static const uint8_t push8[] = { 0x50, 0x51, 0x52, 0x56, 0x57,
 					 0x41, 0x50, 0x41, 0x51, 0x41, 0x52 };
 	static const uint8_t pop8[] = { 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58,
 					0x5f, 0x5e, 0x5a, 0x59, 0x58 };
-	bool errno_kept = !cf->opp->leaf;
-	uint8_t v[160];
-	size_t k = 0;
+	bool errno_kept = false;
+	uint8_t v[BODY_SIZE + 64];
+	size_t k = 0, calls[8], ncalls = 0;
+	unsigned long callfn[8];
 	uint64_t q;
 	int32_t d;
 
+	for (unsigned i = 0; i < cf->n; i++)
+		errno_kept |= !cf->e[i].opp->leaf;
 	memcpy(v + k, push8, sizeof(push8)); k += sizeof(push8);	/* rax..r10 */
-	v[k++] = 0x48; v[k++] = 0xb8;				/* movabs &live, %rax */
-	q = (uint64_t)(unsigned long)&cf->opp->live;
-	memcpy(v + k, &q, 8); k += 8;
-	v[k++] = 0x80; v[k++] = 0x38; v[k++] = 0x00;		/* cmpb $0, (%rax) */
-	v[k++] = 0x74; size_t je = k++;				/* je out: unregistered */
 	if (errno_kept) {
 		v[k++] = 0x49; v[k++] = 0x8b; v[k++] = 0x83;	/* mov errno_p(%r11), %rax */
 		d = (int32_t)offsetof(struct ukp_thread, errno_p);
@@ -669,28 +667,37 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 	} else {
 		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xec; v[k++] = 8;	/* sub $8, %rsp */
 	}
-	v[k++] = 0x48; v[k++] = 0xbf;				/* movabs ip, %rdi */
-	q = cf->ip;
-	memcpy(v + k, &q, 8); k += 8;
-	v[k++] = 0x48; v[k++] = 0x8b; v[k++] = 0x74;		/* mov 88(%rsp), %rsi */
-	v[k++] = 0x24; v[k++] = 88;				/* (parent_ip) */
-	v[k++] = 0x48; v[k++] = 0xba;				/* movabs ops, %rdx */
-	q = (uint64_t)(unsigned long)cf->ops;
-	memcpy(v + k, &q, 8); k += 8;
-	v[k++] = 0x31; v[k++] = 0xc9;				/* xor %ecx, %ecx */
-	/* a direct call if func is in reach from anywhere in the block */
-	long rel = (long)(unsigned long)cf->func - (long)(unsigned long)b;
-	size_t call = k;
-	if (rel > INT32_MIN + 2 * BODY_SIZE && rel < INT32_MAX - 2 * BODY_SIZE) {
-		v[k++] = 0xe8;					/* call func (below) */
-		k += 4;
-	} else {
-		v[k++] = 0x48; v[k++] = 0xb8;			/* movabs func, %rax */
-		q = (uint64_t)(unsigned long)cf->func;
+	for (unsigned i = 0; i < cf->n && k + 64 < sizeof(v) && ncalls < 8; i++) {
+		const struct ft_ent *e = &cf->e[i];
+		v[k++] = 0x48; v[k++] = 0xb8;			/* movabs &live, %rax */
+		q = (uint64_t)(unsigned long)&e->opp->live;
 		memcpy(v + k, &q, 8); k += 8;
-		v[k++] = 0xff; v[k++] = 0xd0;			/* call *%rax */
+		v[k++] = 0x80; v[k++] = 0x38; v[k++] = 0x00;	/* cmpb $0, (%rax) */
+		v[k++] = 0x74; size_t je = k++;			/* je: unregistered */
+		v[k++] = 0x48; v[k++] = 0xbf;			/* movabs ip, %rdi */
+		q = cf->ip;
+		memcpy(v + k, &q, 8); k += 8;
+		v[k++] = 0x48; v[k++] = 0x8b; v[k++] = 0x74;	/* mov 88(%rsp), %rsi */
+		v[k++] = 0x24; v[k++] = 88;			/* (parent_ip) */
+		v[k++] = 0x48; v[k++] = 0xba;			/* movabs ops, %rdx */
+		q = (uint64_t)(unsigned long)e->ops;
+		memcpy(v + k, &q, 8); k += 8;
+		v[k++] = 0x31; v[k++] = 0xc9;			/* xor %ecx, %ecx */
+		/* a direct call if func is in reach from anywhere in the block */
+		long rel = (long)(unsigned long)e->func - (long)(unsigned long)b;
+		if (rel > INT32_MIN + 2 * BODY_SIZE && rel < INT32_MAX - 2 * BODY_SIZE) {
+			callfn[ncalls] = (unsigned long)e->func;
+			calls[ncalls++] = k;
+			v[k++] = 0xe8;				/* call func (below) */
+			k += 4;
+		} else {
+			v[k++] = 0x48; v[k++] = 0xb8;		/* movabs func, %rax */
+			q = (uint64_t)(unsigned long)e->func;
+			memcpy(v + k, &q, 8); k += 8;
+			v[k++] = 0xff; v[k++] = 0xd0;		/* call *%rax */
+		}
+		v[je] = (uint8_t)(k - (je + 1));
 	}
-	size_t after_call = k;
 	if (errno_kept) {
 		v[k++] = 0x64; v[k++] = 0x4c; v[k++] = 0x8b;	/* mov %fs:d32, %r11 */
 		v[k++] = 0x1c; v[k++] = 0x25;
@@ -704,15 +711,14 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 	} else {
 		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xc4; v[k++] = 8;	/* add $8, %rsp */
 	}
-	v[je] = (uint8_t)(k - (je + 1));
 	memcpy(v + k, pop8, sizeof(pop8)); k += sizeof(pop8);	/* on into the tail */
 	if (k > BODY_TAIL)
 		return 0;
 	size_t start = BODY_TAIL - k;
-	if (v[call] == 0xe8) {
-		d = (int32_t)((long)(unsigned long)cf->func -
-			      (long)(unsigned long)(b + start + after_call));
-		memcpy(v + call + 1, &d, 4);
+	for (size_t i = 0; i < ncalls; i++) {	/* the calls' displacements */
+		size_t at = calls[i];
+		d = (int32_t)((long)callfn[i] - (long)(unsigned long)(b + start + at + 5));
+		memcpy(v + at + 1, &d, 4);
 	}
 	memcpy(c + start, v, k);
 	return k;
@@ -884,7 +890,8 @@ static struct ft_cfg *cfg_new(struct ft_site *s, const struct ft_ent *e, size_t 
 		c->tramp = c->vec ? ukp_ftrace_tramp_regs_vec : ukp_ftrace_tramp_regs;
 	else
 		c->tramp = c->vec ? ukp_ftrace_tramp_list_vec : ukp_ftrace_tramp_list;
-	if (c->tramp == ukp_ftrace_tramp_one || c->tramp == ukp_ftrace_tramp_one_leaf) {
+	if (c->tramp == ukp_ftrace_tramp_one || c->tramp == ukp_ftrace_tramp_one_leaf ||
+	    (c->tramp == ukp_ftrace_tramp_list_lean && n <= 3)) {
 		/* its own code; without memory for it, the same through
 		 * the cfg word and entry.S */
 		uint8_t code[BODY_SIZE];
