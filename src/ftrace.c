@@ -5,24 +5,26 @@
  * Patch sites are the function entries the compiler recorded (symbols.c
  * reads the sections), in every object loaded now or later.  A site is a
  * 5-byte nop until some ops traces it; then it calls the site's own stub,
- * 64 bytes of slot memory next to it:
+ * 128 bytes of slot memory next to it:
  *
  *	push %r11
  *	mov %fs:ukp_self, %r11		; the thread block
  *	test %r11, %r11 ; jz attach
  *	incq ft_in(%r11)		; this call is inside (grace periods)
- *	mov cfg(%rip), %r11		; the site's callbacks now
- *	jmp *(%r11)			; their trampoline (entry.S)
+ *	jmp <code>			; the cfg's own code, or far:
+ *   far:	mov cfg(%rip), %r11 ; jmp *(%r11)	; entry.S, reading the cfg
  *	...
  *	cfg: .quad <struct ft_cfg *>
  *
- * What changes is only the cfg word: adding or removing an ops on a site
- * that stays traced is one 8-byte store, and the old cfg is freed after a
- * grace period (the counters above; sync.c).  Code changes only between
- * "traced" and "not traced", with the int3 protocol (the kernel's
- * text_poke_bp): int3 first, then the tail, then the first byte, each
- * step serialised; a thread that meets the int3 meanwhile has the new
- * instruction emulated by the SIGTRAP handler.
+ * What changes is the cfg word and the jmp's displacement (one aligned
+ * 4-byte store): adding or removing an ops on a site that stays traced
+ * makes a new cfg, and the old one (with its code block, which goes back
+ * to the site) is freed after a grace period (the counters above; sync.c).
+ * Code at the site changes only between "traced" and "not traced", with
+ * the int3 protocol (the kernel's text_poke_bp): int3 first, then the
+ * tail, then the first byte, each step serialised; a thread that meets
+ * the int3 meanwhile has the new instruction emulated by the SIGTRAP
+ * handler.
  *
  * The trampolines: one ops that needs neither registers nor vector state
  * calls its func directly (the kernel's dynamic trampoline); anything
@@ -607,7 +609,8 @@ static int make_stub(struct ft_site *s)
 }
 
 /*
- * The code of a one-ops cfg (the kernel's dynamic trampoline, per site):
+ * The code of a cfg of one to three lean ops (the kernel's dynamic
+ * trampoline, per site):
  * the stub jumps here with %r11 = the thread block, counted in; every
  * address is an immediate, so nothing on the way to the callback waits
  * for a load (entry.S's trampoline, which reads them from the cfg, is
