@@ -210,6 +210,56 @@ static unsigned long call_target(unsigned long ret)
 	UKT_EQ(cb_parent[2], cb_parent[0]);
 BOTH(callback_gets_ip_parent_ip_and_op, IP_AND_PARENT)
 
+/*
+ * Up to three lean ops on a function (no flags) run through code made for
+ * the site: each callback once, in order, with its own op and the same ip
+ * and parent_ip; an unregistered one skipped; errno (which the callback
+ * sets) and the function's result kept.  Four go through entry.S's walk.
+ */
+static void list_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		    struct pt_regs *regs)
+{
+	args_cb(ip, parent_ip, op, regs);
+	strcat(order, (const char *)op->private);
+	errno = 55;
+}
+
+#define LEAN_LIST(p)							\
+	struct ftrace_ops o[4] = { { .func = list_cb, .private = "A" },	\
+				   { .func = list_cb, .private = "B" },	\
+				   { .func = list_cb, .private = "C" },	\
+				   { .func = list_cb, .private = "D" } }; \
+	static const char *const want[] = { "A", "AB", "ABC", "ABCD" };	\
+	for (int k = 0; k < 4; k++) {					\
+		UKT_EQ(set_f(&o[k], S(p, add), 1), 0);			\
+		UKT_EQ(register_ftrace_function(&o[k]), 0);		\
+		for (int round = 0; round < 100; round++) {		\
+			order[0] = 0;					\
+			ncb = 0;					\
+			errno = 1234;					\
+			UKT_EQ(FT_CAT(p, add)(round, 1), round + 1);	\
+			UKT_EQ(errno, 1234);				\
+			UKT_STREQ(order, want[k]);			\
+			UKT_EQ(ncb, k + 1);				\
+			for (int i = 0; i <= k; i++) {			\
+				UKT_EQ(cb_ip[i], UL(FT_CAT(p, add)));	\
+				UKT_EQ(cb_parent[i], cb_parent[0]);	\
+				UKT_ASSERT(cb_op[i] == &o[i]);		\
+			}						\
+		}							\
+	}								\
+	UKT_EQ(unregister_ftrace_function(&o[1]), 0);			\
+	UKT_EQ(unregister_ftrace_function(&o[3]), 0);			\
+	order[0] = 0;							\
+	UKT_EQ(FT_CAT(p, add)(2, 2), 4);				\
+	UKT_STREQ(order, "AC");						\
+	UKT_EQ(unregister_ftrace_function(&o[0]), 0);			\
+	UKT_EQ(unregister_ftrace_function(&o[2]), 0);			\
+	order[0] = 0;							\
+	UKT_EQ(FT_CAT(p, add)(2, 2), 4);				\
+	UKT_STREQ(order, "");
+BOTH(lean_lists_of_one_to_four_ops_in_order_with_errno_kept, LEAN_LIST)
+
 UKT_CASE(rcu_flag_is_accepted_and_called)
 {
 	struct ftrace_ops ops = { .func = count_cb, .flags = FTRACE_OPS_FL_RCU };
