@@ -547,6 +547,27 @@ static uint32_t stub_rel(const struct ft_site *s, const uint8_t *target)
 	return (uint32_t)(int32_t)(target - (s->stub + stub_disp + 4));
 }
 
+/* The instructions stubs and code blocks share (each at c + *k). */
+static void emit_self_r11(uint8_t *c, size_t *k)	/* mov %fs:ukp_self, %r11 */
+{
+	int32_t d = (int32_t)tls_self;
+	memcpy(c + *k, (const uint8_t[]){ 0x64, 0x4c, 0x8b, 0x1c, 0x25 }, 5);
+	memcpy(c + *k + 5, &d, 4);
+	*k += 9;
+}
+
+static void emit_r11_insn(uint8_t *c, size_t *k, uint8_t op, uint8_t modrm, size_t off)
+{						/* op d32(%r11): REX.W+B */
+	int32_t d = (int32_t)off;
+	c[(*k)++] = 0x49; c[(*k)++] = op; c[(*k)++] = modrm;
+	memcpy(c + *k, &d, 4);
+	*k += 4;
+}
+#define EMIT_INCQ_R11(c, k, field)	/* incq field(%r11) */ \
+	emit_r11_insn(c, k, 0xff, 0x83, offsetof(struct ukp_thread, field))
+#define EMIT_ERRNO_P_RAX(c, k)		/* mov errno_p(%r11), %rax */ \
+	emit_r11_insn(c, k, 0x8b, 0x83, offsetof(struct ukp_thread, errno_p))
+
 static int make_stub(struct ft_site *s)
 {
 	uint8_t c[STUB_SIZE];
@@ -559,18 +580,13 @@ static int make_stub(struct ft_site *s)
 
 	memset(c, 0xcc, sizeof(c));
 	c[k++] = 0x41; c[k++] = 0x53;				/* push %r11 */
-	c[k++] = 0x64; c[k++] = 0x4c; c[k++] = 0x8b;		/* mov %fs:d32, %r11 */
-	c[k++] = 0x1c; c[k++] = 0x25;
-	d = (int32_t)tls_self;
-	memcpy(c + k, &d, 4); k += 4;
+	emit_self_r11(c, &k);
 	c[k++] = 0x4d; c[k++] = 0x85; c[k++] = 0xdb;		/* test %r11, %r11 */
 	c[k++] = 0x74; size_t jz = k++;				/* jz attach */
 	size_t again = k;
 	if (!ukp_fast_readers)
 		c[k++] = 0xf0;					/* lock */
-	c[k++] = 0x49; c[k++] = 0xff; c[k++] = 0x83;		/* incq ft_in(%r11) */
-	d = (int32_t)offsetof(struct ukp_thread, ft_in);
-	memcpy(c + k, &d, 4); k += 4;
+	EMIT_INCQ_R11(c, &k, ft_in);
 	while ((k + 1) & 3)
 		c[k++] = 0x90;					/* nop */
 	c[k++] = 0xe9;						/* jmp far (for now) */
@@ -629,15 +645,9 @@ static int make_stub(struct ft_site *s)
 static size_t body_tail(uint8_t *c)
 {
 	size_t k = BODY_TAIL;
-	int32_t d;
 
-	c[k++] = 0x64; c[k++] = 0x4c; c[k++] = 0x8b;		/* mov %fs:d32, %r11 */
-	c[k++] = 0x1c; c[k++] = 0x25;
-	d = (int32_t)tls_self;
-	memcpy(c + k, &d, 4); k += 4;
-	c[k++] = 0x49; c[k++] = 0xff; c[k++] = 0x83;		/* incq ft_out(%r11) */
-	d = (int32_t)offsetof(struct ukp_thread, ft_out);
-	memcpy(c + k, &d, 4); k += 4;
+	emit_self_r11(c, &k);
+	EMIT_INCQ_R11(c, &k, ft_out);
 	c[k++] = 0x41; c[k++] = 0x5b;				/* pop %r11 */
 	c[k++] = 0xc3;						/* ret */
 	return k;
@@ -662,16 +672,16 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 		errno_kept |= !cf->e[i].opp->leaf;
 	memcpy(v + k, push8, sizeof(push8)); k += sizeof(push8);	/* rax..r10 */
 	if (errno_kept) {
-		v[k++] = 0x49; v[k++] = 0x8b; v[k++] = 0x83;	/* mov errno_p(%r11), %rax */
-		d = (int32_t)offsetof(struct ukp_thread, errno_p);
-		memcpy(v + k, &d, 4); k += 4;
+		EMIT_ERRNO_P_RAX(v, &k);
 		v[k++] = 0x8b; v[k++] = 0x00;			/* mov (%rax), %eax */
 		v[k++] = 0x50;					/* push %rax */
 	} else {
 		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xec; v[k++] = 8;	/* sub $8, %rsp */
 	}
-	for (unsigned i = 0; i < cf->n && k + 64 < sizeof(v) && ncalls < 8; i++) {
+	for (unsigned i = 0; i < cf->n; i++) {
 		const struct ft_ent *e = &cf->e[i];
+		if (k + 64 > sizeof(v) || ncalls == 8)
+			return 0;	/* too many: entry.S walks them */
 		v[k++] = 0x48; v[k++] = 0xb8;			/* movabs &live, %rax */
 		q = (uint64_t)(unsigned long)&e->opp->live;
 		memcpy(v + k, &q, 8); k += 8;
@@ -702,13 +712,8 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 		v[je] = (uint8_t)(k - (je + 1));
 	}
 	if (errno_kept) {
-		v[k++] = 0x64; v[k++] = 0x4c; v[k++] = 0x8b;	/* mov %fs:d32, %r11 */
-		v[k++] = 0x1c; v[k++] = 0x25;
-		d = (int32_t)tls_self;
-		memcpy(v + k, &d, 4); k += 4;
-		v[k++] = 0x49; v[k++] = 0x8b; v[k++] = 0x83;	/* mov errno_p(%r11), %rax */
-		d = (int32_t)offsetof(struct ukp_thread, errno_p);
-		memcpy(v + k, &d, 4); k += 4;
+		emit_self_r11(v, &k);
+		EMIT_ERRNO_P_RAX(v, &k);
 		v[k++] = 0x59;					/* pop %rcx */
 		v[k++] = 0x89; v[k++] = 0x08;			/* mov %ecx, (%rax) */
 	} else {

@@ -51,7 +51,7 @@ struct ft_cfg {
 	bool regs, vec;
 	struct ft_site *site;
 	struct ft_cfg *next_garbage;
-	uint8_t *body;			/* its own code (one ops), or NULL */
+	uint8_t *body;			/* its own code (1-3 lean ops), or NULL */
 	uint8_t *entry;			/* where in body the stub jumps */
 	struct ft_ent e[];		/* FC_E, FE_SIZE bytes each */
 };
