@@ -169,6 +169,7 @@ struct ukp_plist {
 	unsigned n;
 	bool any_post;
 	bool gpr_only;		/* every handler leaves vector/x87 state alone */
+	bool lean1;		/* gpr_only with one probe: the lean fast path */
 	struct kprobe *p[];
 };
 

@@ -391,6 +391,7 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 		    !ukp_opt_gpr_only_locked((unsigned long)p->fault_handler))
 			l->gpr_only = false;
 	}
+	l->lean1 = l->gpr_only && l->n == 1;
 	return l;
 }
 

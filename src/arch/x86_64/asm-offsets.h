@@ -25,8 +25,7 @@
 #define T_FT_OUT 2344
 /* struct ukp_site, struct ukp_plist */
 #define S_PROBES 128
-#define L_N 0
-#define L_GPR_ONLY 5
+#define L_LEAN1 6
 #define L_P 8
 /* struct kprobe (ukprobes/kprobes.h) */
 #define KP_PRE_HANDLER 24

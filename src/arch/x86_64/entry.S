@@ -277,13 +277,13 @@ ukp_post_trampoline_end:
 1:	mov %rsp, %rbx			/* rbx = pt_regs */
 .endm
 
-/* %rsp = pt_regs, eax = the dispatch's answer: back to R, or where a
- * handler sent the probed code */
-.macro OPT_EXIT
+/* %rsp = pt_regs, ans (eax unless given) = the dispatch's answer: back
+ * to R, or where a handler sent the probed code */
+.macro OPT_EXIT ans=%eax
 	lea FRAME_SP(%rsp), %rcx
 	cmp PT_SP(%rsp), %rcx
 	jne 30f				/* a handler moved sp */
-	test %eax, %eax
+	test \ans, \ans
 	jnz 20f
 	/* flags without popfq (microcoded, ~7 ns here): DF by std, OF by
 	 * an add that overflows exactly when it was set, then sahf for SF
@@ -303,7 +303,7 @@ ukp_post_trampoline_end:
 20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
 	mov %rax, PT_SIZE(%rsp)
 	jmp 10b
-30:	test %eax, %eax			/* sp moved: the int3 exit loads */
+30:	test \ans, \ans			/* sp moved: the int3 exit loads */
 	jnz ukp_post_slow_trap		/* everything from pt_regs; without */
 	mov PT_SIZE(%rsp), %rax		/* a redirect, on to the region's */
 	mov %rax, PT_IP(%rsp)		/* copy */
@@ -453,10 +453,8 @@ ukp_opt_tramp_lean:
 	mov S_PROBES(%rdi), %r13
 	test %r13, %r13
 	jz 49f
-	cmpb $0, L_GPR_ONLY(%r13)
+	cmpb $0, L_LEAN1(%r13)		/* one probe, handlers proven lean */
 	je 49f
-	cmpl $1, L_N(%r13)
-	jne 49f
 	cmpl $0, ukp_knob_enabled(%rip)
 	je 49f
 	cmpl $0, T_INTERNAL(%r12)
@@ -479,9 +477,7 @@ ukp_opt_tramp_lean:
 	mov %rdi, T_CUR(%r12)
 	mov %rbx, %rsi
 	call *%rax			/* p->pre_handler(p, regs) */
-	xor %ecx, %ecx
-	test %eax, %eax
-	setnz %cl			/* 1: it redirected */
+	mov %eax, %r13d			/* non-zero: it redirected */
 	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
 	movq $0, T_CUR(%r12)
 	mov T_ERRNO_P(%r12), %rdx
@@ -490,8 +486,8 @@ ukp_opt_tramp_lean:
 	mov %eax, (%rdx)
 48:	movq $0, T_NEST(%r12)		/* in_handler, and ukp_read_unlock(): */
 	incq T_SEQ(%r12)		/* seq even */
-	mov %ecx, %eax
-	jmp ukp_opt_lean_ret
+	mov %rbx, %rsp
+	OPT_EXIT %r13d			/* straight out: no answer 2 here */
 49:	movq $0, T_NEST(%r12)		/* not the common case: unlock, */
 	incq T_SEQ(%r12)		/* and the C dispatch decides */
 	mov PT_SIZE(%rbx), %rax		/* R */
