@@ -170,6 +170,8 @@ struct ukp_plist {
 	bool any_post;
 	bool gpr_only;		/* every handler leaves vector/x87 state alone */
 	bool lean1;		/* gpr_only with one probe: the lean fast path */
+	bool kret1;		/* one probe, a kretprobe without entry_handler:
+				   ukp_opt_tramp_kret's fast path */
 	struct kprobe *p[];
 };
 
@@ -302,6 +304,8 @@ int ukp_opt_handler_check(void *fn, char *why, size_t n);
  * one) whatever its probes are, as a thread can find it between a change
  * of the probe list and the switch of the pointer. */
 int ukp_opt_force_tramp(unsigned long addr, bool lean);
+/* ...or to tramp (NULL: its class one) */
+int ukp_opt_force_tramp_fn(unsigned long addr, void (*tramp)(void));
 
 /*
  * The registry's side (all under ukp_lock).  Before a site's probes,
@@ -369,6 +373,7 @@ void ukp_kret_init(void);
 bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
 bool ukp_is_jprobe_handler(const struct kprobe *p);
 bool ukp_is_kret_entry(const struct kprobe *p);	/* a kretprobe's entry */
+bool ukp_is_kret_plain_entry(const struct kprobe *p);	/* ...without entry_handler */
 void ukp_kret_thread_gone(struct ukp_thread *t);
 /* ------------------------------------------------------------------ */
 /* ftrace function hooks (ftrace.c, ftrace_hit.c)                       */

@@ -392,6 +392,7 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 			l->gpr_only = false;
 	}
 	l->lean1 = l->gpr_only && l->n == 1;
+	l->kret1 = l->n == 1 && ukp_is_kret_plain_entry(l->p[0]) && !l->p[0]->post_handler;
 	return l;
 }
 

@@ -54,6 +54,8 @@ _Static_assert(sizeof(struct kret_slot) == 32, "a slot mirrors a 32-byte unit");
 UKP_OFF(struct kret_slot, primed, KS_PRIMED, 1);
 UKP_OFF(struct kret_slot, lean, KS_LEAN, 1);
 UKP_OFF(struct kret_slot, ra, KS_RA, 8);
+UKP_OFF(struct kret_slot, cont, KS_CONT, 8);
+UKP_OFF(struct kret_slot, inst, KS_INST, 8);
 /* the priming call reads cont at stub + W - 8 (kret.S) */
 UKP_OFF(struct kret_slot, cont, KS_RA - 8, 8);
 /* Mirrors the units of stubs: the slot of unit k is at the unit's address
@@ -172,6 +174,34 @@ static inline __attribute__((always_inline)) void inst_push(struct ukp_kret *k, 
 			return;
 	}
 }
+
+/* what ukp_opt_tramp_kret (entry.S) does of kret_entry, where it reads it */
+UKP_OFF(struct ukp_kinst, k, KI_K, 8);
+UKP_OFF(struct ukp_kinst, below, KI_BELOW, 8);
+UKP_OFF(struct ukp_kinst, sp, KI_SP, 8);
+UKP_OFF(struct ukp_kinst, t, KI_T, 8);
+UKP_OFF(struct ukp_kinst, stub_addr, KI_STUB_ADDR, 8);
+UKP_OFF(struct ukp_kinst, prime, KI_PRIME, 8);
+UKP_OFF(struct ukp_kinst, slot, KI_SLOT, 8);
+UKP_OFF(struct ukp_kinst, next_free, KI_NEXT_FREE, 4);
+UKP_OFF(struct ukp_kinst, self, KI_SELF, 4);
+_Static_assert(sizeof(struct ukp_kinst) == KI_SIZE, "struct ukp_kinst's size");
+UKP_OFF(struct kretprobe_instance, rp, RI_RP, 8);
+UKP_OFF(struct kretprobe_instance, ret_addr, RI_RET_ADDR, 8);
+UKP_OFF(struct kretprobe_instance, task, RI_TASK, 4);
+UKP_OFF(struct ukp_kret, rp, K_RP, 8);
+UKP_OFF(struct ukp_kret, dead, K_DEAD, 4);
+UKP_OFF(struct ukp_kret, leaf, K_LEAF, 1);
+UKP_OFF(struct ukp_kret, free_top, K_FREE_TOP, 8);
+UKP_OFF(struct ukp_kret, isz, K_ISZ, 8);
+UKP_OFF(struct ukp_kret, mem, K_MEM, 8);
+_Static_assert(offsetof(struct kretprobe, kp) == 0, "struct kretprobe.kp first");
+UKP_OFF(struct kretprobe, __ukp_priv[0], RP_PRIV, 8);
+UKP_OFF(struct kretprobe, handler, RP_HANDLER, 8);
+UKP_OFF(struct ukp_thread, lean_kret, T_LEAN_KRET, 4);
+UKP_OFF(struct ukp_thread, kret_slot, T_KRET_SLOT, 8);
+UKP_OFF(struct ukp_thread, kret_errp, T_KRET_ERRP, 8);
+_Static_assert(UKP_ARCH_KRET_DROP_LEN == 5, "ukp_opt_tramp_kret's cont");
 
 /* unregistered kretprobes with calls still in flight, under ukp_lock */
 static struct ukp_kret *zombies;
@@ -837,6 +867,11 @@ struct ukp_jrec *ukp_jprobe_unwind(void)
 	struct ukp_jrec *r = &t->jrec[--t->jdepth];
 	memcpy((void *)r->regs.sp, r->stack, r->nstack);
 	return r;
+}
+
+bool ukp_is_kret_plain_entry(const struct kprobe *p)
+{
+	return p->pre_handler == kret_pre_plain;
 }
 
 bool ukp_is_kret_entry(const struct kprobe *p)

@@ -339,9 +339,11 @@ int ukp_opt_handler_check(void *fn, char *why, size_t n)
 /* The trampoline for the site's probes as they are now: the lean one if
  * every handler leaves the vector state alone, else the one for what is
  * live at the probe point. */
-static void (*tramp_for_locked(const struct ukp_site *s))(void)
+static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 {
 	const struct ukp_plist *l = atomic_load(&s->probes);
+	if (l && l->kret1 && kret)
+		return ukp_opt_tramp_kret;	/* needs the kret detour's word */
 	if (l && l->gpr_only)
 		return ukp_opt_tramp_lean;
 	return ukp_arch_opt_tramp(s->opt->r.vsave);
@@ -359,7 +361,7 @@ static uint8_t *tramp_word(const struct ukp_opt *o)
 static void tramp_refresh_locked(struct ukp_site *s)
 {
 	if (s && s->opt && s->opt->detour)
-		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s));
+		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s, s->opt->kret));
 }
 
 /* ip is R of the site's detour of the return probes' variant (the opt
@@ -371,18 +373,23 @@ bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip)
 	       ip == (unsigned long)o->detour + o->copy - UKP_ARCH_KRET_R_LEN;
 }
 
-int ukp_opt_force_tramp(unsigned long addr, bool lean)
+int ukp_opt_force_tramp_fn(unsigned long addr, void (*tramp)(void))
 {
 	int err = -ENOENT;
 	ukp_lock_registry();
 	struct ukp_site *s = ukp_site_lookup(addr);
 	if (s && s->opt && s->opt->detour) {
-		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)(lean ?
-				  ukp_opt_tramp_lean : ukp_arch_opt_tramp(s->opt->r.vsave)));
+		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)(tramp ? tramp :
+				  ukp_arch_opt_tramp(s->opt->r.vsave)));
 		err = 0;
 	}
 	pthread_mutex_unlock(&ukp_lock);
 	return err;
+}
+
+int ukp_opt_force_tramp(unsigned long addr, bool lean)
+{
+	return ukp_opt_force_tramp_fn(addr, lean ? ukp_opt_tramp_lean : NULL);
 }
 
 /* The detour, once per site (never freed: a thread may be inside). */
@@ -393,13 +400,13 @@ static void prepare_locked(struct ukp_site *s)
 	if (!o || o->state < 0 || o->detour)
 		return;
 	uint8_t code[UKP_DETOUR_MAX];
-	void (*tramp)(void) = tramp_for_locked(s);
 	/* a return probe here: the variant that lets it prime the return
 	 * stack buffer (a few instructions more for every hit, so only then) */
 	bool kret = false;
 	const struct ukp_plist *l = atomic_load(&s->probes);
 	for (unsigned i = 0; l && i < l->n; i++)
 		kret |= ukp_is_kret_entry(l->p[i]);
+	void (*tramp)(void) = tramp_for_locked(s, kret);
 	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, tramp, kret,
 					&o->entry, &o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
@@ -417,7 +424,9 @@ static void prepare_locked(struct ukp_site *s)
 		if (verbose() >= 2) {
 			char what[96];
 			snprintf(what, sizeof(what), "detour of %u bytes; saves %s",
-				 o->r.len, tramp == ukp_opt_tramp_lean ?
+				 o->r.len, tramp == ukp_opt_tramp_kret ?
+				 "no registers but its own (a plain kretprobe's entry)" :
+				 tramp == ukp_opt_tramp_lean ?
 				 "no vector state (handlers keep to general registers)" :
 				 ukp_arch_vsave_name(o->r.vsave));
 			report(s, 2, what);

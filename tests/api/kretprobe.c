@@ -30,6 +30,10 @@
  *   ri_task_is_the_calling_thread
  *   entry_handler_nonzero_leaves_call_unprobed
  *   handler_changes_return_value
+ *   return_handler_redirects_ip                the handler sets regs->ip
+ *                         to another label of the asm caller: the caller
+ *                         goes on there, 1000 calls with maxactive 1 (the
+ *                         instance comes back each time), errno kept
  *   return_handler_fault_taken_by_fault_handler  the handler changes ax, then
  *                         faults; the kretprobe's fault_handler takes it: the
  *                         caller gets the changed value, errno is kept, and
@@ -192,6 +196,18 @@ __asm__(".text\n.globl kr_asm_caller\n.type kr_asm_caller,@function\n"
 	".globl kr_asm_caller_ret\nkr_asm_caller_ret: add $8,%rsp\n ret\n"
 	".size kr_asm_caller,.-kr_asm_caller\n");
 int kr_asm_caller(int a, int b);
+
+/* kr_rd_target returns x + 1 to kr_rd_caller, which returns it; a
+ * return handler may send it to kr_rd_alt instead, which returns
+ * -(x + 1) */
+__asm__(".text\n.globl kr_rd_target\n.type kr_rd_target,@function\n.p2align 4\n"
+	"kr_rd_target: lea 1(%rdi),%rax\n ret\n.size kr_rd_target,.-kr_rd_target\n"
+	".globl kr_rd_caller\n.type kr_rd_caller,@function\n.p2align 4\n"
+	"kr_rd_caller: sub $8,%rsp\n call kr_rd_target\n add $8,%rsp\n ret\n"
+	".globl kr_rd_alt\nkr_rd_alt: add $8,%rsp\n neg %rax\n ret\n"
+	".size kr_rd_caller,.-kr_rd_caller\n");
+long kr_rd_target(long x), kr_rd_caller(long x);
+void kr_rd_alt(void);
 
 __attribute__((noinline)) int kr_c_caller(int a)
 {
@@ -813,6 +829,40 @@ UKT_CASE(handler_changes_return_value)
 		UKT_EQ(kr_long(7), want);
 		kr_unreg(&rp);
 		UKT_EQ(kr_long(7), 7L ^ 0x5a5a5a5a5a5aL);
+	}
+}
+
+static int redirect_ip(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (regs->ip != (unsigned long)ri->ret_addr)
+		last.ip = regs->ip;	/* wrong: seen by the test */
+	regs->ip = (unsigned long)kr_rd_alt;
+	errno = EXDEV;			/* not a leaf: errno saved and put back */
+	nret++;
+	return 0;
+}
+
+UKT_CASE(return_handler_redirects_ip)
+{
+	for (int opt = 0; opt < 2; opt++) {
+		struct kretprobe rp = { .kp.addr = (void *)kr_rd_target,
+					.handler = redirect_ip, .maxactive = 1 };
+		kr_reg(&rp, opt);
+		nret = 0;
+		last.ip = 0;
+		for (long i = 0; i < 1000; i++) {
+			errno = ENOENT;
+			long r = kr_rd_caller(i);
+			if (r != -(i + 1))
+				UKT_FAIL("%s: call %ld returned %ld, want %ld", path_name(opt),
+					 i, r, -(i + 1));
+			UKT_EQ(errno, ENOENT);
+		}
+		UKT_EQ(nret, 1000);
+		UKT_EQ(rp.nmissed, 0);
+		UKT_EQ(last.ip, 0);
+		kr_unreg(&rp);
+		UKT_EQ(kr_rd_caller(41), 42);
 	}
 }
 

@@ -11,8 +11,16 @@
  *                         it is off
  *   plain_kretprobe_entry_is_lean     without entry_handler, the entry's
  *                         pre_handler passes the handler analysis and the
- *                         optimised entry's detour calls the lean trampoline
- *                         (read from the detour's header)
+ *                         optimised entry's detour calls the trampoline that
+ *                         does the entry in place, ukp_opt_tramp_kret (read
+ *                         from the detour's header)
+ *   kret_trampoline_finds_the_list_changed  a kprobe joins that entry: the
+ *                         detour goes to the lean trampoline; a thread that
+ *                         still finds ukp_opt_tramp_kret there (the header
+ *                         forced back) is sent on to it and both probes run;
+ *                         the kprobe gone, the entry is done in place again;
+ *                         a new thread's first call (no thread block yet)
+ *                         is counted as well
  *   integer_entry_handler_stays_lean  an entry_handler that keeps to general
  *                         registers: still the lean trampoline
  *   vector_entry_handler_is_not_lean  one that touches xmm0: a saving
@@ -33,6 +41,7 @@
  *                         every result and count stays exact
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -195,7 +204,8 @@ UKT_CASE(plain_kretprobe_entry_is_lean)
 	wait_for_kprobe_optimizer();
 	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
 	UKT_ASSERT(plist_at((unsigned long)u_kf)->gpr_only);
-	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	UKT_ASSERT(plist_at((unsigned long)u_kf)->kret1);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_kret);
 	for (long i = 0; i < 1000; i++)
 		UKT_EQ(fn(i, i * 7), U_KF(i, i * 7));
 	UKT_EQ(returns, 1000);
@@ -204,6 +214,60 @@ UKT_CASE(plain_kretprobe_entry_is_lean)
 	unregister_kretprobe(&rp);
 	UKT_EQ(fn(1, 1), U_KF(1, 1));
 	UKT_EQ(returns, 1000);
+}
+
+static void *call_u_kf_once(void *arg)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	*(long *)arg = fn(20, 22);
+	return NULL;
+}
+
+UKT_CASE(kret_trampoline_finds_the_list_changed)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	struct kretprobe rp = { .kp.addr = (void *)u_kf, .handler = count_ret };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_kret);
+	UKT_EQ(fn(1, 2), U_KF(1, 2));
+	UKT_EQ(returns, 1);
+
+	struct kprobe kp = { .addr = (void *)u_kf, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(!plist_at((unsigned long)u_kf)->kret1);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	UKT_EQ(fn(3, 4), U_KF(3, 4));
+	UKT_EQ(hits, 1);
+	UKT_EQ(returns, 2);
+	/* a thread that read the header before the switch */
+	UKT_EQ(ukp_opt_force_tramp_fn((unsigned long)u_kf, ukp_opt_tramp_kret), 0);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i, 5), U_KF(i, 5));
+	UKT_EQ(hits, 101);
+	UKT_EQ(returns, 102);
+
+	unregister_kprobe(&kp);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_kret);
+	UKT_EQ(fn(5, 6), U_KF(5, 6));
+	UKT_EQ(hits, 101);
+	UKT_EQ(returns, 103);
+	long r = 0;
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, call_u_kf_once, &r), 0);
+	UKT_EQ(pthread_join(th, NULL), 0);
+	UKT_EQ(r, U_KF(20, 22));
+	UKT_EQ(returns, 104);
+	UKT_EQ(rp.nmissed, 0);
+	UKT_EQ(rp.kp.nmissed, 0);
+	unregister_kretprobe(&rp);
+	UKT_EQ(fn(1, 1), U_KF(1, 1));
+	UKT_EQ(returns, 104);
 }
 
 UKT_CASE(integer_entry_handler_stays_lean)
@@ -243,12 +307,12 @@ UKT_CASE(vector_entry_handler_is_not_lean)
 	UKT_EQ(entries, 1000);
 	UKT_EQ(returns, 1000);
 	unregister_kretprobe(&rp);
-	/* and back: a plain one on the same function is lean */
+	/* and back: a plain one on the same function saves nothing */
 	struct kretprobe rq = { .kp.addr = (void *)u_kd, .handler = count_ret };
 	UKT_EQ(register_kretprobe(&rq), 0);
 	wait_for_kprobe_optimizer();
 	UKT_ASSERT(rq.kp.flags & KPROBE_FLAG_OPTIMIZED);
-	UKT_EQ(detour_tramp((unsigned long)u_kd), (uint64_t)(uintptr_t)ukp_opt_tramp_lean);
+	UKT_EQ(detour_tramp((unsigned long)u_kd), (uint64_t)(uintptr_t)ukp_opt_tramp_kret);
 	UKT_EQ(fn(2.5, 1), 21);
 	UKT_EQ(returns, 1001);
 	unregister_kretprobe(&rq);

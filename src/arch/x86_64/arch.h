@@ -258,6 +258,7 @@ void ukp_opt_tramp_args(void);
 void ukp_opt_tramp_all16(void);
 void ukp_opt_tramp_xsave(void);
 void ukp_opt_tramp_lean(void);	/* no vector, x87 or MXCSR state */
+void ukp_opt_tramp_kret(void);	/* a plain kretprobe's entry, in place */
 extern unsigned long ukp_xsave_size;	/* regs.c: 0 without XSAVE */
 extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];
 extern char ukp_post_slow_trap[];	/* the int3 of the trampoline's slow exit */

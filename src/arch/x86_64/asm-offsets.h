@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Offsets of the C structures the lean trampoline's fast path (entry.S)
- * reads, by hand; trap.c checks every one at compile time, so a changed
- * structure fails the build instead of the hit path.
+ * Offsets of the C structures the hand-written hit paths read: the lean
+ * trampoline's fast path and the plain kretprobe's entry (entry.S), the
+ * kretprobe return's fast path (kret.S).  trap.c and kret.c check every
+ * one at compile time, so a changed structure fails the build instead of
+ * the hit path.
  */
 #ifndef UKP_ASM_OFFSETS_H
 #define UKP_ASM_OFFSETS_H
@@ -21,11 +23,19 @@
 #define T_LEAN_LIST 424
 #define T_LEAN_I 432
 #define T_LEAN_ERRNO 436
+#define T_TID 16
+#define T_KRET_TOP 440
+#define T_KRET_DEFERRED 448
+#define T_KRET_SLOT 2400
+#define T_KRET_ERRP 2408
+#define T_LEAN_KRET 2392
 #define T_FT_IN 2336
 #define T_FT_OUT 2344
 /* struct ukp_site, struct ukp_plist */
 #define S_PROBES 128
+#define S_RESUME 192
 #define L_LEAN1 6
+#define L_KRET1 7
 #define L_P 8
 /* struct kprobe (ukprobes/kprobes.h) */
 #define KP_PRE_HANDLER 24
@@ -62,6 +72,34 @@
 #define KS_PRIMED 0
 #define KS_LEAN 1
 #define KS_RA 16
+
+/* struct kret_slot (internal.h) */
+#define KS_CONT 8
+#define KS_INST 24
+/* struct ukp_kinst and struct ukp_kret (kret.c), struct kretprobe and
+ * struct kretprobe_instance (ukprobes/kprobes.h): the entry of a plain
+ * kretprobe, ukp_opt_tramp_kret (entry.S) */
+#define KI_K 0
+#define KI_BELOW 8
+#define KI_SP 16
+#define KI_T 24
+#define KI_STUB_ADDR 32
+#define KI_PRIME 40
+#define KI_SLOT 48
+#define KI_NEXT_FREE 60
+#define KI_SELF 64
+#define KI_SIZE 80		/* the kretprobe_instance follows */
+#define RI_RP 0
+#define RI_RET_ADDR 8
+#define RI_TASK 16
+#define K_RP 0
+#define K_DEAD 8
+#define K_LEAF 12
+#define K_FREE_TOP 16
+#define K_ISZ 32
+#define K_MEM 40
+#define RP_HANDLER 96
+#define RP_PRIV 128		/* __ukp_priv[0]: its struct ukp_kret */
 
 /* struct ukp_jrec (internal.h): pt_regs first */
 #define JR_CONT 168

@@ -508,6 +508,157 @@ ukp_opt_lean_ret:
 	.size ukp_opt_tramp_lean, .-ukp_opt_tramp_lean
 
 /*
+ * The entry of a plain kretprobe (no entry_handler: kret_pre_plain) that
+ * is the only probe of its site, through the detour built for return
+ * probes.  Nothing of the program's runs here, so no pt_regs: this does
+ * kret.c's kret_entry() in place with the few registers it needs, and
+ * keeps the flags.  On the stack, from the function's entry sp (sp0)
+ * down: the return address at sp0, the detour's word below it (the
+ * copy's address; r11 holds it too), 120 more bytes of red zone, R, and
+ * what is saved here.  Anything but the common case (no thread block
+ * yet, a nested hit, the list changed, no free instance: nmissed, two
+ * kretprobes on the function, deferred instances to free) puts everything
+ * back and goes through the lean trampoline instead, which runs
+ * kret_pre_plain as any pre_handler.
+ */
+#define KT_FL 64			/* the flags, pushed first */
+#define KT_R 72
+#define KT_SP0 208			/* 72 + 8 + 120 + 8 */
+	.globl ukp_opt_tramp_kret
+	.hidden ukp_opt_tramp_kret
+	.type ukp_opt_tramp_kret, @function
+ukp_opt_tramp_kret:
+	pushfq
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	mov ukp_self@gottpoff(%rip), %rax
+	mov %fs:(%rax), %rsi		/* t */
+	test %rsi, %rsi
+	jz 90f
+	cmpq $0, T_NEST(%rsi)		/* nest and in_handler, both 0 */
+	jne 90f
+	cmpl $0, ukp_fast_readers(%rip)
+	je 90f
+	movabs $0x100000001, %rax	/* read lock, in_handler */
+	mov %rax, T_NEST(%rsi)
+	incq T_SEQ(%rsi)
+	mov KT_R(%rsp), %rdi
+	mov -27(%rdi), %rdi		/* the site */
+	mov S_PROBES(%rdi), %rdx
+	test %rdx, %rdx
+	jz 89f
+	cmpb $0, L_KRET1(%rdx)
+	je 89f
+	cmpl $0, ukp_knob_enabled(%rip)
+	je 89f
+	cmpl $0, T_INTERNAL(%rsi)
+	jne 89f
+	cmpq $0, T_KRET_DEFERRED(%rsi)
+	jne 89f
+	mov L_P(%rdx), %rdx		/* rp (its kprobe comes first) */
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdx)
+	jnz 89f
+	mov RP_PRIV(%rdx), %r8		/* k */
+	test %r8, %r8
+	jz 89f
+	cmpl $0, K_DEAD(%r8)
+	jne 89f
+	/* the return address another kretprobe's stub: the C path */
+	mov KT_SP0(%rsp), %r9		/* the real return address */
+	lea ukp_kret_stubs(%rip), %rax
+	mov %r9, %r10
+	sub %rax, %r10
+	cmp $KRET_NSTUBS*32, %r10
+	jae 1f
+	and $31, %r10d
+	cmp $16, %r10d
+	je 89f
+1:	/* inst_pop(): the free stack's top, tag << 32 | index + 1 */
+	mov K_FREE_TOP(%r8), %rax
+2:	test %eax, %eax
+	jz 89f				/* none free: nmissed, in C */
+	lea -1(%rax), %ecx		/* index (zero-extends) */
+	imul K_ISZ(%r8), %rcx
+	add K_MEM(%r8), %rcx		/* in */
+	mov KI_NEXT_FREE(%rcx), %r10d
+	mov %rax, %r9
+	shr $32, %r9
+	inc %r9
+	shl $32, %r9
+	or %r10, %r9
+	lock cmpxchg %r9, K_FREE_TOP(%r8)
+	jne 2b				/* rax: the top now */
+	/* ours: fill it in as kret_entry does */
+	mov KT_SP0(%rsp), %r9
+	mov %rdx, KI_SIZE+RI_RP(%rcx)
+	mov %r9, KI_SIZE+RI_RET_ADDR(%rcx)
+	mov T_TID(%rsi), %eax
+	mov %eax, KI_SIZE+RI_TASK(%rcx)
+	lea KT_SP0(%rsp), %rax
+	mov %rax, KI_SP(%rcx)
+	mov %rsi, KI_T(%rcx)
+	mov KI_SLOT(%rcx), %r10
+	mov %r9, KS_RA(%r10)
+	/* prime(): the detour's word still the copy (and r11 too): the
+	 * stub's priming call goes there instead */
+	mov S_RESUME(%rdi), %rax
+	cmp %rax, %r11
+	jne 3f
+	cmp %rax, KT_SP0-8(%rsp)
+	jne 3f
+	sub $5, %rax			/* UKP_ARCH_KRET_DROP_LEN */
+	mov %rax, KS_CONT(%r10)
+	movb $1, KS_PRIMED(%r10)
+	mov KI_PRIME(%rcx), %rax
+	mov %rax, KT_SP0-8(%rsp)
+	jmp 4f
+3:	movb $0, KS_PRIMED(%r10)
+4:	mov T_KRET_TOP(%rsi), %rax
+	mov %rax, KI_BELOW(%rcx)
+	mov %rcx, T_KRET_TOP(%rsi)
+	mov KI_STUB_ADDR(%rcx), %rax
+	mov %rax, KT_SP0(%rsp)		/* the function returns to the stub */
+	movq $0, T_NEST(%rsi)		/* in_handler, ukp_read_unlock() */
+	incq T_SEQ(%rsi)
+	/* the flags without popfq (see OPT_EXIT; DF was not touched) */
+	movzbl KT_FL+1(%rsp), %ecx
+	shr $3, %ecx
+	and $1, %ecx
+	mov $0x7f, %al
+	add %cl, %al
+	mov KT_FL(%rsp), %ah
+	sahf
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	lea 8(%rsp), %rsp		/* lea: the flags stay */
+	ret $128
+89:	movq $0, T_NEST(%rsi)		/* not the common case: unlock, */
+	incq T_SEQ(%rsi)
+90:	pop %r10			/* put everything back, */
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	popfq
+	jmp ukp_opt_tramp_lean		/* and the general path decides */
+	.size ukp_opt_tramp_kret, .-ukp_opt_tramp_kret
+
+/*
  * void ukp_opt_resume(unsigned long sp, struct ukp_thread *t): a fault in
  * a lean handler was taken.  Leaves the signal handler (as ukp_longjmp
  * does) for the lean trampoline's frame at sp, as if its call of

@@ -206,7 +206,91 @@ ukp_kret_common:
 	testl $0x400, PT_FLAGS(%rbx)
 	jz 21f
 	cld
-21:	lea -KS_RA(%r11), %rdi		/* the slot */
+21:	/*
+	 * The fast path: ukp_kret_return's common case written out here
+	 * (a thread block, not nested, readers fenced by membarrier, the
+	 * thread's newest instance, a live kretprobe with a handler, the
+	 * handler not moving regs->ip).  r12 = t, r13 = the slot, r15 =
+	 * the instance, rbp = its struct ukp_kret: callee-saved, and put
+	 * back from pt_regs at the end.  The record a fault in the
+	 * handler resumes with (ukp_kret_resume) is the C path's, and so
+	 * is the frame at rsp.  Anything else: the C function.
+	 */
+	lea -KS_RA(%r11), %r13		/* s */
+	mov KS_INST(%r13), %r15		/* in */
+	mov KI_K(%r15), %rbp		/* k */
+	mov KI_SIZE+RI_RET_ADDR(%r15), %rax
+	mov %rax, PT_IP(%rbx)		/* regs->ip: the real return address */
+	mov ukp_self@gottpoff(%rip), %rax
+	mov %fs:(%rax), %r12
+	test %r12, %r12
+	jz 24f
+	cmpq $0, T_NEST(%r12)		/* nest and in_handler, both 0 */
+	jne 24f
+	cmpl $0, ukp_fast_readers(%rip)
+	je 24f
+	cmp T_KRET_TOP(%r12), %r15	/* unlinked with one store */
+	jne 24f
+	cmpl $0, T_INTERNAL(%r12)
+	jne 24f
+	movabs $0x100000001, %rax	/* read lock, in_handler */
+	mov %rax, T_NEST(%r12)
+	incq T_SEQ(%r12)
+	cmpl $0, K_DEAD(%rbp)
+	jne 25f
+	mov K_RP(%rbp), %rdi
+	mov RP_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz 25f
+	xor %ecx, %ecx			/* errno: a leaf handler keeps it */
+	xor %edx, %edx
+	cmpb $0, K_LEAF(%rbp)
+	jne 26f
+	mov T_ERRNO_P(%r12), %rcx
+	mov (%rcx), %edx
+26:	mov %edx, T_LEAN_ERRNO(%r12)
+	mov %rcx, T_KRET_ERRP(%r12)
+	mov KI_BELOW(%r15), %rcx	/* unlink_inst() */
+	mov %rcx, T_KRET_TOP(%r12)
+	mov %rdi, T_CUR(%r12)		/* &rp->kp, its first member */
+	mov %rbx, T_CUR_REGS(%r12)
+	mov %rsp, T_LEAN_SP(%r12)	/* a fault resumes on this frame */
+	mov %r13, T_KRET_SLOT(%r12)
+	movl $1, T_LEAN_KRET(%r12)
+	lea KI_SIZE(%r15), %rdi		/* ri */
+	mov %rbx, %rsi
+	call *%rax			/* rp->handler(ri, regs) */
+	movl $0, T_LEAN_KRET(%r12)
+	movq $0, T_CUR(%r12)
+	mov PT_IP(%rbx), %rax
+	cmp KI_SIZE+RI_RET_ADDR(%r15), %rax
+	jne 27f				/* sent elsewhere: kret_finish in C */
+	mov KS_RA(%r13), %rax		/* on to the caller (or the next */
+	mov %rax, PT_SIZE(%rbx)		/* stub of a chain) */
+	mov KI_SELF(%r15), %ecx		/* inst_push(): the last use of k */
+	mov K_FREE_TOP(%rbp), %rax
+28:	mov %eax, KI_NEXT_FREE(%r15)
+	mov %rax, %rdx
+	shr $32, %rdx
+	inc %rdx
+	shl $32, %rdx
+	or %rcx, %rdx
+	lock cmpxchg %rdx, K_FREE_TOP(%rbp)
+	jne 28b
+	movq $0, T_NEST(%r12)		/* in_handler, ukp_read_unlock() */
+	incq T_SEQ(%r12)
+	mov T_KRET_ERRP(%r12), %rcx
+	test %rcx, %rcx
+	jz 13f
+	mov T_LEAN_ERRNO(%r12), %eax
+	mov %eax, (%rcx)
+	jmp 13f
+27:	mov %r12, %rdi
+	call ukp_kret_return_resume
+	jmp 22f
+25:	movq $0, T_NEST(%r12)		/* unlock: the C function decides */
+	incq T_SEQ(%r12)
+24:	lea -KS_RA(%r11), %rdi		/* the slot */
 	mov %rbx, %rsi
 	mov %rsp, %rdx
 	call ukp_kret_return
