@@ -615,6 +615,8 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
 	t->cur = NULL;
 	t->lean_kret = 0;	/* the program's handler may longjmp away */
+	t->cur_jb = NULL;	/* (then a later hit's fault must not find this
+				   one's: the lean fast paths leave it NULL) */
 	t->in_handler = 0;
 	t->nest = 1;
 	ukp_read_unlock(t);

@@ -45,6 +45,18 @@
  *                         itself calls a kretprobed function (its return
  *                         handler runs): the faulting call still goes on
  *                         from its own frame
+ *   longjmp_from_kprobe_fault_then_return_handler_fault  a kprobe's
+ *                         (non-lean) pre_handler faults and the program's
+ *                         SIGSEGV handler siglongjmps away; then a
+ *                         kretprobe's handler faults and its fault_handler
+ *                         takes it: that call still returns right (the
+ *                         first fault's recovery point is not reused)
+ *   signal_at_every_instruction_of_a_probed_call  single-stepping a call
+ *                         of a kretprobed function (optimised entry) whose
+ *                         handler writes errno: at every instruction a
+ *                         SIGTRAP handler calls another kretprobed function
+ *                         and a kprobed one; every result right, the
+ *                         caller's errno kept, exact counts
  *   tail_call_returns_through_stub             jmp to another function
  *   two_kretprobes_on_one_function             both run once, both see
  *                         the real return address (as the kernel's do)
@@ -93,6 +105,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -980,6 +993,166 @@ UKT_CASE(return_handler_fault_reaches_program_handler)
 UKT_CASE(program_handler_probed_calls_during_handler_fault)
 {
 	fault_to_program_handler(segv_calls_probed, true);
+}
+
+/* ---- state left by earlier faults, signals at any instruction -------------------------------- */
+
+static sigjmp_buf lj_env;
+static volatile double lj_sink;
+static int *volatile lj_bad;		/* NULL */
+static atomic_long lj_fh;
+
+static void lj_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(lj_env, 1);
+}
+
+static int lj_pre_faults(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	lj_sink = lj_sink * 1.5 + 1.0;	/* vector state: the C dispatch */
+	*lj_bad = 1;
+	return 0;
+}
+
+static int lj_ret_faults(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	regs->ax += 100;
+	nret++;
+	*lj_bad = 2;
+	return 0;
+}
+
+static int lj_fault_handler(struct kprobe *p, struct pt_regs *regs, int trapnr)
+{
+	(void)p; (void)regs; (void)trapnr;
+	lj_fh++;
+	return 1;
+}
+
+UKT_CASE(longjmp_from_kprobe_fault_then_return_handler_fault)
+{
+	struct sigaction sa = { .sa_handler = lj_segv }, old;
+	sigemptyset(&sa.sa_mask);
+	UKT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	for (int opt = 0; opt < 2; opt++) {
+		struct kprobe kp = { .addr = (void *)kr_int, .pre_handler = lj_pre_faults };
+		UKT_EQ(register_kprobe(&kp), 0);
+		if (sigsetjmp(lj_env, 1) == 0) {
+			kr_int(1, 2);
+			UKT_FAIL("kr_int returned through a faulting pre_handler");
+		}
+		unregister_kprobe(&kp);
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = lj_ret_faults,
+					.kp.fault_handler = lj_fault_handler, .maxactive = 2 };
+		kr_reg(&rp, opt);
+		nret = 0;
+		lj_fh = 0;
+		for (long i = 0; i < 20; i++)
+			UKT_EQ(kr_long(i), (i ^ 0x5a5a5a5a5a5aL) + 100);
+		UKT_EQ(nret, 20);
+		UKT_EQ(lj_fh, 20);
+		UKT_EQ(rp.nmissed, 0);
+		kr_unreg(&rp);
+	}
+	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
+}
+
+static atomic_long st_steps, st_bad, st_g_calls, st_g_ret, st_h_hits;
+static volatile bool st_on;
+
+static int st_ret_errno(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	nret++;
+	errno = EXDEV;			/* must not reach the caller */
+	return 0;
+}
+
+static int st_count_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	st_g_ret++;
+	return 0;
+}
+
+static int st_count_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	st_h_hits++;
+	return 0;
+}
+
+/* SIGTRAP of the trap flag: at every instruction, probed calls of its own */
+static void st_trap(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si;
+	ucontext_t *uc = ctx;
+	int e = errno;
+	if (!st_on || ++st_steps > 20000) {
+		uc->uc_mcontext.gregs[REG_EFL] &= ~0x100L;
+		errno = e;
+		return;
+	}
+	long x = st_steps;
+	st_g_calls++;
+	if (kr_a2(x) != x + 21)
+		st_bad++;
+	if (kr_a3(x) != x + 31)
+		st_bad++;
+	errno = e;
+}
+
+UKT_CASE(signal_at_every_instruction_of_a_probed_call)
+{
+	struct sigaction sa = { .sa_sigaction = st_trap, .sa_flags = SA_SIGINFO | SA_NODEFER }, old;
+	sigemptyset(&sa.sa_mask);
+	UKT_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+	/* errno's PLT entry resolved: st_ret_errno is then proven lean (and
+	 * not a leaf), so its return takes the hand-written fast path */
+	errno = 0;
+	struct kretprobe rf = { .kp.addr = (void *)kr_a1, .handler = st_ret_errno, .maxactive = 4 };
+	struct kretprobe rg = { .kp.addr = (void *)kr_a2, .handler = st_count_ret, .maxactive = 4 };
+	struct kprobe kh = { .addr = (void *)kr_a3, .pre_handler = st_count_pre };
+	UKT_EQ(register_kretprobe(&rg), 0);
+	UKT_EQ(register_kprobe(&kh), 0);
+	kr_reg(&rf, 1);
+	UKT_ASSERT(rg.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(kh.flags & KPROBE_FLAG_OPTIMIZED);
+	long (*volatile f)(long) = kr_a1;
+	for (int round = 0; round < 3; round++) {
+		nret = 0;
+		st_steps = 0;
+		st_g_calls = 0;
+		st_g_ret = 0;
+		st_h_hits = 0;
+		long missed_g = rg.kp.nmissed, missed_h = kh.nmissed;
+		errno = ENOENT;
+		st_on = true;
+		__asm__ volatile("pushfq; orq $0x100, (%%rsp); popfq" ::: "memory", "cc");
+		long r = f(round);
+		__asm__ volatile("pushfq; andq $~0x100, (%%rsp); popfq" ::: "memory", "cc");
+		st_on = false;
+		int e = errno;
+		UKT_EQ(r, round + 11);
+		UKT_EQ(e, ENOENT);
+		UKT_EQ(nret, 1);
+		UKT_EQ(st_bad, 0);
+		UKT_ASSERT(st_steps > 50);	/* it did step through the hit */
+		UKT_ASSERT(st_steps < 20000);
+		/* each call of the handler's ran its handlers, or was missed
+		 * (a hit inside another hit's handler) */
+		UKT_EQ(st_g_ret + (rg.kp.nmissed - missed_g), st_g_calls);
+		UKT_EQ(st_h_hits + (kh.nmissed - missed_h), st_g_calls);
+		UKT_ASSERT(st_g_ret > 0);
+	}
+	UKT_EQ(rf.nmissed, 0);
+	kr_unreg(&rf);
+	unregister_kprobe(&kh);
+	unregister_kretprobe(&rg);
+	UKT_EQ(sigaction(SIGTRAP, &old, NULL), 0);
 }
 
 UKT_CASE(tail_call_returns_through_stub)

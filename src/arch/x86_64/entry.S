@@ -471,7 +471,9 @@ ukp_opt_tramp_lean:
 	mov %rsp, T_LEAN_SP(%r12)
 	mov %r13, T_LEAN_LIST(%r12)
 	mov %rbx, T_CUR_REGS(%r12)
-	/* cur_jb is NULL already: every C path clears it after its handler */
+	/* cur_jb is NULL already: every C path clears it after its handler,
+	 * and handler_fault_unhandled before the program's handler, which
+	 * may longjmp away */
 	/* lean_i and abandon are not needed: a resume after handler 0 of a
 	 * one-probe list finds nothing more to run whatever they say */
 	mov %rdi, T_CUR(%r12)

@@ -254,6 +254,7 @@ ukp_kret_common:
 	mov %rcx, T_KRET_TOP(%r12)
 	mov %rdi, T_CUR(%r12)		/* &rp->kp, its first member */
 	mov %rbx, T_CUR_REGS(%r12)
+	movq $0, T_CUR_JB(%r12)		/* a fault resumes at lean_sp */
 	mov %rsp, T_LEAN_SP(%r12)	/* a fault resumes on this frame */
 	mov %r13, T_KRET_SLOT(%r12)
 	movl $1, T_LEAN_KRET(%r12)
@@ -262,6 +263,9 @@ ukp_kret_common:
 	call *%rax			/* rp->handler(ri, regs) */
 	movl $0, T_LEAN_KRET(%r12)
 	movq $0, T_CUR(%r12)
+	mov T_KRET_ERRP(%r12), %r8	/* read while in_handler holds: a */
+	mov T_LEAN_ERRNO(%r12), %r9d	/* signal's hit after the unlock */
+					/* records its own over them */
 	mov PT_IP(%rbx), %rax
 	cmp KI_SIZE+RI_RET_ADDR(%r15), %rax
 	jne 27f				/* sent elsewhere: kret_finish in C */
@@ -279,11 +283,9 @@ ukp_kret_common:
 	jne 28b
 	movq $0, T_NEST(%r12)		/* in_handler, ukp_read_unlock() */
 	incq T_SEQ(%r12)
-	mov T_KRET_ERRP(%r12), %rcx
-	test %rcx, %rcx
+	test %r8, %r8			/* errno back (not for a leaf) */
 	jz 13f
-	mov T_LEAN_ERRNO(%r12), %eax
-	mov %eax, (%rcx)
+	mov %r9d, (%r8)
 	jmp 13f
 27:	mov %r12, %rdi
 	call ukp_kret_return_resume
