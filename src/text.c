@@ -86,7 +86,7 @@ void ukp_text_serialize(void)
 	serialize_all_cores();
 }
 
-struct map { unsigned long lo, hi; int prot; };
+struct map { unsigned long lo, hi; int prot; bool file; };
 
 static int read_maps(struct map **out, size_t *n)
 {
@@ -104,8 +104,11 @@ static int read_maps(struct map **out, size_t *n)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		struct map e;
-		if (sscanf(line, "%lx-%lx %7s", &e.lo, &e.hi, perm) != 3)
+		int path = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &e.lo, &e.hi, perm, &path) < 3)
 			continue;
+		/* an object's file (not anonymous, not a memfd or a deleted file) */
+		e.file = path > 0 && line[path] == '/' && !strstr(line + path, " (deleted)");
 		e.prot = (perm[0] == 'r' ? PROT_READ : 0) |
 			 (perm[1] == 'w' ? PROT_WRITE : 0) |
 			 (perm[2] == 'x' ? PROT_EXEC : 0);
@@ -123,7 +126,7 @@ static int read_maps(struct map **out, size_t *n)
 	return 0;
 }
 
-static int prot_of(const struct map *m, size_t n, unsigned long a)
+static const struct map *map_of(const struct map *m, size_t n, unsigned long a)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -133,7 +136,13 @@ static int prot_of(const struct map *m, size_t n, unsigned long a)
 		else
 			hi = mid;
 	}
-	return lo < n && a >= m[lo].lo ? m[lo].prot : -1;
+	return lo < n && a >= m[lo].lo ? &m[lo] : NULL;
+}
+
+static int prot_of(const struct map *m, size_t n, unsigned long a)
+{
+	const struct map *e = map_of(m, n, a);
+	return e ? e->prot : -1;
 }
 
 int ukp_text_is_exec(unsigned long addr)
@@ -167,27 +176,46 @@ static size_t runs_of(const struct ukp_poke *p, size_t i, size_t j)
 	return r;
 }
 
+/* May a page's bytes between pokes be read and written back?  Only in an
+ * object's code: a read-only mapping of a file, which nothing but us
+ * writes at run time (every patch of ours is made under ukp_lock).  Code
+ * in anonymous or writable memory, or in a memfd (a JIT's, which may
+ * write it through another mapping) is written run by run. */
+static bool page_whole_ok(const struct map *m, size_t nm, unsigned long page)
+{
+	const struct map *e = map_of(m, nm, page);
+	return e && e->file && !(e->prot & PROT_WRITE);
+}
+
 /*
- * Sorted pokes, each run of adjacent bytes one write; a page with more
- * runs than that is one read and one write of the span they cover, the
- * bytes between them written back as they are.  A write is a system call
- * (~5 us here, most of a batch's time), and probes come densely: 10,000
- * on small functions are a few dozen pages.  The bytes in between are
- * code nobody changes meanwhile (every patch is made under ukp_lock);
- * rewriting a byte with its own value changes nothing a thread running
- * it can see.  The file is opened per batch: a descriptor kept open
- * would, after fork, still write the parent.
+ * Sorted pokes, each run of adjacent bytes one write; an object's code
+ * page with more runs than that is one read and one write of the span
+ * they cover, the bytes between them written back as they are.  A write
+ * is a system call (~5 us here, most of a batch's time), and probes come
+ * densely: 10,000 on small functions are a few dozen pages.  Rewriting a
+ * byte with its own value changes nothing a thread running it can see.
+ * The file is opened per batch: a descriptor kept open would, after
+ * fork, still write the parent.
  */
 static int poke_mem(int fd, const struct ukp_poke *p, size_t n)
 {
 	uint8_t buf[4096];
+	struct map *maps = NULL;
+	size_t nmaps = 0;
+	bool maps_read = false;
 	int err = 0;
 	for (size_t i = 0; i < n;) {
 		unsigned long page = p[i].addr & ~4095UL;
 		size_t j = i;
 		while (j < n && (p[j].addr & ~4095UL) == page)
 			j++;
-		if (runs_of(p, i, j) > 2) {
+		bool whole = runs_of(p, i, j) > 2;
+		if (whole && !maps_read) {
+			maps_read = true;
+			if (read_maps(&maps, &nmaps))
+				maps = NULL, nmaps = 0;
+		}
+		if (whole && page_whole_ok(maps, nmaps, page)) {
 			unsigned long a = p[i].addr;
 			size_t len = p[j - 1].addr + 1 - a;
 			if (pread_mem(fd, buf, len, a) == (long)len) {
@@ -210,6 +238,7 @@ static int poke_mem(int fd, const struct ukp_poke *p, size_t n)
 				err = -EFAULT;	/* unmapped meanwhile */
 		}
 	}
+	free(maps);
 	ukp_raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
 	return err;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Code patching (text.c) on pages of our own: what every probe's bytes go
- * through.  A batch writes each page with few system calls (the bytes
- * between pokes of one page rewritten as they are), so these check that
- * exactly the poked bytes change.
+ * through.  A batch writes a page of an object's code (a read-only mapping
+ * of a file) with one read and one write (the bytes between pokes written
+ * back as they are), other memory run by run; these check that exactly the
+ * poked bytes change either way.  Every case runs on pages mapped from a
+ * file and on anonymous ones.
  *
  * Cases:
  *   scattered_pokes_change_only_their_bytes   300 pokes spread over three
@@ -25,26 +27,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "internal.h"
 #include "ukt.h"
 
 #define PG 4096
 
-static uint8_t *rx_pages(size_t n, uint8_t fill_seed)
+static char file_name[64];
+
+/* n read-only executable pages of byte pattern i * 7 + seed: a private
+ * mapping of a file (kept until rx_done, as an object's) or anonymous */
+static uint8_t *rx_pages(size_t n, uint8_t fill_seed, bool file)
 {
-	uint8_t *m = mmap(NULL, n * PG, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	UKT_ASSERT(m != MAP_FAILED);
+	uint8_t *pat = malloc(n * PG);
+	UKT_ASSERT(pat);
 	for (size_t i = 0; i < n * PG; i++)
-		m[i] = (uint8_t)(i * 7 + fill_seed);
-	UKT_EQ(mprotect(m, n * PG, PROT_READ | PROT_EXEC), 0);
+		pat[i] = (uint8_t)(i * 7 + fill_seed);
+	uint8_t *m;
+	if (file) {
+		strcpy(file_name, "/tmp/ukt-text-XXXXXX");
+		int fd = mkstemp(file_name);
+		UKT_ASSERT(fd >= 0);
+		UKT_EQ(write(fd, pat, n * PG), (ssize_t)(n * PG));
+		m = mmap(NULL, n * PG, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+	} else {
+		m = mmap(NULL, n * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		UKT_ASSERT(m != MAP_FAILED);
+		memcpy(m, pat, n * PG);
+		UKT_EQ(mprotect(m, n * PG, PROT_READ | PROT_EXEC), 0);
+	}
+	UKT_ASSERT(m != MAP_FAILED);
+	free(pat);
 	return m;
 }
 
-UKT_CASE(scattered_pokes_change_only_their_bytes)
+static void rx_done(bool file)
 {
-	ukp_init_once();
-	uint8_t *m = rx_pages(4, 3);
+	if (file)
+		unlink(file_name);
+}
+
+static void scattered(bool file)
+{
+	uint8_t *m = rx_pages(4, 3, file);
 	uint8_t want[4 * PG];
 	memcpy(want, m, sizeof(want));
 	struct ukp_poke p[400];
@@ -88,15 +114,23 @@ UKT_CASE(scattered_pokes_change_only_their_bytes)
 	UKT_EQ(ukp_text_poke_batch(p, n), 0);
 	for (size_t i = 0; i < sizeof(want); i++)
 		if (m[i] != want[i])
-			UKT_FAIL("byte %zu (page %zu): %#x, want %#x", i, i / PG, m[i], want[i]);
+			UKT_FAIL("%s: byte %zu (page %zu): %#x, want %#x", file ? "file" : "anonymous",
+				 i, i / PG, m[i], want[i]);
 	munmap(m, 4 * PG);
+	rx_done(file);
+}
+
+UKT_CASE(scattered_pokes_change_only_their_bytes)
+{
+	ukp_init_once();
+	scattered(true);
+	scattered(false);
 }
 
 /* mov $k, %eax; ret; int3 x2 = 8 bytes per function */
-UKT_CASE(poked_functions_run)
+static void functions(bool file)
 {
-	ukp_init_once();
-	uint8_t *m = rx_pages(1, 0);
+	uint8_t *m = rx_pages(1, 0, file);
 	enum { NF = 64, STRIDE = 48 };
 	struct ukp_poke p[NF * 8];
 	size_t n = 0;
@@ -130,12 +164,19 @@ UKT_CASE(poked_functions_run)
 			UKT_EQ(m[f * STRIDE + k], (uint8_t)((f * STRIDE + k) * 7));
 	}
 	munmap(m, PG);
+	rx_done(file);
 }
 
-UKT_CASE(unmapped_page_is_efault)
+UKT_CASE(poked_functions_run)
 {
 	ukp_init_once();
-	uint8_t *m = rx_pages(3, 9);
+	functions(true);
+	functions(false);
+}
+
+static void unmapped(bool file)
+{
+	uint8_t *m = rx_pages(3, 9, file);
 	UKT_EQ(munmap(m + PG, PG), 0);		/* a hole in the middle */
 	struct ukp_poke p[30];
 	size_t n = 0;
@@ -152,4 +193,12 @@ UKT_CASE(unmapped_page_is_efault)
 		}
 	munmap(m, PG);
 	munmap(m + 2 * PG, PG);
+	rx_done(file);
+}
+
+UKT_CASE(unmapped_page_is_efault)
+{
+	ukp_init_once();
+	unmapped(true);
+	unmapped(false);
 }
