@@ -419,6 +419,7 @@ ukp_opt_tramp_begin:
  * it (a probe that needs more was added), the dispatch answers 2 and this
  * saves everything and dispatches again.
  */
+	.p2align 6
 	.globl ukp_opt_tramp_lean
 	.hidden ukp_opt_tramp_lean
 	.type ukp_opt_tramp_lean, @function
@@ -526,6 +527,7 @@ ukp_opt_lean_ret:
 #define KT_FL 64			/* the flags, pushed first */
 #define KT_R 72
 #define KT_SP0 208			/* 72 + 8 + 120 + 8 */
+	.p2align 6
 	.globl ukp_opt_tramp_kret
 	.hidden ukp_opt_tramp_kret
 	.type ukp_opt_tramp_kret, @function
