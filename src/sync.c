@@ -210,11 +210,21 @@ void ukp_synchronize(void)
 		struct ukp_thread *t = block(i);
 		if (!t || t == me)
 			continue;
+		/*
+		 * Inside: seq odd, or nest set with seq still even.  The
+		 * reader sets nest before making seq odd and clears it
+		 * before making seq even again, so the second is a hit in a
+		 * signal handler that came in between: its nest++ leaves seq
+		 * alone (entering) or makes it even (leaving) while it reads
+		 * a probe list.  Done: seq moved on, or nest 0 with seq even.
+		 */
 		unsigned long s = atomic_load(&t->seq);
-		if (!(s & 1))
+		if (!(s & 1) && !__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))
 			continue;
 		for (unsigned spin = 0; atomic_load(&t->seq) == s; spin++) {
 			if (atomic_load(&t->free))
+				break;
+			if (!(s & 1) && !__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))
 				break;
 			backoff(spin);
 		}
