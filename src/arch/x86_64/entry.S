@@ -3,7 +3,7 @@
  * Hand-written entry code.  Everything here lives in section ukp_text,
  * which the blacklist covers with the rest of ukprobes.
  */
-#include "asm-offsets.h"
+#include "hitpath.h"
 	.section ukp_text, "ax", @progbits
 
 /*
@@ -279,26 +279,54 @@ ukp_post_trampoline_end:
 
 /* %rsp = pt_regs, ans (eax unless given) = the dispatch's answer: back
  * to R, or where a handler sent the probed code */
+/* SF ZF AF PF CF and OF back from the flags word saved at off(%rsp),
+ * without popfq (microcoded, ~7 ns here): OF by an add that overflows
+ * exactly when it was set, then sahf.  Clobbers rax and rcx. */
+.macro STATUS_FLAGS_BACK off
+	movzbl \off+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
+	shr $3, %ecx
+	and $1, %ecx
+	mov $0x7f, %al
+	add %cl, %al
+	mov \off(%rsp), %ah
+	sahf
+.endm
+
+/* the argument (caller-saved) registers, rax..r10 */
+.macro PUSH_ARGS
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+.endm
+.macro POP_ARGS
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+.endm
+
 .macro OPT_EXIT ans=%eax
 	lea FRAME_SP(%rsp), %rcx
 	cmp PT_SP(%rsp), %rcx
 	jne 30f				/* a handler moved sp */
 	test \ans, \ans
 	jnz 20f
-	/* flags without popfq (microcoded, ~7 ns here): DF by std, OF by
-	 * an add that overflows exactly when it was set, then sahf for SF
-	 * ZF AF PF CF.  These are the flags a handler may change (the
-	 * others, TF, AC..., the trampoline never touches). */
+	/* flags without popfq: DF by std, the status flags by
+	 * STATUS_FLAGS_BACK.  These are the flags a handler may change
+	 * (the others, TF, AC..., the trampoline never touches). */
 10:	testw $0x400, PT_FLAGS(%rsp)
 	jz 11f
 	std
-11:	movzbl PT_FLAGS+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
-	shr $3, %ecx
-	and $1, %ecx
-	mov $0x7f, %al
-	add %cl, %al
-	mov PT_FLAGS(%rsp), %ah
-	sahf
+11:	STATUS_FLAGS_BACK PT_FLAGS
 	LOAD_GPRS_AND_LEAVE
 20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
 	mov %rax, PT_SIZE(%rsp)
@@ -437,20 +465,10 @@ ukp_opt_tramp_lean:
 	 * are free: r12 = t, r13 = the list.  Anything else (or anything
 	 * found changed after taking the read lock) goes to the C dispatch.
 	 */
-	mov ukp_self@gottpoff(%rip), %rax
-	mov %fs:(%rax), %r12
+	THREAD_SELF %r12
 	test %r12, %r12
 	jz 50f
-	cmpq $0, T_NEST(%r12)		/* nest and in_handler, both 0 */
-	jne 50f
-	cmpl $0, ukp_fast_readers(%rip)
-	je 50f
-	/* ukp_read_lock() (nest 1, seq odd) and in_handler = 1 at once:
-	 * from here a nested hit (a signal's) only counts nmissed and
-	 * leaves the record below alone */
-	movabs $0x100000001, %rax
-	mov %rax, T_NEST(%r12)
-	incq T_SEQ(%r12)
+	HIT_LOCK %r12, %rax, 50f
 	mov S_PROBES(%rdi), %r13
 	test %r13, %r13
 	jz 49f
@@ -487,12 +505,11 @@ ukp_opt_tramp_lean:
 	cmp %eax, (%rdx)		/* a load is cheaper than a store */
 	je 48f
 	mov %eax, (%rdx)
-48:	movq $0, T_NEST(%r12)		/* in_handler, and ukp_read_unlock(): */
-	incq T_SEQ(%r12)		/* seq even */
+48:	HIT_UNLOCK %r12
 	mov %rbx, %rsp
 	OPT_EXIT %r13d			/* straight out: no answer 2 here */
-49:	movq $0, T_NEST(%r12)		/* not the common case: unlock, */
-	incq T_SEQ(%r12)		/* and the C dispatch decides */
+49:	HIT_UNLOCK %r12			/* not the common case: the C */
+					/* dispatch decides */
 	mov PT_SIZE(%rbx), %rax		/* R */
 	mov -27(%rax), %rdi		/* the site */
 50:	mov %rbx, %rsi
@@ -533,25 +550,11 @@ ukp_opt_lean_ret:
 	.type ukp_opt_tramp_kret, @function
 ukp_opt_tramp_kret:
 	pushfq
-	push %rax
-	push %rcx
-	push %rdx
-	push %rsi
-	push %rdi
-	push %r8
-	push %r9
-	push %r10
-	mov ukp_self@gottpoff(%rip), %rax
-	mov %fs:(%rax), %rsi		/* t */
+	PUSH_ARGS
+	THREAD_SELF %rsi		/* t */
 	test %rsi, %rsi
 	jz 90f
-	cmpq $0, T_NEST(%rsi)		/* nest and in_handler, both 0 */
-	jne 90f
-	cmpl $0, ukp_fast_readers(%rip)
-	je 90f
-	movabs $0x100000001, %rax	/* read lock, in_handler */
-	mov %rax, T_NEST(%rsi)
-	incq T_SEQ(%rsi)
+	HIT_LOCK %rsi, %rax, 90f
 	mov KT_R(%rsp), %rdi
 	mov -27(%rdi), %rdi		/* the site */
 	mov S_PROBES(%rdi), %rdx
@@ -628,36 +631,13 @@ ukp_opt_tramp_kret:
 	mov %rcx, T_KRET_TOP(%rsi)
 	mov KI_STUB_ADDR(%rcx), %rax
 	mov %rax, KT_SP0(%rsp)		/* the function returns to the stub */
-	movq $0, T_NEST(%rsi)		/* in_handler, ukp_read_unlock() */
-	incq T_SEQ(%rsi)
-	/* the flags without popfq (see OPT_EXIT; DF was not touched) */
-	movzbl KT_FL+1(%rsp), %ecx
-	shr $3, %ecx
-	and $1, %ecx
-	mov $0x7f, %al
-	add %cl, %al
-	mov KT_FL(%rsp), %ah
-	sahf
-	pop %r10
-	pop %r9
-	pop %r8
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %rcx
-	pop %rax
+	HIT_UNLOCK %rsi
+	STATUS_FLAGS_BACK KT_FL		/* DF was not touched */
+	POP_ARGS
 	lea 8(%rsp), %rsp		/* lea: the flags stay */
 	ret $128
-89:	movq $0, T_NEST(%rsi)		/* not the common case: unlock, */
-	incq T_SEQ(%rsi)
-90:	pop %r10			/* put everything back, */
-	pop %r9
-	pop %r8
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %rcx
-	pop %rax
+89:	HIT_UNLOCK %rsi			/* not the common case: unlock, */
+90:	POP_ARGS			/* put everything back, */
 	popfq
 	jmp ukp_opt_tramp_lean		/* and the general path decides */
 	.size ukp_opt_tramp_kret, .-ukp_opt_tramp_kret
@@ -757,31 +737,6 @@ ukp_nofault_fixup:
  * flags are not live at a function's entry).  The stack below the
  * function's entry sp is free: no red zone to step over.
  */
-.macro FT_SELF reg
-	mov ukp_self@gottpoff(%rip), \reg
-	mov %fs:(\reg), \reg
-.endm
-
-.macro PUSH_ARGS
-	push %rax
-	push %rcx
-	push %rdx
-	push %rsi
-	push %rdi
-	push %r8
-	push %r9
-	push %r10
-.endm
-.macro POP_ARGS
-	pop %r10
-	pop %r9
-	pop %r8
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %rcx
-	pop %rax
-.endm
 
 /* Call \fn with the argument vector registers (0-7, full width), MXCSR
  * and the x87 control word saved around it; %rbx = the frame to come
@@ -836,7 +791,7 @@ ukp_ftrace_tramp_begin:
 	.hidden ukp_ftrace_tramp_none
 	.type ukp_ftrace_tramp_none, @function
 ukp_ftrace_tramp_none:
-	FT_SELF %r11
+	THREAD_SELF %r11
 	incq T_FT_OUT(%r11)
 	pop %r11
 	ret
@@ -856,7 +811,7 @@ ukp_ftrace_tramp_none:
 	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
 	je 1f
 	.if \errno
-	FT_SELF %rax
+	THREAD_SELF %rax
 	mov T_ERRNO_P(%rax), %rax
 	mov (%rax), %eax		/* errno, 4 bytes as it is stored: an */
 	push %rax			/* 8-byte load would not forward */
@@ -869,7 +824,7 @@ ukp_ftrace_tramp_none:
 	xor %ecx, %ecx			/* regs = NULL */
 	call *FC_FUNC(%r11)
 	.if \errno
-	FT_SELF %r11
+	THREAD_SELF %r11
 	mov T_ERRNO_P(%r11), %rax
 	pop %rcx
 	mov %ecx, (%rax)
@@ -877,7 +832,7 @@ ukp_ftrace_tramp_none:
 	.else
 	add $8, %rsp
 	.endif
-1:	FT_SELF %r11
+1:	THREAD_SELF %r11
 2:	incq T_FT_OUT(%r11)
 	POP_ARGS
 	pop %r11
@@ -901,7 +856,7 @@ ukp_ftrace_tramp_list_lean:
 	push %r14
 	push %r15			/* (16-aligned) */
 	mov %r11, %r12			/* cfg */
-	FT_SELF %rax
+	THREAD_SELF %rax
 	mov T_ERRNO_P(%rax), %r14
 	mov (%r14), %r15d		/* errno */
 	lea FC_E(%r12), %rbx
@@ -920,7 +875,7 @@ ukp_ftrace_tramp_list_lean:
 	cmp %r13, %rbx
 	jb 1b
 	mov %r15d, (%r14)
-	FT_SELF %r11
+	THREAD_SELF %r11
 	incq T_FT_OUT(%r11)
 	pop %r15
 	pop %r14
@@ -952,7 +907,7 @@ ukp_ftrace_tramp_list_lean:
 	call *FC_WALK(%rdi)
 	.endif
 	mov %rbx, %rsp
-	FT_SELF %r11
+	THREAD_SELF %r11
 	incq T_FT_OUT(%r11)
 	pop %r12
 	pop %r12
@@ -981,7 +936,7 @@ ukp_ftrace_tramp_list_lean:
 	mov %rsp, %rbx
 .endm
 .macro FT_REGS_LEAVE
-	FT_SELF %rax
+	THREAD_SELF %rax
 	incq T_FT_OUT(%rax)
 	LOAD_GPRS
 	lea PT_SIZE+8(%rsp), %rsp
@@ -1028,7 +983,7 @@ ukp_ftrace_tramp_list_lean:
 	cmpb $0, FO_LIVE(%rax)		/* unregistered meanwhile */
 	je 1f
 	.if \errno
-	FT_SELF %rax
+	THREAD_SELF %rax
 	mov T_ERRNO_P(%rax), %r13	/* r13, r14: loaded back from pt_regs */
 	mov (%r13), %r14d
 	.endif
@@ -1073,7 +1028,7 @@ ukp_ftrace_walk:
 	mov %rsi, %rbx			/* regs */
 	mov %rdx, %r13			/* parent_ip */
 	mov FC_IP(%r12), %r15		/* where the call goes */
-	FT_SELF %rax
+	THREAD_SELF %rax
 	mov T_ERRNO_P(%rax), %rax
 	mov %rax, 8(%rsp)
 	mov (%rax), %r14d		/* errno */

@@ -51,7 +51,7 @@
  * `primed` says which exit keeps the return stack in step: the ret after
  * a primed entry, a jump after any other.
  */
-#include "asm-offsets.h"
+#include "hitpath.h"
 
 
 /* bytes 10-31 of a unit: the priming call (through the slot's cont,
@@ -221,21 +221,14 @@ ukp_kret_common:
 	mov KI_K(%r15), %rbp		/* k */
 	mov KI_SIZE+RI_RET_ADDR(%r15), %rax
 	mov %rax, PT_IP(%rbx)		/* regs->ip: the real return address */
-	mov ukp_self@gottpoff(%rip), %rax
-	mov %fs:(%rax), %r12
+	THREAD_SELF %r12
 	test %r12, %r12
 	jz 24f
-	cmpq $0, T_NEST(%r12)		/* nest and in_handler, both 0 */
-	jne 24f
-	cmpl $0, ukp_fast_readers(%rip)
-	je 24f
 	cmp T_KRET_TOP(%r12), %r15	/* unlinked with one store */
 	jne 24f
 	cmpl $0, T_INTERNAL(%r12)
 	jne 24f
-	movabs $0x100000001, %rax	/* read lock, in_handler */
-	mov %rax, T_NEST(%r12)
-	incq T_SEQ(%r12)
+	HIT_LOCK %r12, %rax, 24f
 	cmpl $0, K_DEAD(%rbp)
 	jne 25f
 	mov K_RP(%rbp), %rdi
@@ -281,8 +274,7 @@ ukp_kret_common:
 	or %rcx, %rdx
 	lock cmpxchg %rdx, K_FREE_TOP(%rbp)
 	jne 28b
-	movq $0, T_NEST(%r12)		/* in_handler, ukp_read_unlock() */
-	incq T_SEQ(%r12)
+	HIT_UNLOCK %r12
 	test %r8, %r8			/* errno back (not for a leaf) */
 	jz 13f
 	mov %r9d, (%r8)
@@ -290,8 +282,7 @@ ukp_kret_common:
 27:	mov %r12, %rdi
 	call ukp_kret_return_resume
 	jmp 22f
-25:	movq $0, T_NEST(%r12)		/* unlock: the C function decides */
-	incq T_SEQ(%r12)
+25:	HIT_UNLOCK %r12			/* the C function decides */
 24:	lea -KS_RA(%r11), %rdi		/* the slot */
 	mov %rbx, %rsi
 	mov %rsp, %rdx

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Assembly only (entry.S, kret.S): the thread block and the read lock as
+ * the hand-written hit paths take them.  The C side is ukp_read_lock()
+ * and ukp_read_unlock() (internal.h); sync.c's grace period reads what
+ * these write.
+ */
+#ifndef UKP_HITPATH_H
+#define UKP_HITPATH_H
+#include "asm-offsets.h"
+
+/* reg = this thread's block (ukp_self), or 0 */
+.macro THREAD_SELF reg
+	mov ukp_self@gottpoff(%rip), \reg
+	mov %fs:(\reg), \reg
+.endm
+
+/* t's read lock (nest 1, seq odd) and in_handler = 1 at once, so from
+ * here a nested hit (a signal's) only counts nmissed and leaves the
+ * thread's hit record alone; to out instead if t is inside already or
+ * the readers are not fenced by membarrier (then the C path decides).
+ * nest goes first: sync.c waits for a thread with nest set. */
+.macro HIT_LOCK t, scratch, out
+	cmpq $0, T_NEST(\t)		/* nest and in_handler, both 0 */
+	jne \out
+	cmpl $0, ukp_fast_readers(%rip)
+	je \out
+	movabs $0x100000001, \scratch
+	mov \scratch, T_NEST(\t)
+	incq T_SEQ(\t)
+.endm
+
+/* in_handler 0 and ukp_read_unlock(): nest 0, then seq even */
+.macro HIT_UNLOCK t
+	movq $0, T_NEST(\t)
+	incq T_SEQ(\t)
+.endm
+
+#endif
