@@ -300,12 +300,10 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n);
  * all it calls leave vector, x87 and MXCSR state alone)?  0 or a negative
  * errno, with the reason in why.  For tests and tools, like the above. */
 int ukp_opt_handler_check(void *fn, char *why, size_t n);
-/* Tests: point the detour at addr to the lean trampoline (or its class
- * one) whatever its probes are, as a thread can find it between a change
- * of the probe list and the switch of the pointer. */
-int ukp_opt_force_tramp(unsigned long addr, bool lean);
-/* ...or to tramp (NULL: its class one) */
-int ukp_opt_force_tramp_fn(unsigned long addr, void (*tramp)(void));
+/* Tests: point the detour at addr to tramp (NULL: its class one)
+ * whatever its probes are, as a thread can find it between a change of
+ * the probe list and the switch of the pointer. */
+int ukp_opt_force_tramp(unsigned long addr, void (*tramp)(void));
 
 /*
  * The registry's side (all under ukp_lock).  Before a site's probes,

@@ -373,7 +373,7 @@ bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip)
 	       ip == (unsigned long)o->detour + o->copy - UKP_ARCH_KRET_R_LEN;
 }
 
-int ukp_opt_force_tramp_fn(unsigned long addr, void (*tramp)(void))
+int ukp_opt_force_tramp(unsigned long addr, void (*tramp)(void))
 {
 	int err = -ENOENT;
 	ukp_lock_registry();
@@ -385,11 +385,6 @@ int ukp_opt_force_tramp_fn(unsigned long addr, void (*tramp)(void))
 	}
 	pthread_mutex_unlock(&ukp_lock);
 	return err;
-}
-
-int ukp_opt_force_tramp(unsigned long addr, bool lean)
-{
-	return ukp_opt_force_tramp_fn(addr, lean ? ukp_opt_tramp_lean : NULL);
 }
 
 /* The detour, once per site (never freed: a thread may be inside). */

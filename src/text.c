@@ -73,17 +73,13 @@ void ukp_text_init(void)
 	probe_mem_writes();
 }
 
-static void serialize_all_cores(void)
+/* Every core drops what it may have fetched of code written since: after
+ * a batch of pokes, and after code written where no thread runs (slot
+ * memory) before it is published. */
+void ukp_text_serialize(void)
 {
 	if (sync_core_cmd)
 		syscall(SYS_membarrier, sync_core_cmd, 0, 0);
-}
-
-/* Code written where no thread runs (slot memory) before it is published:
- * every core drops what it may have fetched of it before. */
-void ukp_text_serialize(void)
-{
-	serialize_all_cores();
 }
 
 struct map { unsigned long lo, hi; int prot; bool file; };
@@ -289,6 +285,6 @@ int ukp_text_poke_batch(const struct ukp_poke *pokes, size_t n)
 	int fd = mem_writes ? open_mem() : -1;	/* no descriptor left: */
 	int err = fd >= 0 ? poke_mem(fd, p, n) : poke_mprotect(p, n);
 	free(p);
-	serialize_all_cores();
+	ukp_text_serialize();
 	return err;
 }

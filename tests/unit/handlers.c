@@ -262,7 +262,7 @@ UKT_CASE(lean_trampoline_saves_for_a_vector_handler)
 	long h0 = hits;
 	UKT_EQ(fn(10), 11);
 	UKT_EQ(hits - h0, 1001);
-	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, true), 0);
+	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, ukp_opt_tramp_lean), 0);
 	for (long i = 0; i < 100; i++)
 		UKT_EQ(fn(i * 31), i * 31 + 1);
 	UKT_EQ(hits - h0, 101 * 1001);
@@ -359,7 +359,7 @@ UKT_CASE(fault_in_lean_handler_goes_on_with_the_next)
 	UKT_EQ(register_kprobe(&kb), 0);
 	wait_for_kprobe_optimizer();
 	UKT_ASSERT(ka.flags & KPROBE_FLAG_OPTIMIZED);
-	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, true), 0);
+	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, ukp_opt_tramp_lean), 0);
 	long h0 = hits;
 	for (long i = 0; i < 50; i++) {
 		errno = 5;

@@ -244,7 +244,7 @@ UKT_CASE(kret_trampoline_finds_the_list_changed)
 	UKT_EQ(hits, 1);
 	UKT_EQ(returns, 2);
 	/* a thread that read the header before the switch */
-	UKT_EQ(ukp_opt_force_tramp_fn((unsigned long)u_kf, ukp_opt_tramp_kret), 0);
+	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_kf, ukp_opt_tramp_kret), 0);
 	for (long i = 0; i < 100; i++)
 		UKT_EQ(fn(i, 5), U_KF(i, 5));
 	UKT_EQ(hits, 101);
