@@ -57,6 +57,9 @@ struct kret_slot {
 	uint8_t primed;			/* the entry ran the priming call */
 	uint8_t lean;			/* the handler keeps to the general
 					   registers (its kretprobe's lean) */
+	uint32_t sysflags;		/* the entry's flags but the status
+					   flags and DF (TF, AC...): the
+					   return shows them (kret.S) */
 	unsigned long cont;		/* where the priming call goes on */
 	unsigned long ra;		/* the real return address */
 	struct ukp_kinst *inst;		/* bound at registration */

@@ -53,6 +53,7 @@ UKP_OFF(struct ukp_jrec, xmm, JR_XMM, 128);
 _Static_assert(sizeof(struct kret_slot) == 32, "a slot mirrors a 32-byte unit");
 UKP_OFF(struct kret_slot, primed, KS_PRIMED, 1);
 UKP_OFF(struct kret_slot, lean, KS_LEAN, 1);
+UKP_OFF(struct kret_slot, sysflags, KS_SYSFL, 4);
 UKP_OFF(struct kret_slot, ra, KS_RA, 8);
 UKP_OFF(struct kret_slot, cont, KS_CONT, 8);
 UKP_OFF(struct kret_slot, inst, KS_INST, 8);
@@ -356,6 +357,7 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 	in->sp = regs->sp;
 	in->t = t;
 	in->slot->ra = *ra;		/* the other stub, if any: both run */
+	in->slot->sysflags = (uint32_t)(regs->flags & ~(unsigned long)FLAGS_STATUS_DF);
 	prime(p, in, regs);
 	in->below = t->kret_top;
 	t->kret_top = in;

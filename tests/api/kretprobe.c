@@ -845,6 +845,93 @@ UKT_CASE(handler_changes_return_value)
 	}
 }
 
+/*
+ * The flags at a return.  kr_flags returns with the status flags and DF
+ * its argument names (bits 0xcd5), the other flags as it was entered;
+ * kr_flags_call sets the flags it enters kr_flags with (ID, bit 21, or
+ * not: a system flag any program may set) and answers the flags it got
+ * back, as asm code that relies on them would see them.
+ */
+__asm__(".text\n.globl kr_flags\n.type kr_flags,@function\n.p2align 4\n"
+	"kr_flags: nopl 0(%rax,%rax,1)\n pushfq\n andq $~0xcd5,(%rsp)\n"
+	" or %rdi,(%rsp)\n mov %rdi,%rax\n popfq\n ret\n.size kr_flags,.-kr_flags\n"
+	".globl kr_flags_call\n.type kr_flags_call,@function\n.p2align 4\n"
+	"kr_flags_call: push %rbx\n pushfq\n pop %rbx\n push %rsi\n popfq\n"
+	" call kr_flags\n pushfq\n pop %rax\n push %rbx\n popfq\n pop %rbx\n ret\n"
+	".size kr_flags_call,.-kr_flags_call\n");
+unsigned long kr_flags(unsigned long status), kr_flags_call(unsigned long status,
+							    unsigned long entry);
+
+#define KR_FL_ID 0x200000UL
+static volatile unsigned long flags_seen, flags_flip;
+
+static int flags_lean(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	flags_seen = regs->flags;
+	regs->flags ^= flags_flip;
+	nret++;
+	return 0;
+}
+
+/* not lean (libc's string functions), and wrong if run with DF set */
+static int flags_libc(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	char a[64], b[64];
+	memset(a, 'f', sizeof(a) - 1);
+	a[sizeof(a) - 1] = 0;
+	memcpy(b, a, sizeof(a));
+	if (strlen(b) == sizeof(a) - 1 && !memcmp(a, b, sizeof(a)))
+		return flags_lean(ri, regs);
+	return 0;
+}
+
+static int flags_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	(void)regs;
+	nentry++;
+	return 0;
+}
+
+UKT_CASE(return_flags_seen_by_handler_and_kept_for_caller)
+{
+	/* CF PF ZF; AF SF OF with DF; none */
+	static const unsigned long status[] = { 0x45, 0xc90, 0 };
+	static const unsigned long entry[] = { 0x202, 0x202 | KR_FL_ID };
+	const unsigned long mask = 0xcd5 | 0x200 | KR_FL_ID;
+	kretprobe_handler_t hs[2] = { flags_lean, flags_libc };
+	/* entry by breakpoint, by the return-probe trampoline (plain), and
+	 * through the general path (an entry_handler) */
+	for (int path = 0; path < 3; path++) {
+		for (int h = 0; h < 2; h++) {
+			struct kretprobe rp = { .kp.addr = (void *)kr_flags, .handler = hs[h],
+						.entry_handler = path == 2 ? flags_entry : NULL };
+			kr_reg(&rp, path > 0);
+			nret = nentry = 0;
+			for (int i = 0; i < 3; i++) {
+				for (int e = 0; e < 2; e++) {
+					for (int flip = 0; flip < 2; flip++) {
+						unsigned long want = (status[i] | entry[e]) & mask;
+						flags_flip = flip ? 0x441 : 0;	/* CF ZF DF */
+						flags_seen = 0;
+						unsigned long got = kr_flags_call(status[i], entry[e]);
+						UKT_EQ(flags_seen & mask, want);
+						UKT_EQ(flags_seen & 2, 2);
+						UKT_EQ(got & mask, want ^ flags_flip);
+					}
+				}
+			}
+			flags_flip = 0;		/* (DF stays clear for C) */
+			UKT_EQ(nret, 12);
+			UKT_EQ(nentry, path == 2 ? 12 : 0);
+			UKT_EQ(kr_flags(0x45), 0x45);
+			kr_unreg(&rp);
+		}
+	}
+	UKT_EQ(kr_flags_call(0x45, 0x202) & mask, 0x245);
+}
+
 static int redirect_ip(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	if (regs->ip != (unsigned long)ri->ret_addr)

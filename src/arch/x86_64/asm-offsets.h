@@ -71,6 +71,9 @@
 #define KRET_NSTUBS (KRET_GROUPS * 8)
 #define KS_PRIMED 0
 #define KS_LEAN 1
+#define KS_SYSFL 4
+/* CF PF AF ZF SF, DF, OF: what a return's own flags give (kret.S) */
+#define FLAGS_STATUS_DF 0xcd5
 #define KS_RA 16
 
 /* struct kret_slot (internal.h) */

@@ -279,19 +279,6 @@ ukp_post_trampoline_end:
 
 /* %rsp = pt_regs, ans (eax unless given) = the dispatch's answer: back
  * to R, or where a handler sent the probed code */
-/* SF ZF AF PF CF and OF back from the flags word saved at off(%rsp),
- * without popfq (microcoded, ~7 ns here): OF by an add that overflows
- * exactly when it was set, then sahf.  Clobbers rax and rcx. */
-.macro STATUS_FLAGS_BACK off
-	movzbl \off+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
-	shr $3, %ecx
-	and $1, %ecx
-	mov $0x7f, %al
-	add %cl, %al
-	mov \off(%rsp), %ah
-	sahf
-.endm
-
 /* the argument (caller-saved) registers, rax..r10 */
 .macro PUSH_ARGS
 	push %rax
@@ -612,6 +599,9 @@ ukp_opt_tramp_kret:
 	mov %rsi, KI_T(%rcx)
 	mov KI_SLOT(%rcx), %r10
 	mov %r9, KS_RA(%r10)
+	mov KT_FL(%rsp), %eax
+	and $~FLAGS_STATUS_DF, %eax
+	mov %eax, KS_SYSFL(%r10)
 	/* prime(): the detour's word still the copy (and r11 too): the
 	 * stub's priming call goes there instead */
 	mov S_RESUME(%rdi), %rax

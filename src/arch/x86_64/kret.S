@@ -147,6 +147,34 @@ ukp_kret_pers_ref:
 #define VS_X87 192
 #define VS_SIZE 320
 
+/* %rsp = pt_regs: the flags (DF and the status flags: a handler may
+ * have changed them; the others nothing here touches) and the general
+ * registers back, but r11 (the stub's, dead at a return) */
+.macro KRET_LEAVE
+	testw $0x400, PT_FLAGS(%rsp)
+	jz 1f
+	std
+1:	STATUS_FLAGS_BACK PT_FLAGS
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	.cfi_restore rbx
+	.cfi_restore r12
+	.cfi_restore r13
+	.cfi_restore r14
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
+.endm
+
 	.section ukp_text, "ax", @progbits
 	.p2align 4
 	.type ukp_kret_common, @function
@@ -162,10 +190,29 @@ ukp_kret_common:
 	lea -PT_SIZE(%rsp), %rsp
 	.cfi_adjust_cfa_offset PT_SIZE
 	mov %rax, PT_AX(%rsp)
-	pushfq
-	.cfi_adjust_cfa_offset 8
-	pop %rax
-	.cfi_adjust_cfa_offset -8
+	mov %rcx, PT_CX(%rsp)
+	mov %rsi, PT_SI(%rsp)
+	/*
+	 * The flags without pushfq, which costs ~2 ns of the ~30 of an
+	 * entry and return here: the status flags by lahf and seto, DF by
+	 * the way lodsb moves rsi (nothing touches the flags before them),
+	 * the others (IF, TF, AC...) as the entry saw them (the slot's
+	 * sysflags): only a function that sets TF or AC itself would show
+	 * them otherwise.
+	 */
+	mov %rsp, %rsi
+	lodsb				/* rsi: rsp + 1, or rsp - 1 with DF */
+	lahf				/* ah: SF ZF AF PF CF (bits 7-0) */
+	seto %cl
+	sub %rsp, %rsi
+	shr $63, %rsi
+	shl $10, %esi			/* DF, bit 10 */
+	movzbl %ah, %eax
+	movzbl %cl, %ecx
+	shl $11, %ecx			/* OF, bit 11 */
+	or %ecx, %eax
+	or %esi, %eax
+	or KS_SYSFL-KS_RA(%r11), %eax
 	mov %rax, PT_FLAGS(%rsp)
 	mov %r15, PT_R15(%rsp)
 	mov %r14, PT_R14(%rsp)
@@ -177,15 +224,17 @@ ukp_kret_common:
 	.cfi_rel_offset r12, PT_R12
 	.cfi_rel_offset r13, PT_R13
 	.cfi_rel_offset r14, PT_R14
-	movzwl KS_PRIMED-KS_RA(%r11), %r14d	/* read while the instance is ours: */
-					/* primed (bits 0-7), lean (8-15) */
+	/* read while the instance is ours: primed (bits 0-7), lean (8-15),
+	 * one byte each: the entry stored primed alone, and a 2-byte load
+	 * over that store would wait for it (no forwarding: ~2 ns) */
+	movzbl KS_LEAN-KS_RA(%r11), %r14d
+	shl $8, %r14d
+	or KS_PRIMED-KS_RA(%r11), %r14b
 	mov %r11, PT_R11(%rsp)
 	mov %r10, PT_R10(%rsp)
 	mov %r9, PT_R9(%rsp)
 	mov %r8, PT_R8(%rsp)
-	mov %rcx, PT_CX(%rsp)
 	mov %rdx, PT_DX(%rsp)
-	mov %rsi, PT_SI(%rsp)
 	mov %rdi, PT_DI(%rsp)
 	movq $-1, PT_ORIG_AX(%rsp)
 	mov (%r11), %rax
@@ -379,33 +428,17 @@ ukp_kret_common:
 	vmovdqu64 VS_V1(%rsp), %zmm1
 13:	mov %rbx, %rsp
 	.cfi_def_cfa_register rsp
-	test $0xff, %r14d		/* primed: ZF clear (kept by the movs) */
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
-	.cfi_restore rbx
-	.cfi_restore r12
-	.cfi_restore r13
-	.cfi_restore r14
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
+	test $0xff, %r14d
 	jnz 15f
 	.cfi_remember_state
+	KRET_LEAVE
 	mov PT_SIZE(%rsp), %r11
 	lea PT_SIZE+8(%rsp), %rsp
 	.cfi_def_cfa_offset 0
 	.cfi_register rip, r11
 	jmp *%r11			/* the return stack keeps the caller's */
 15:	.cfi_restore_state
+	KRET_LEAVE
 	lea PT_SIZE(%rsp), %rsp		/* primed: the return stack's next */
 	.cfi_def_cfa_offset 8		/* entry is the caller's, so a ret */
 	ret				/* is predicted */
