@@ -104,7 +104,8 @@ struct ukp_thread {
 	unsigned ft_rdepth;
 	unsigned long ft_rsp[UKP_FT_CONTEXTS];
 	/* the lean hit is a kretprobe's return (kret.c): a fault resumes
-	 * through ukp_kret_resume, with these */
+	 * through ukp_kret_resume, with these; 1: on the frame at lean_sp,
+	 * 2: kret.S's fast path, which has none */
 	int lean_kret;
 	struct kret_slot *kret_slot;
 	int *kret_errp;

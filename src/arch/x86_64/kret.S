@@ -248,10 +248,7 @@ ukp_kret_common:
 	test $0xff00, %r14d		/* lean: the handler keeps to the */
 	jz 20f				/* general registers (analyze.c): no
 					   other state to keep */
-	and $0xff, %r14d
-	sub $KF_SIZE, %rsp
 	and $-16, %rsp
-	KRET_FRAME 22f
 	testl $0x400, PT_FLAGS(%rbx)
 	jz 21f
 	cld
@@ -262,8 +259,10 @@ ukp_kret_common:
 	 * handler not moving regs->ip).  r12 = t, r13 = the slot, r15 =
 	 * the instance, rbp = its struct ukp_kret: callee-saved, and put
 	 * back from pt_regs at the end.  The record a fault in the
-	 * handler resumes with (ukp_kret_resume) is the C path's, and so
-	 * is the frame at rsp.  Anything else: the C function.
+	 * handler resumes with (ukp_kret_resume) is the C path's, with
+	 * lean_kret 2: no frame at lean_sp, rbx and r14 come from the
+	 * record (cur_regs, the slot's primed).  Anything else: the C
+	 * function.
 	 */
 	lea -KS_RA(%r11), %r13		/* s */
 	mov KS_INST(%r13), %r15		/* in */
@@ -296,10 +295,10 @@ ukp_kret_common:
 	mov %rcx, T_KRET_TOP(%r12)
 	mov %rdi, T_CUR(%r12)		/* &rp->kp, its first member */
 	mov %rbx, T_CUR_REGS(%r12)
-	movq $0, T_CUR_JB(%r12)		/* a fault resumes at lean_sp */
-	mov %rsp, T_LEAN_SP(%r12)	/* a fault resumes on this frame */
+	/* cur_jb is NULL already (see the lean trampoline, entry.S) */
+	mov %rsp, T_LEAN_SP(%r12)	/* a fault resumes on this stack */
 	mov %r13, T_KRET_SLOT(%r12)
-	movl $1, T_LEAN_KRET(%r12)
+	movl $2, T_LEAN_KRET(%r12)
 	lea KI_SIZE(%r15), %rdi		/* ri */
 	mov %rbx, %rsi
 	call *%rax			/* rp->handler(ri, regs) */
@@ -311,8 +310,8 @@ ukp_kret_common:
 	mov PT_IP(%rbx), %rax
 	cmp KI_SIZE+RI_RET_ADDR(%r15), %rax
 	jne 27f				/* sent elsewhere: kret_finish in C */
-	mov KS_RA(%r13), %rax		/* on to the caller (or the next */
-	mov %rax, PT_SIZE(%rbx)		/* stub of a chain) */
+	/* on to the caller (or the next stub of a chain): the slot's ra,
+	 * at PT_SIZE(%rbx) from the start */
 	mov KI_SELF(%r15), %ecx		/* inst_push(): the last use of k */
 	mov K_FREE_TOP(%rbp), %rax
 28:	mov %eax, KI_NEXT_FREE(%r15)
@@ -330,13 +329,16 @@ ukp_kret_common:
 	jmp 13f
 27:	mov %r12, %rdi
 	call ukp_kret_return_resume
-	jmp 22f
+	jmp ukp_kret_lean_ret
 25:	HIT_UNLOCK %r12			/* the C function decides */
-24:	lea -KS_RA(%r11), %rdi		/* the slot */
+24:	sub $KF_SIZE, %rsp
+	KRET_FRAME ukp_kret_lean_ret
+	lea -KS_RA(%r11), %rdi		/* the slot */
 	mov %rbx, %rsi
 	mov %rsp, %rdx
 	call ukp_kret_return
-22:	mov %rax, PT_SIZE(%rbx)
+ukp_kret_lean_ret:
+	mov %rax, PT_SIZE(%rbx)
 	jmp 13f
 20:	sub $VS_SIZE, %rsp
 	and $-64, %rsp
@@ -449,18 +451,29 @@ ukp_kret_common:
  * void ukp_kret_resume(unsigned long sp, struct ukp_thread *t): a fault in
  * a return handler was taken.  Leaves the signal handler (as ukp_longjmp
  * does) for ukp_kret_common's frame at sp, as if its call of
- * ukp_kret_return had been one of ukp_kret_return_resume(t).
+ * ukp_kret_return had been one of ukp_kret_return_resume(t); or, after
+ * the fast path's call of the handler (lean_kret 2), with rbx and r14
+ * from t's record.
  */
 	.globl ukp_kret_resume
 	.hidden ukp_kret_resume
 	.type ukp_kret_resume, @function
 ukp_kret_resume:
 	mov %rdi, %rsp
+	cmpl $2, T_LEAN_KRET(%rsi)
+	je 1f
 	mov KF_RBX(%rsp), %rbx
 	mov KF_R12(%rsp), %r12
 	mov KF_R13(%rsp), %r13
 	mov KF_R14(%rsp), %r14
 	push KF_RESUME(%rsp)
+	mov %rsi, %rdi
+	jmp ukp_kret_return_resume
+1:	mov T_CUR_REGS(%rsi), %rbx	/* the fast path's: no frame */
+	mov T_KRET_SLOT(%rsi), %rax
+	movzbl KS_PRIMED(%rax), %r14d
+	lea ukp_kret_lean_ret(%rip), %rax
+	push %rax
 	mov %rsi, %rdi
 	jmp ukp_kret_return_resume
 	.size ukp_kret_resume, .-ukp_kret_resume
