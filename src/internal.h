@@ -109,6 +109,11 @@ struct ukp_thread {
 	int lean_kret;
 	struct kret_slot *kret_slot;
 	int *kret_errp;
+	/* the instance of a return handler whose fault the program's
+	 * handler is taking (trap.c), and the sp of the fault: given back if
+	 * that one longjmps past it or the thread ends there (kret.c) */
+	struct ukp_kinst *kret_orphan;
+	unsigned long kret_orphan_sp;
 };
 
 /* sync.c; inline below because every hit takes these */

@@ -292,6 +292,10 @@ static void free_deferred(struct ukp_thread *t)
 void ukp_kret_thread_gone(struct ukp_thread *t)
 {
 	free_deferred(t);
+	if (t->kret_orphan) {
+		inst_push(t->kret_orphan->k, t->kret_orphan);
+		t->kret_orphan = NULL;
+	}
 	while (t->kret_top)
 		inst_drop(t, t->kret_top);
 	t->jdepth = 0;
@@ -554,12 +558,31 @@ static void longjmp_reclaim(const void *env)
 	 * fault is no longer that handler's */
 	if (t->lean_kret && sp > t->lean_sp)
 		t->lean_kret = 0;
-	if (!t->kret_top && !t->kret_deferred)
+	if (!t->kret_top && !t->kret_deferred && !t->kret_orphan)
 		return;
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
 	int nested = t->in_handler;
 	t->in_handler = 1;
 	free_deferred(t);
+	/*
+	 * A return handler faulted and the program's handler took the fault
+	 * (trap.c).  A target past the probed function's caller: that
+	 * return is never finished, its instance goes back.  One between
+	 * the fault and there: back inside the return handler, whose return
+	 * frees it as usual.  One below the fault or on the alternate
+	 * signal stack the handler runs on: still in the program's handler.
+	 */
+	struct ukp_kinst *o = t->kret_orphan;
+	stack_t as;
+	if (o && !(sigaltstack(NULL, &as) == 0 && (as.ss_flags & SS_ONSTACK) &&
+		   sp >= (unsigned long)as.ss_sp && sp < (unsigned long)as.ss_sp + as.ss_size)) {
+		if (sp > o->sp) {
+			t->kret_orphan = NULL;
+			inst_push(o->k, o);
+		} else if (sp > t->kret_orphan_sp) {
+			t->kret_orphan = NULL;
+		}
+	}
 	while (t->kret_top && t->kret_top->sp >= here && t->kret_top->sp < sp)
 		inst_drop(t, t->kret_top);
 	/* leaving a signal handler on its alternate stack: the calls on that

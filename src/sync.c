@@ -154,10 +154,20 @@ struct ukp_thread *ukp_thread_attach(void)
 	t->errno_p = &errno;	/* __errno_location: blacklisted, no syscall */
 	t->kret_top = NULL;	/* a reused block: ukp_kret_thread_gone ran */
 	t->kret_deferred = NULL;
+	t->kret_orphan = NULL;
 	t->lean_kret = 0;
 	t->jdepth = 0;
 	t->cur_uc = NULL;
+	/* what a thread that died in a handler (pthread_exit) or was
+	 * inside one at fork left: the hand-written hit paths rely on
+	 * cur_jb being NULL */
 	t->cur = NULL;
+	t->cur_jb = NULL;
+	t->abandon = 0;
+	t->npending = 0;
+	t->in_hook = 0;
+	t->in_post = NULL;
+	t->ft_rdepth = 0;
 	t->in_fault = 0;
 	self = t;
 	attaching = 0;

@@ -619,9 +619,14 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 				   one's: the lean fast paths leave it NULL) */
 	t->in_handler = 0;
 	t->nest = 1;
+	if (r.lean_kret) {
+		t->kret_orphan = r.kret_slot->inst;
+		t->kret_orphan_sp = ukp_arch_uc_sp(uc);
+	}
 	ukp_read_unlock(t);
 	chain(sig, si, &pc);
 	ukp_read_lock(t);
+	t->kret_orphan = NULL;	/* resumed: the rest of the return frees it */
 	t->nest = nest;
 	t->cur_regs = r.cur_regs;
 	t->cur_jb = r.cur_jb;

@@ -1147,6 +1147,177 @@ UKT_CASE(longjmp_from_kprobe_fault_then_return_handler_fault)
 	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
 }
 
+/*
+ * A thread that dies inside a handler (pthread_exit from a pre_handler)
+ * leaves its thread block with the handler's fault-resume point; a new
+ * thread reuses the block.  Its first hit runs no handler (a kprobe
+ * without handlers), then a return handler (or an optimised kprobe's
+ * pre_handler) faults on the hand-written fast path, whose fault_handler
+ * takes it: the fault must resume that hit, not the dead thread's point.
+ */
+static int die_in_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	pthread_exit((void *)77L);
+	return 0;
+}
+
+static void *call_kr_int(void *arg)
+{
+	(void)arg;
+	kr_int(1, 2);
+	return (void *)1L;
+}
+
+static long want_add;	/* what the faulting handler adds to kr_long's result */
+
+static void *first_no_handler_then_faults(void *arg)
+{
+	(void)arg;
+	kr_int(3, 4);		/* attaches, calls no handler */
+	long bad = 0;
+	for (long i = 0; i < 20; i++)
+		if (kr_long(i) != (i ^ 0x5a5a5a5a5a5aL) + want_add)
+			bad++;
+	return (void *)bad;
+}
+
+/* a thread has died inside a pre_handler of kr_int; kr_int keeps a
+ * kprobe without handlers */
+static void thread_died_in_handler(struct kprobe *none)
+{
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	struct kprobe kp = { .addr = (void *)kr_int, .pre_handler = die_in_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	pthread_t th;
+	void *r;
+	UKT_EQ(pthread_create(&th, NULL, call_kr_int, NULL), 0);
+	UKT_EQ(pthread_join(th, &r), 0);
+	UKT_EQ((long)r, 77);
+	unregister_kprobe(&kp);
+	*none = (struct kprobe){ .addr = (void *)kr_int };
+	UKT_EQ(register_kprobe(none), 0);	/* no handler: a breakpoint */
+	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
+UKT_CASE(thread_died_in_handler_then_return_handler_fault)
+{
+	for (int opt = 0; opt < 2; opt++) {
+		struct kprobe none;
+		thread_died_in_handler(&none);
+		nret = 0;
+		nfault = 0;
+		want_add = 1000;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
+					.maxactive = 1 };
+		rp.kp.fault_handler = take_fault;
+		kr_reg(&rp, opt);
+		pthread_t th;
+		void *r;
+		UKT_EQ(pthread_create(&th, NULL, first_no_handler_then_faults, NULL), 0);
+		UKT_EQ(pthread_join(th, &r), 0);
+		UKT_EQ((long)r, 0);
+		UKT_EQ(nret, 20);
+		UKT_EQ(nfault, 20);
+		kr_unreg(&rp);
+		unregister_kprobe(&none);
+	}
+}
+
+static int pre_faults(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	nret++;
+	*bad_ptr = 1;
+	return 0;
+}
+
+UKT_CASE(thread_died_in_handler_then_lean_kprobe_fault)
+{
+	struct kprobe none;
+	thread_died_in_handler(&none);
+	nret = 0;
+	nfault = 0;
+	want_add = 0;
+	struct kprobe kf = { .addr = (void *)kr_long, .pre_handler = pre_faults,
+			     .fault_handler = take_fault };
+	UKT_EQ(register_kprobe(&kf), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kf.flags & KPROBE_FLAG_OPTIMIZED);
+	pthread_t th;
+	void *r;
+	UKT_EQ(pthread_create(&th, NULL, first_no_handler_then_faults, NULL), 0);
+	UKT_EQ(pthread_join(th, &r), 0);
+	UKT_EQ((long)r, 0);
+	UKT_EQ(nret, 20);
+	UKT_EQ(nfault, 20);
+	unregister_kprobe(&kf);
+	unregister_kprobe(&none);
+}
+
+/*
+ * A return handler faults, no fault_handler takes it, and the program's
+ * SIGSEGV handler leaves by siglongjmp past the probed call, or ends its
+ * thread there: that return never finishes, and its instance must come
+ * back (maxactive 1: otherwise every later call is missed).
+ */
+static sigjmp_buf orphan_env;
+static __thread int orphan_exit;	/* this thread's handler: pthread_exit */
+
+static void segv_leaves(int sig)
+{
+	(void)sig;
+	nfault++;
+	if (orphan_exit)
+		pthread_exit((void *)5L);
+	siglongjmp(orphan_env, 1);
+}
+
+static void *fault_then_exit(void *arg)
+{
+	(void)arg;
+	orphan_exit = 1;
+	kr_long(1);
+	return (void *)1L;	/* not reached */
+}
+
+UKT_CASE(program_handler_leaving_a_return_handler_fault_gives_the_instance_back)
+{
+	struct sigaction sa = { .sa_handler = segv_leaves }, old;
+	sigemptyset(&sa.sa_mask);
+	UKT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	for (int opt = 0; opt < 2; opt++) {
+		for (int how = 0; how < 2; how++) {
+			nret = 0;
+			nfault = 0;
+			struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault,
+						.maxactive = 1 };
+			kr_reg(&rp, opt);
+			if (how == 0) {
+				if (sigsetjmp(orphan_env, 1) == 0) {
+					kr_long(1);
+					UKT_FAIL("kr_long returned through the fault");
+				}
+			} else {
+				pthread_t th;
+				void *r;
+				UKT_EQ(pthread_create(&th, NULL, fault_then_exit, NULL), 0);
+				UKT_EQ(pthread_join(th, &r), 0);
+				UKT_EQ((long)r, 5);
+			}
+			UKT_EQ(nfault, 1);
+			rp.handler = count_inner;
+			ninner = 0;
+			for (long i = 0; i < 5; i++)
+				UKT_EQ(kr_long(i), i ^ 0x5a5a5a5a5a5aL);
+			UKT_EQ(ninner, 5);
+			UKT_EQ(rp.nmissed, 0);
+			kr_unreg(&rp);
+		}
+	}
+	UKT_EQ(sigaction(SIGSEGV, &old, NULL), 0);
+}
+
 static atomic_long st_steps, st_bad, st_g_calls, st_g_ret, st_h_hits;
 static volatile bool st_on;
 

@@ -13,6 +13,10 @@
  *                         a leaf under a kretprobed function: bt is leaf,
  *                         probed function, kretprobe_trampoline, the real
  *                         caller, main; the program then ends normally
+ *   gdb_finds_callers_registers_through_trampoline   gdb -batch stops in
+ *                         the return handler (the trampoline's fast path,
+ *                         which uses rbx rbp r12-r15 itself): the caller's
+ *                         frame shows the values it holds in them
  *   libunwind_walk_shows_real_callers   kret_unwind_unw: unw_step from the
  *                         probed function, its callee and the handler
  */
@@ -21,6 +25,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +241,45 @@ UKT_CASE_T(gdb_backtrace_shows_trampoline_then_real_caller, 90)
 		show("gdb", out);
 		UKT_FAIL("the program under gdb did not exit normally");
 	}
+}
+
+UKT_CASE_T(gdb_finds_callers_registers_through_trampoline, 90)
+{
+	char path[PATH_MAX];
+	static char out[1 << 16];
+	prog_path(path, sizeof(path), "kret_gdb");
+	if (access("/usr/bin/gdb", X_OK))
+		UKT_FAIL("no /usr/bin/gdb (scripts/install-deps installs it)");
+	char *argv[] = { "gdb", "-nx", "-batch",
+			 "-ex", "handle SIGBUS nostop noprint pass",
+			 "-ex", "break on_return",
+			 "-ex", "run",
+			 "-ex", "bt",
+			 "-ex", "frame function kr_gdb_regs_caller",
+			 "-ex", "info registers rbx rbp r12 r13 r14 r15",
+			 "-ex", "continue",
+			 "--args", path, "regs", NULL };
+	int st = run(argv, 75, out, sizeof(out));
+	expect_exit0("gdb", st, out);
+	static const char *const regs[] = { "rbx", "rbp", "r12", "r13", "r14", "r15" };
+	for (int i = 0; i < 6; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "0x%016lx", 0x1111111111111111UL * (unsigned long)(i + 1));
+		const char *l = out;
+		bool found = false;
+		while ((l = strstr(l, regs[i])) != NULL) {
+			const char *e = strchr(l, '\n');
+			size_t n = e ? (size_t)(e - l) : strlen(l);
+			if ((l == out || l[-1] == '\n') && memmem(l, n, want, strlen(want)))
+				found = true;
+			l += strlen(regs[i]);
+		}
+		if (!found) {
+			show("gdb", out);
+			UKT_FAIL("the caller's %s is not %s", regs[i], want);
+		}
+	}
+	expect_line("gdb", out, "result 15 handler 1");
 }
 
 /* ---- libunwind --------------------------------------------------------------------------- */

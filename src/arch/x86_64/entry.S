@@ -478,8 +478,9 @@ ukp_opt_tramp_lean:
 	mov %r13, T_LEAN_LIST(%r12)
 	mov %rbx, T_CUR_REGS(%r12)
 	/* cur_jb is NULL already: every C path clears it after its handler,
-	 * and handler_fault_unhandled before the program's handler, which
-	 * may longjmp away */
+	 * handler_fault_unhandled before the program's handler, which may
+	 * longjmp away, and the attach of a reused thread block (sync.c),
+	 * whose thread may have died in a handler */
 	/* lean_i and abandon are not needed: a resume after handler 0 of a
 	 * one-probe list finds nothing more to run whatever they say */
 	mov %rdi, T_CUR(%r12)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Assembly only (entry.S, kret.S): the thread block and the read lock as
- * the hand-written hit paths take them.  The C side is ukp_read_lock()
+ * the hand-written hit paths take them, and the status flags put back
+ * without popfq.  The C side is ukp_read_lock()
  * and ukp_read_unlock() (internal.h); sync.c's grace period reads what
  * these write.
  */

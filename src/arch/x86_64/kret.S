@@ -37,7 +37,8 @@
  * The stub sets r11 to stub + W, where its slot has the real return
  * address; r11 is dead at a return (caller-saved, not a return register).
  * The slots mirror the units byte for byte, 32 bytes each:
- * { primed, lean, cont, real return address (at stub + W), instance }.
+ * { primed, lean, sysflags, cont, real return address (at stub + W),
+ * instance }.
  *
  * Prediction.  A return to a stub is a return the CPU did not predict:
  * its return stack buffer holds the caller's address, pushed by the
@@ -122,9 +123,9 @@ ukp_kret_pers_ref:
  * stub, else by a jump through r11 (then the buffer still holds the
  * caller's own return, which stays predicted).
  */
-/* what ukp_kret_resume needs on the frame at the call (bytes 8-47 of
- * either path's area): where to go on, and the registers the code after
- * the call uses */
+/* what ukp_kret_resume needs on the frame at the C paths' calls (bytes
+ * 8-47 of their area; the fast path has none): where to go on, and the
+ * registers the code after the call uses */
 #define KF_RESUME 8
 #define KF_RBX 16
 #define KF_R12 24
@@ -162,9 +163,11 @@ ukp_kret_pers_ref:
 	mov PT_BP(%rsp), %rbp
 	mov PT_BX(%rsp), %rbx
 	.cfi_restore rbx
+	.cfi_restore rbp
 	.cfi_restore r12
 	.cfi_restore r13
 	.cfi_restore r14
+	.cfi_restore r15
 	mov PT_R10(%rsp), %r10
 	mov PT_R9(%rsp), %r9
 	mov PT_R8(%rsp), %r8
@@ -196,9 +199,9 @@ ukp_kret_common:
 	 * The flags without pushfq, which costs ~2 ns of the ~30 of an
 	 * entry and return here: the status flags by lahf and seto, DF by
 	 * the way lodsb moves rsi (nothing touches the flags before them),
-	 * the others (IF, TF, AC...) as the entry saw them (the slot's
-	 * sysflags): only a function that sets TF or AC itself would show
-	 * them otherwise.
+	 * the others (IF, TF, AC, ID...) as the entry saw them (the slot's
+	 * sysflags): only a change of those inside the call (the function's
+	 * own, or a signal handler's or debugger's) would show otherwise.
 	 */
 	mov %rsp, %rsi
 	lodsb				/* rsi: rsp + 1, or rsp - 1 with DF */
@@ -221,9 +224,11 @@ ukp_kret_common:
 	mov %rbp, PT_BP(%rsp)
 	mov %rbx, PT_BX(%rsp)
 	.cfi_rel_offset rbx, PT_BX
+	.cfi_rel_offset rbp, PT_BP
 	.cfi_rel_offset r12, PT_R12
 	.cfi_rel_offset r13, PT_R13
 	.cfi_rel_offset r14, PT_R14
+	.cfi_rel_offset r15, PT_R15
 	/* read while the instance is ours: primed (bits 0-7), lean (8-15),
 	 * one byte each: the entry stored primed alone, and a 2-byte load
 	 * over that store would wait for it (no forwarding: ~2 ns) */
@@ -452,8 +457,8 @@ ukp_kret_lean_ret:
  * a return handler was taken.  Leaves the signal handler (as ukp_longjmp
  * does) for ukp_kret_common's frame at sp, as if its call of
  * ukp_kret_return had been one of ukp_kret_return_resume(t); or, after
- * the fast path's call of the handler (lean_kret 2), with rbx and r14
- * from t's record.
+ * the fast path's call of the handler (lean_kret 2), with rbx from t's
+ * record (cur_regs) and r14 from the slot it names.
  */
 	.globl ukp_kret_resume
 	.hidden ukp_kret_resume
