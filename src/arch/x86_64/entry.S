@@ -53,25 +53,6 @@
 	movq $-1, PT_ORIG_AX(%rsp)
 .endm
 
-/* every general register back from pt_regs at %rsp */
-.macro LOAD_GPRS
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
-	mov PT_R11(%rsp), %r11
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
-.endm
-
 /* ...and leave through "ret $128": pops the exit target written over the
  * return address and lands %rsp on the thread's sp (see above). */
 .macro LOAD_GPRS_AND_LEAVE
@@ -307,13 +288,9 @@ ukp_post_trampoline_end:
 	jne 30f				/* a handler moved sp */
 	test \ans, \ans
 	jnz 20f
-	/* flags without popfq: DF by std, the status flags by
-	 * STATUS_FLAGS_BACK.  These are the flags a handler may change
-	 * (the others, TF, AC..., the trampoline never touches). */
-10:	testw $0x400, PT_FLAGS(%rsp)
-	jz 11f
-	std
-11:	STATUS_FLAGS_BACK PT_FLAGS
+	/* flags without popfq (FLAGS_BACK): the ones a handler may change;
+	 * the others, TF, AC..., the trampoline never touches */
+10:	FLAGS_BACK PT_FLAGS
 	LOAD_GPRS_AND_LEAVE
 20:	mov PT_IP(%rsp), %rax		/* redirected by a pre_handler */
 	mov %rax, PT_SIZE(%rsp)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Assembly only (entry.S, kret.S): the thread block and the read lock as
- * the hand-written hit paths take them, and the status flags put back
- * without popfq.  The C side is ukp_read_lock()
- * and ukp_read_unlock() (internal.h); sync.c's grace period reads what
- * these write.
+ * the hand-written hit paths take them (the C side is ukp_read_lock()
+ * and ukp_read_unlock(), internal.h; sync.c's grace period reads what
+ * these write), and the flags (without popfq) and general registers put
+ * back from a saved frame.
  */
 #ifndef UKP_HITPATH_H
 #define UKP_HITPATH_H
@@ -48,6 +48,37 @@
 	add %cl, %al
 	mov \off(%rsp), %ah
 	sahf
+.endm
+
+
+/* DF (by std) and the status flags back from the flags word at off(%rsp):
+ * the flags a handler may change.  Clobbers rax and rcx. */
+.macro FLAGS_BACK off
+	testw $0x400, \off(%rsp)
+	jz 77f
+	std
+77:	STATUS_FLAGS_BACK \off
+.endm
+
+/* every general register back from pt_regs at %rsp (r11 unless r11=0) */
+.macro LOAD_GPRS r11=1
+	mov PT_R15(%rsp), %r15
+	mov PT_R14(%rsp), %r14
+	mov PT_R13(%rsp), %r13
+	mov PT_R12(%rsp), %r12
+	mov PT_BP(%rsp), %rbp
+	mov PT_BX(%rsp), %rbx
+	.if \r11
+	mov PT_R11(%rsp), %r11
+	.endif
+	mov PT_R10(%rsp), %r10
+	mov PT_R9(%rsp), %r9
+	mov PT_R8(%rsp), %r8
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DX(%rsp), %rdx
+	mov PT_SI(%rsp), %rsi
+	mov PT_DI(%rsp), %rdi
 .endm
 
 #endif

@@ -152,30 +152,14 @@ ukp_kret_pers_ref:
  * have changed them; the others nothing here touches) and the general
  * registers back, but r11 (the stub's, dead at a return) */
 .macro KRET_LEAVE
-	testw $0x400, PT_FLAGS(%rsp)
-	jz 1f
-	std
-1:	STATUS_FLAGS_BACK PT_FLAGS
-	mov PT_R15(%rsp), %r15
-	mov PT_R14(%rsp), %r14
-	mov PT_R13(%rsp), %r13
-	mov PT_R12(%rsp), %r12
-	mov PT_BP(%rsp), %rbp
-	mov PT_BX(%rsp), %rbx
+	FLAGS_BACK PT_FLAGS
+	LOAD_GPRS r11=0
 	.cfi_restore rbx
 	.cfi_restore rbp
 	.cfi_restore r12
 	.cfi_restore r13
 	.cfi_restore r14
 	.cfi_restore r15
-	mov PT_R10(%rsp), %r10
-	mov PT_R9(%rsp), %r9
-	mov PT_R8(%rsp), %r8
-	mov PT_AX(%rsp), %rax
-	mov PT_CX(%rsp), %rcx
-	mov PT_DX(%rsp), %rdx
-	mov PT_SI(%rsp), %rsi
-	mov PT_DI(%rsp), %rdi
 .endm
 
 	.section ukp_text, "ax", @progbits
