@@ -554,14 +554,22 @@ UKT_CASE(fp_results_survive_handler_doing_fp_work)
  * string functions (which use vector registers), and a truly lean one */
 static volatile size_t libc_len = 200;
 
-static int libc_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+/* libc's string functions on a length the compiler cannot see (so they
+ * are called, not inlined): right only if they ran correctly (also:
+ * with DF clear) */
+static bool libc_work_ok(void)
 {
 	char a[256], b[256];
-	(void)ri;
 	memset(a, 'x', libc_len);
 	a[libc_len] = 0;
 	memcpy(b, a, libc_len + 1);
-	if (strlen(b) == libc_len && !memcmp(a, b, libc_len) && regs->sp)
+	return strlen(b) == libc_len && !memcmp(a, b, libc_len);
+}
+
+static int libc_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	if (libc_work_ok() && regs->sp)
 		fp_calls++;
 	return 0;
 }
@@ -877,13 +885,7 @@ static int flags_lean(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* not lean (libc's string functions), and wrong if run with DF set */
 static int flags_libc(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	char a[64], b[64];
-	memset(a, 'f', sizeof(a) - 1);
-	a[sizeof(a) - 1] = 0;
-	memcpy(b, a, sizeof(a));
-	if (strlen(b) == sizeof(a) - 1 && !memcmp(a, b, sizeof(a)))
-		return flags_lean(ri, regs);
-	return 0;
+	return libc_work_ok() ? flags_lean(ri, regs) : 0;
 }
 
 static int flags_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
