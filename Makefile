@@ -95,7 +95,7 @@ $(B)/ukt_main.o: tests/ukt_main.c tests/ukt.h
 	@mkdir -p $(B)
 	$(CC) $(USER_CFLAGS) -c $< -o $@
 
-$(B)/tests/unit-%: tests/unit/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h
+$(B)/tests/unit-%: tests/unit/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm
 

@@ -84,7 +84,8 @@ struct ukp_thread {
 	int internal;			/* ukprobes' own thread: no handlers */
 	int *errno_p;			/* this thread's errno */
 	/* the lean hit running handlers (trap.c), where a fault a handler
-	 * takes resumes: the trampoline's frame, not a setjmp per call */
+	 * takes resumes: the trampoline's frame (found from cur_regs; a
+	 * kretprobe's C return path: at lean_sp), not a setjmp per call */
 	unsigned long lean_sp;
 	const struct ukp_plist *lean_list;
 	unsigned lean_i;
@@ -178,7 +179,9 @@ struct ukp_plist {
 	unsigned n;
 	bool any_post;
 	bool gpr_only;		/* every handler leaves vector/x87 state alone */
-	bool lean1;		/* gpr_only with one probe: the lean fast path */
+	uint8_t lean1;		/* gpr_only with one probe: the lean fast path;
+				   2: its pre_handler is a leaf too, which
+				   cannot change errno (ukp_opt_leaf_locked) */
 	bool kret1;		/* one probe, a kretprobe without entry_handler:
 				   ukp_opt_tramp_kret's fast path */
 	struct kprobe *p[];
@@ -334,9 +337,9 @@ void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */
 int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs);
-/* The lean trampoline's: rec_sp is its stack at the call, where a fault
- * a handler takes resumes (ukp_opt_resume -> ukp_opt_dispatch_resume). */
-int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned long rec_sp);
+/* The lean trampolines': a fault a handler takes resumes on the frame
+ * whose pt_regs is regs (ukp_opt_resume -> ukp_opt_dispatch_resume). */
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs);
 int ukp_opt_dispatch_resume(struct ukp_thread *t);
 /* ip is where the return probes' detour of s goes on after its
  * trampoline (through a word the stack keeps: skip it if sp moved) */

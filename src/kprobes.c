@@ -391,7 +391,8 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 		    !ukp_opt_gpr_only_locked((unsigned long)p->fault_handler))
 			l->gpr_only = false;
 	}
-	l->lean1 = l->gpr_only && l->n == 1;
+	l->lean1 = !(l->gpr_only && l->n == 1) ? 0 :
+		   ukp_opt_leaf_locked((unsigned long)l->p[0]->pre_handler) ? 2 : 1;
 	l->kret1 = l->n == 1 && ukp_is_kret_plain_entry(l->p[0]) && !l->p[0]->post_handler;
 	return l;
 }

@@ -336,14 +336,16 @@ int ukp_opt_handler_check(void *fn, char *why, size_t n)
 	return err;
 }
 
-/* The trampoline for the site's probes as they are now: the lean one if
- * every handler leaves the vector state alone, else the one for what is
- * live at the probe point. */
+/* The trampoline for the site's probes as they are now: a lean one if
+ * every handler leaves the vector state alone (the leaf one if the only
+ * handler is a leaf), else the one for what is live at the probe point. */
 static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 {
 	const struct ukp_plist *l = atomic_load(&s->probes);
 	if (l && l->kret1 && kret)
 		return ukp_opt_tramp_kret;	/* needs the kret detour's word */
+	if (l && l->lean1 == 2)
+		return ukp_opt_tramp_lean_leaf;
 	if (l && l->gpr_only)
 		return ukp_opt_tramp_lean;
 	return ukp_arch_opt_tramp(s->opt->r.vsave);
@@ -423,6 +425,8 @@ static void prepare_locked(struct ukp_site *s)
 				 "no registers but its own (a plain kretprobe's entry)" :
 				 tramp == ukp_opt_tramp_lean ?
 				 "no vector state (handlers keep to general registers)" :
+				 tramp == ukp_opt_tramp_lean_leaf ?
+				 "no vector state nor errno (a leaf handler)" :
 				 ukp_arch_vsave_name(o->r.vsave));
 			report(s, 2, what);
 		}

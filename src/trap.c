@@ -466,10 +466,10 @@ int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len
  * so the code here keeps to the general registers too.
  *
  * The fast path: no setjmp per handler.  Where a fault that a handler's
- * fault_handler takes resumes is the trampoline's own frame (rec_sp):
- * the thread block records the list and the index of the handler that
- * runs, and ukp_opt_dispatch_resume goes on with the next one, as if
- * the faulting handler had returned 0.
+ * fault_handler takes resumes is the trampoline's own frame (the one of
+ * cur_regs: ukp_opt_resume): the thread block records the list and the
+ * index of the handler that runs, and ukp_opt_dispatch_resume goes on
+ * with the next one, as if the faulting handler had returned 0.
  */
 static inline int lean_run(struct ukp_thread *t, const struct ukp_plist *l,
 			   struct pt_regs *regs, unsigned i)
@@ -498,7 +498,7 @@ static inline void lean_done(struct ukp_thread *t)
 	*t->errno_p = e;
 }
 
-int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned long rec_sp)
+int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
 {
 	struct ukp_thread *t = ukp_thread_peek();
 	int ret = 0;
@@ -518,11 +518,10 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs, unsigned lon
 			t->in_handler = 1;
 			atomic_signal_fence(memory_order_seq_cst);
 			t->lean_errno = *t->errno_p;
-			t->lean_sp = rec_sp;
 			t->lean_kret = 0;
 			t->lean_list = l;
 			t->cur_regs = regs;
-			t->cur_jb = NULL;	/* faults resume at lean_sp */
+			t->cur_jb = NULL;	/* faults resume on the frame */
 			t->abandon = 0;
 			ret = lean_run(t, l, regs, 0);
 			lean_done(t);
@@ -549,7 +548,7 @@ static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 		ukp_longjmp(t->cur_jb, 1);
 	if (t->lean_kret)
 		ukp_kret_resume(t->lean_sp, t);
-	ukp_opt_resume(t->lean_sp, t);
+	ukp_opt_resume(t->cur_regs, t);
 }
 
 /* ---- faults --------------------------------------------------------------- */
@@ -709,6 +708,11 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	struct ukp_thread *t = ukp_thread_peek();
 	if (t && t->cur && !t->in_fault) {
 		struct kprobe *p = t->cur;
+		/* a lean hit whose one handler is a leaf: errno is the hit's
+		 * (a leaf cannot change it), and ukp_opt_tramp_lean_leaf did
+		 * not record it */
+		if (!t->cur_jb && !t->lean_kret && t->lean_list && t->lean_list->lean1 == 2)
+			t->lean_errno = saved_errno;
 		t->in_fault = 1;
 		int handled = p->fault_handler &&
 			      p->fault_handler(p, t->cur_regs, ukp_arch_trapnr(uc, sig));

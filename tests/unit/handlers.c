@@ -30,6 +30,20 @@
  *                         the fault; or none does and the program's own
  *                         SIGSEGV handler (which dirties xmm0) returns;
  *                         either way the probed code's result is right
+ *   fault_in_lean_handler_goes_on_with_the_next   (two probes, C path)
+ *   leaf_handler_runs_from_the_leaf_trampoline   one leaf pre_handler: the
+ *                         detour calls ukp_opt_tramp_lean_leaf (no errno
+ *                         kept); a handler calling libc or writing errno:
+ *                         ukp_opt_tramp_lean; errno as the program left
+ *                         it either way, at an entry and mid-function,
+ *                         with the stack 8 or 16 bytes off alignment
+ *   fault_in_one_lean_handler_keeps_errno   the fault of a leaf handler
+ *                         (which recorded no errno) and of an errno-writing
+ *                         one, taken by the fault_handler or by a program
+ *                         handler that sets errno and returns: the probed
+ *                         code goes on with its own errno, on both stack
+ *                         alignments (the resume finds the frame from
+ *                         pt_regs)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,9 +54,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
 #include "ukt.h"
+#include "detour.h"
 
 static atomic_long hits;
 static volatile long sum;
@@ -373,4 +389,138 @@ UKT_CASE(fault_in_lean_handler_goes_on_with_the_next)
 	unregister_kprobe(&ka);
 	UKT_EQ(fn(41), 42);
 	UKT_EQ(hits - h0, 50 * 102);
+}
+
+/* the probe point 16-aligned (u_xmm_live's are 8 off: no push before) */
+__asm__(".text\n.globl u_pushed\n.type u_pushed,@function\n"
+	"u_pushed: push %rbx\n"
+	".globl u_pushed_probe\nu_pushed_probe:\n"
+	" lea 0x1000(%rdi), %rax\n mov %rdi, %rbx\n sub %rbx, %rax\n"
+	" lea -0xfff(%rax,%rbx), %rax\n pop %rbx\n ret\n.size u_pushed,.-u_pushed\n");
+long u_pushed(long);
+extern char u_pushed_probe[];
+
+/* x + 1 from each probed function, and where its probe goes */
+static const struct lean_target {
+	const char *name;
+	long (*fn)(long);
+	void *at;
+} lean_targets[] = {
+	{ "u_xmm_live entry", u_xmm_live, (void *)u_xmm_live },
+	{ "u_xmm_live mid", u_xmm_live, u_xmm_live_probe },
+	{ "u_pushed mid (16-aligned)", u_pushed, u_pushed_probe },
+};
+#define NTARGETS (sizeof(lean_targets) / sizeof(lean_targets[0]))
+
+/* one probe, optimised, on the trampoline wanted, with the list's flag */
+static void expect_one_lean(struct kprobe *kp, int lean1, void (*tramp)(void), const char *name)
+{
+	wait_for_kprobe_optimizer();
+	if (!(kp->flags & KPROBE_FLAG_OPTIMIZED))
+		UKT_FAIL("%s: not optimised", name);
+	UKT_EQ(plist_at((unsigned long)kp->addr)->lean1, lean1);
+	if (detour_tramp((unsigned long)kp->addr) != (uint64_t)(uintptr_t)tramp)
+		UKT_FAIL("%s: the detour calls %#lx, not %p", name,
+			 (unsigned long)detour_tramp((unsigned long)kp->addr), (void *)tramp);
+}
+
+static int sys_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits += syscall(-1) == -1;	/* ENOSYS into errno */
+	return 0;
+}
+
+UKT_CASE(leaf_handler_runs_from_the_leaf_trampoline)
+{
+	static const struct {
+		const char *name;
+		int (*pre)(struct kprobe *, struct pt_regs *);
+		int lean1;
+		void (*tramp)(void);
+		long per_call;
+	} hs[] = {
+		{ "lean_pre (a leaf)", lean_pre, 2, ukp_opt_tramp_lean_leaf, 1 },
+		{ "getpid_pre (calls libc)", getpid_pre, 1, ukp_opt_tramp_lean, 1 },
+		{ "errno_pre (writes errno)", errno_pre, 1, ukp_opt_tramp_lean, 0 },
+		{ "sys_pre (a failing system call)", sys_pre, 1, ukp_opt_tramp_lean, 1 },
+	};
+	char why[160];
+	errno = 0;	/* binds __errno_location's PLT entry: a lazy one is not lean */
+	(void)syscall(SYS_getpid);
+	for (size_t h = 0; h < sizeof(hs) / sizeof(hs[0]); h++) {
+		if (ukp_opt_handler_check((void *)hs[h].pre, why, sizeof(why)))
+			UKT_FAIL("%s not lean: %s", hs[h].name, why);
+		for (size_t k = 0; k < NTARGETS; k++) {
+			const struct lean_target *tg = &lean_targets[k];
+			struct kprobe kp = { .addr = tg->at, .pre_handler = hs[h].pre };
+			UKT_EQ(register_kprobe(&kp), 0);
+			expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, tg->name);
+			long h0 = hits;
+			for (long i = 0; i < 1000; i++) {
+				errno = (int)(i + 1000);
+				UKT_EQ(tg->fn(i * 7919), i * 7919 + 1);
+				if (errno != i + 1000)
+					UKT_FAIL("%s at %s: errno %d after the call, %ld before",
+						 hs[h].name, tg->name, errno, i + 1000);
+			}
+			UKT_EQ(hits - h0, 1000 * hs[h].per_call);
+			UKT_EQ(kp.nmissed, 0);
+			unregister_kprobe(&kp);
+		}
+	}
+}
+
+static void prog_segv_errno(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si; (void)ctx;
+	errno = 999;
+	hits += 10000;
+}
+
+UKT_CASE(fault_in_one_lean_handler_keeps_errno)
+{
+	static const struct {
+		const char *name;
+		int (*pre)(struct kprobe *, struct pt_regs *);
+		int lean1;
+		void (*tramp)(void);
+	} hs[] = {
+		{ "faulting_pre (a leaf)", faulting_pre, 2, ukp_opt_tramp_lean_leaf },
+		{ "errno_faulting_pre (errno 77, then the fault)", errno_faulting_pre, 1,
+		  ukp_opt_tramp_lean },
+	};
+	char why[160];
+	errno = 0;	/* binds __errno_location's PLT entry */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_segv_errno;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	for (size_t h = 0; h < sizeof(hs) / sizeof(hs[0]); h++) {
+		if (ukp_opt_handler_check((void *)hs[h].pre, why, sizeof(why)))
+			UKT_FAIL("%s not lean: %s", hs[h].name, why);
+		for (size_t k = 0; k < NTARGETS; k++) {
+			const struct lean_target *tg = &lean_targets[k];
+			for (int taken = 0; taken < 2; taken++) {
+				struct kprobe kp = { .addr = tg->at, .pre_handler = hs[h].pre,
+						     .fault_handler = taken ? take_fault : NULL };
+				UKT_EQ(register_kprobe(&kp), 0);
+				expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, tg->name);
+				long h0 = hits;
+				for (long i = 0; i < 20; i++) {
+					errno = (int)(i + 3000);
+					UKT_EQ(tg->fn(i * 1000 + 7), i * 1000 + 8);
+					if (errno != i + 3000)
+						UKT_FAIL("%s at %s, fault %s: errno %d after "
+							 "the call, %ld before", hs[h].name,
+							 tg->name, taken ? "taken" : "to the program",
+							 errno, i + 3000);
+				}
+				UKT_EQ(hits - h0, 20 * (taken ? 101 : 10001));
+				UKT_EQ(kp.nmissed, 0);
+				unregister_kprobe(&kp);
+			}
+		}
+	}
 }

@@ -243,10 +243,12 @@ void ukp_arch_init(void);
 struct ukp_jmpbuf { unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip; };
 int ukp_setjmp(struct ukp_jmpbuf *jb) __attribute__((returns_twice));
 __attribute__((noreturn)) void ukp_longjmp(struct ukp_jmpbuf *jb, int val);
-/* Back onto the lean trampoline's frame at sp (leaving a signal handler
- * like ukp_longjmp), where it continues with ukp_opt_dispatch_resume(t). */
+/* Back onto the frame of the lean trampoline whose pt_regs is regs
+ * (leaving a signal handler like ukp_longjmp), where it continues with
+ * ukp_opt_dispatch_resume(t). */
 struct ukp_thread;
-__attribute__((noreturn)) void ukp_opt_resume(unsigned long sp, struct ukp_thread *t);
+struct pt_regs;
+__attribute__((noreturn)) void ukp_opt_resume(struct pt_regs *regs, struct ukp_thread *t);
 /* The same for a kretprobe's return handler: ukp_kret_common's frame at
  * sp goes on as if its call of ukp_kret_return had been one of
  * ukp_kret_return_resume(t) (kret.S). */
@@ -258,6 +260,7 @@ void ukp_opt_tramp_args(void);
 void ukp_opt_tramp_all16(void);
 void ukp_opt_tramp_xsave(void);
 void ukp_opt_tramp_lean(void);	/* no vector, x87 or MXCSR state */
+void ukp_opt_tramp_lean_leaf(void);	/* ...nor errno: one leaf handler */
 void ukp_opt_tramp_kret(void);	/* a plain kretprobe's entry, in place */
 extern unsigned long ukp_xsave_size;	/* regs.c: 0 without XSAVE */
 extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];

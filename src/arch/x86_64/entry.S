@@ -405,80 +405,116 @@ ukp_opt_tramp_begin:
 	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE, 0
 
 /*
- * The lean trampoline: for probes whose handlers all keep to the general
+ * The lean trampolines: for probes whose handlers all keep to the general
  * registers (analyze.c proves it, the probe list records it), so no
  * vector, x87 or MXCSR state is saved at all.  If the list changed under
  * it (a probe that needs more was added), the dispatch answers 2 and this
  * saves everything and dispatches again.
+ *
+ * The fast path, ukp_opt_dispatch_lean for the common case written out:
+ * a thread block, not nested, not ukprobes' own thread, readers fenced
+ * by membarrier, one live probe with a pre_handler on a lean list, knob
+ * on.  Every general register is in pt_regs already, so
+ * the callee-saved ones are free: r12 = t, r13 = the list.  Anything else
+ * (or anything found changed after taking the read lock) goes to the C
+ * dispatch.  ukp_opt_tramp_lean_leaf takes only lists whose pre_handler
+ * is a leaf (lean1 2), which cannot change errno: it neither saves nor
+ * restores it, and a fault in it finds errno as the hit did (trap.c).
+ *
+ * The record a fault in the handler resumes with (trap.c) is the C
+ * dispatch's: the list, and pt_regs, which is all ukp_opt_resume needs
+ * to find the frame (LEAN_ENTRY's).  cur_jb is NULL already: every C
+ * path clears it after its handler, handler_fault_unhandled before the
+ * program's handler, which may longjmp away, and the attach of a reused
+ * thread block (sync.c), whose thread may have died in a handler.
+ * lean_i and abandon are not needed: a resume after handler 0 of a
+ * one-probe list finds nothing more to run whatever they say.
  */
-	.p2align 6
-	.globl ukp_opt_tramp_lean
-	.hidden ukp_opt_tramp_lean
-	.type ukp_opt_tramp_lean, @function
-ukp_opt_tramp_lean:
+.macro LEAN_FAST leaf
+	THREAD_SELF %r12
+	test %r12, %r12
+	jz .Llean_c
+	HIT_LOCK %r12, %rax, .Llean_c
+	mov S_PROBES(%rdi), %r13
+	test %r13, %r13
+	jz .Llean_c_unlock
+	.if \leaf
+	cmpb $2, L_LEAN1(%r13)		/* one probe, lean, a leaf */
+	jne .Llean_c_unlock
+	.else
+	cmpb $0, L_LEAN1(%r13)		/* one probe, handlers proven lean */
+	je .Llean_c_unlock
+	.endif
+	cmpl $0, ukp_knob_enabled(%rip)
+	je .Llean_c_unlock
+	cmpl $0, T_INTERNAL(%r12)
+	jne .Llean_c_unlock
+	mov L_P(%r13), %rdi		/* p */
+	mov KP_PRE_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz .Llean_c_unlock
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz .Llean_c_unlock
+	.if !\leaf
+	mov T_ERRNO_P(%r12), %rcx
+	mov (%rcx), %ecx
+	mov %ecx, T_LEAN_ERRNO(%r12)
+	.endif
+	mov %r13, T_LEAN_LIST(%r12)
+	mov %rbx, T_CUR_REGS(%r12)
+	mov %rdi, T_CUR(%r12)
+	mov %rbx, %rsi
+	call *%rax			/* p->pre_handler(p, regs) */
+	mov %eax, %r13d			/* non-zero: it redirected */
+	.if !\leaf
+	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
+	.endif
+	movq $0, T_CUR(%r12)
+	.if !\leaf
+	mov T_ERRNO_P(%r12), %rdx
+	cmp %eax, (%rdx)		/* a load is cheaper than a store */
+	je 48f
+	mov %eax, (%rdx)
+48:
+	.endif
+	HIT_UNLOCK %r12
+	mov %rbx, %rsp
+	OPT_EXIT %r13d			/* straight out: no answer 2 here */
+.endm
+
+/* pt_regs (rbx), then the frame a fault resumes on: rsp = rbx rounded
+ * down to 16, less 16, with rbx on top (ukp_opt_resume) */
+.macro LEAN_ENTRY
 	OPT_ENTRY
 	and $-16, %rsp
 	sub $8, %rsp			/* (16-aligned after the push) */
 	push %rbx			/* pt_regs at the recovery sp, for
 					   ukp_opt_resume */
-	/*
-	 * The fast path, ukp_opt_dispatch_lean for the common case written
-	 * out here: a thread block, not nested, readers fenced by membarrier,
-	 * one live probe with a pre_handler on a lean list, knob on.  Every
-	 * general register is in pt_regs already, so the callee-saved ones
-	 * are free: r12 = t, r13 = the list.  Anything else (or anything
-	 * found changed after taking the read lock) goes to the C dispatch.
-	 */
-	THREAD_SELF %r12
-	test %r12, %r12
-	jz 50f
-	HIT_LOCK %r12, %rax, 50f
-	mov S_PROBES(%rdi), %r13
-	test %r13, %r13
-	jz 49f
-	cmpb $0, L_LEAN1(%r13)		/* one probe, handlers proven lean */
-	je 49f
-	cmpl $0, ukp_knob_enabled(%rip)
-	je 49f
-	cmpl $0, T_INTERNAL(%r12)
-	jne 49f
-	mov L_P(%r13), %rdi		/* p */
-	mov KP_PRE_HANDLER(%rdi), %rax
-	test %rax, %rax
-	jz 49f
-	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
-	jnz 49f
-	mov T_ERRNO_P(%r12), %rcx	/* what ukp_opt_dispatch_lean */
-	mov (%rcx), %ecx		/* records: a fault resumes through */
-	mov %ecx, T_LEAN_ERRNO(%r12)	/* the C ukp_opt_dispatch_resume */
-	mov %rsp, T_LEAN_SP(%r12)
-	mov %r13, T_LEAN_LIST(%r12)
-	mov %rbx, T_CUR_REGS(%r12)
-	/* cur_jb is NULL already: every C path clears it after its handler,
-	 * handler_fault_unhandled before the program's handler, which may
-	 * longjmp away, and the attach of a reused thread block (sync.c),
-	 * whose thread may have died in a handler */
-	/* lean_i and abandon are not needed: a resume after handler 0 of a
-	 * one-probe list finds nothing more to run whatever they say */
-	mov %rdi, T_CUR(%r12)
-	mov %rbx, %rsi
-	call *%rax			/* p->pre_handler(p, regs) */
-	mov %eax, %r13d			/* non-zero: it redirected */
-	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
-	movq $0, T_CUR(%r12)
-	mov T_ERRNO_P(%r12), %rdx
-	cmp %eax, (%rdx)		/* a load is cheaper than a store */
-	je 48f
-	mov %eax, (%rdx)
-48:	HIT_UNLOCK %r12
-	mov %rbx, %rsp
-	OPT_EXIT %r13d			/* straight out: no answer 2 here */
-49:	HIT_UNLOCK %r12			/* not the common case: the C */
-					/* dispatch decides */
+.endm
+
+	.p2align 6
+	.globl ukp_opt_tramp_lean_leaf
+	.hidden ukp_opt_tramp_lean_leaf
+	.type ukp_opt_tramp_lean_leaf, @function
+ukp_opt_tramp_lean_leaf:
+	LEAN_ENTRY
+	LEAN_FAST 1
+	.size ukp_opt_tramp_lean_leaf, .-ukp_opt_tramp_lean_leaf
+
+	.p2align 6
+	.globl ukp_opt_tramp_lean
+	.hidden ukp_opt_tramp_lean
+	.type ukp_opt_tramp_lean, @function
+ukp_opt_tramp_lean:
+	LEAN_ENTRY
+	LEAN_FAST 0
+	/* both trampolines' way to the C dispatch, which decides */
+.Llean_c_unlock:
+	HIT_UNLOCK %r12
 	mov PT_SIZE(%rbx), %rax		/* R */
 	mov -27(%rax), %rdi		/* the site */
-50:	mov %rbx, %rsi
-	mov %rsp, %rdx			/* where a handler's fault resumes */
+.Llean_c:
+	mov %rbx, %rsi
 	call ukp_opt_dispatch_lean
 ukp_opt_lean_ret:
 	cmp $2, %eax
@@ -611,19 +647,21 @@ ukp_opt_tramp_kret:
 	.size ukp_opt_tramp_kret, .-ukp_opt_tramp_kret
 
 /*
- * void ukp_opt_resume(unsigned long sp, struct ukp_thread *t): a fault in
- * a lean handler was taken.  Leaves the signal handler (as ukp_longjmp
- * does) for the lean trampoline's frame at sp, as if its call of
- * ukp_opt_dispatch_lean had been one of ukp_opt_dispatch_resume(t), which
- * runs the rest of the hit.  The trampoline needs nothing but rbx after
- * that call, and keeps rbx at sp.
+ * void ukp_opt_resume(struct pt_regs *regs, struct ukp_thread *t): a
+ * fault in a lean handler was taken.  Leaves the signal handler (as
+ * ukp_longjmp does) for the frame of the lean trampoline whose pt_regs
+ * is regs, as if its call of ukp_opt_dispatch_lean had been one of
+ * ukp_opt_dispatch_resume(t), which runs the rest of the hit.  The
+ * trampoline needs nothing but rbx (= regs) after that call; its frame
+ * is LEAN_ENTRY's: sp at regs rounded down to 16, less 16.
  */
 	.globl ukp_opt_resume
 	.hidden ukp_opt_resume
 	.type ukp_opt_resume, @function
 ukp_opt_resume:
-	mov %rdi, %rsp
-	mov (%rsp), %rbx
+	mov %rdi, %rbx
+	and $-16, %rdi
+	lea -16(%rdi), %rsp
 	lea ukp_opt_lean_ret(%rip), %rax
 	push %rax
 	mov %rsi, %rdi

@@ -39,13 +39,12 @@
 
 /* SF ZF AF PF CF and OF back from the flags word saved at off(%rsp),
  * without popfq (microcoded, ~7 ns here): OF by an add that overflows
- * exactly when it was set, then sahf.  Clobbers rax and rcx. */
+ * exactly when it was set, then sahf (which leaves OF alone).  Clobbers
+ * ah and rcx. */
 .macro STATUS_FLAGS_BACK off
 	movzbl \off+1(%rsp), %ecx	/* bits 8-15: OF is bit 3 */
-	shr $3, %ecx
-	and $1, %ecx
-	mov $0x7f, %al
-	add %cl, %al
+	and $8, %cl
+	add $0x78, %cl			/* 0x78 + 8 overflows, 0x78 + 0 not */
 	mov \off(%rsp), %ah
 	sahf
 .endm
