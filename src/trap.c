@@ -474,7 +474,7 @@ int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len
 static inline int lean_run(struct ukp_thread *t, const struct ukp_plist *l,
 			   struct pt_regs *regs, unsigned i)
 {
-	for (; i < l->n && !t->abandon; i++) {
+	for (; !t->abandon && i < l->n; i++) {	/* abandoned: l may be gone */
 		struct kprobe *p = l->p[i];
 		if (!p->pre_handler || !probe_live(p))
 			continue;
@@ -710,9 +710,15 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		struct kprobe *p = t->cur;
 		/* a lean hit whose one handler is a leaf: errno is the hit's
 		 * (a leaf cannot change it), and ukp_opt_tramp_lean_leaf did
-		 * not record it */
+		 * not record it; a leaf return handler's hit did not either
+		 * (kret_errp NULL): a program handler that the fault reaches
+		 * and that returns must not leave its errno behind */
 		if (!t->cur_jb && !t->lean_kret && t->lean_list && t->lean_list->lean1 == 2)
 			t->lean_errno = saved_errno;
+		if (t->lean_kret && !t->kret_errp) {
+			t->kret_errp = t->errno_p;
+			t->lean_errno = saved_errno;
+		}
 		t->in_fault = 1;
 		int handled = p->fault_handler &&
 			      p->fault_handler(p, t->cur_regs, ukp_arch_trapnr(uc, sig));

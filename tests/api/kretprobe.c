@@ -1016,10 +1016,12 @@ UKT_CASE(return_handler_fault_taken_by_fault_handler)
 	}
 }
 
+/* (errno written: the probed call must not see it) */
 static void count_segv(int sig)
 {
 	(void)sig;
 	nfault++;
+	errno = 999;
 }
 
 static atomic_long ninner;
@@ -1059,8 +1061,13 @@ static void fault_to_program_handler(void (*segv)(int), bool inner)
 		if (inner)
 			UKT_EQ(register_kretprobe(&ri), 0);
 		kr_reg(&rp, opt);
-		for (long i = 0; i < 50; i++)
+		for (long i = 0; i < 50; i++) {
+			errno = (int)(i + 700);
 			UKT_EQ(kr_long(i), (i ^ 0x5a5a5a5a5a5aL) + 1000);
+			if (errno != i + 700)
+				UKT_FAIL("%s: errno %d after the call, %ld before", path_name(opt),
+					 errno, i + 700);
+		}
 		UKT_EQ(nret, 50);
 		UKT_EQ(nfault, 50);
 		UKT_EQ(ninner, inner ? 50 : 0);	/* the inner calls' handlers ran */

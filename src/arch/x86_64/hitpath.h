@@ -51,7 +51,7 @@
 
 
 /* DF (by std) and the status flags back from the flags word at off(%rsp):
- * the flags a handler may change.  Clobbers rax and rcx. */
+ * the flags a handler may change.  Clobbers ah and rcx. */
 .macro FLAGS_BACK off
 	testw $0x400, \off(%rsp)
 	jz 77f
