@@ -37,6 +37,14 @@
  *   recursion_counts_nmissed_optimized
  *   fault_in_handler_goes_to_fault_handler_optimized
  *   unhandled_fault_in_handler_reaches_program_handler_optimized
+ *   program_signal_handler_fault_during_handler_is_the_programs   a
+ *                         handler (kprobe pre, or return) sends its thread
+ *                         SIGUSR1; the program's SIGUSR1 handler faults on
+ *                         purpose and its SIGSEGV handler siglongjmps back:
+ *                         the probe's fault_handler never sees that fault
+ *                         and the SIGUSR1 handler finishes every time
+ *                         (optimised, breakpoint, the SIGUSR1 handler on an
+ *                         alternate stack, a kretprobe's return handler)
  *   vectors_live_in_sse_loop_survive_handler      16 xmm live mid-loop,
  *                         two rounding modes, subnormals (FTZ/DAZ)
  *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
@@ -81,6 +89,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -1135,6 +1144,101 @@ UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
 	UKT_EQ(hits, before + 2);
 	UKT_EQ(kp.nmissed, 0);
 	unregister_kprobe(&kp);
+}
+
+/* A program's signal handler that interrupts a probe handler and faults:
+ * its fault is the program's, as without the probe. */
+static atomic_long usr1_sent, usr1_done, usr1_faults, usr1_takes;
+static sigjmp_buf usr1_jb;
+
+static void usr1_segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si; (void)ctx;
+	usr1_faults++;
+	siglongjmp(usr1_jb, 1);
+}
+
+static void usr1_handler(int sig)
+{
+	(void)sig;
+	if (!sigsetjmp(usr1_jb, 1))
+		(void)*bad_ptr;		/* the program probing memory */
+	usr1_done++;
+}
+
+static void send_usr1(void)
+{
+	usr1_sent++;
+	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+}
+
+static int pre_sends_usr1(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	send_usr1();
+	return 0;
+}
+
+static int ret_sends_usr1(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	send_usr1();
+	return 0;
+}
+
+static int usr1_take(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r; (void)trapnr;
+	usr1_takes++;
+	return 1;
+}
+
+UKT_CASE(program_signal_handler_fault_during_handler_is_the_programs)
+{
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	UKT_EQ(sigaltstack(&ss, NULL), 0);
+	/* the program's handlers first: ukprobes' own go in front and chain */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = usr1_segv;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	static const char *const names[] = { "optimised", "breakpoint", "optimised, SIGUSR1 on an alternate stack",
+					     "kretprobe return handler" };
+	for (int mode = 0; mode < 4; mode++) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = usr1_handler;
+		sa.sa_flags = mode == 2 ? SA_ONSTACK : 0;
+		UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+		UKT_EQ(kprobes_set_optimization(mode != 1), 0);
+		struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_sends_usr1,
+				     .fault_handler = usr1_take };
+		struct kretprobe rp = { .kp.addr = (void *)o_chain, .handler = ret_sends_usr1,
+					.kp.fault_handler = usr1_take };
+		if (mode == 3)
+			UKT_EQ(register_kretprobe(&rp), 0);
+		else
+			UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		if (mode != 1 && mode != 3)
+			UKT_EXPECT_OPTIMIZED(&kp);
+		usr1_sent = usr1_done = usr1_faults = usr1_takes = 0;
+		for (long i = 0; i < 50; i++)
+			UKT_EQ(o_chain(i), i + 3);
+		if (usr1_sent != 50 || usr1_done != 50 || usr1_faults != 50 || usr1_takes)
+			UKT_FAIL("%s: %ld signals sent, %ld handlers finished, %ld faults seen by "
+				 "the program, %ld by the probe's fault_handler", names[mode],
+				 (long)usr1_sent, (long)usr1_done, (long)usr1_faults, (long)usr1_takes);
+		if (mode == 3) {
+			UKT_EQ(rp.nmissed, 0);
+			unregister_kretprobe(&rp);
+		} else {
+			UKT_EQ(kp.nmissed, 0);
+			unregister_kprobe(&kp);
+		}
+	}
+	UKT_EQ(kprobes_set_optimization(1), 0);
 }
 
 /* ---- vector, x87 and FP control state ----------------------------------------------- */
