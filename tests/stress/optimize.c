@@ -51,6 +51,11 @@
  *   stress_lean_and_vector_handlers_switch  the lean trampoline (no vector
  *                                        state saved) and a saving one
  *                                        switching at one site, xmm0-7 live
+ *   stress_leaf_and_errno_handlers_switch   the leaf trampoline (no errno
+ *                                        kept) and the plain lean one
+ *                                        switching at one site, handlers
+ *                                        faulting now and then, errno
+ *                                        checked around every call
  */
 #include <errno.h>
 #include <pthread.h>
@@ -897,6 +902,114 @@ UKT_CASE_T(stress_lean_and_vector_handlers_switch, 60)
 	UKT_EQ(lean_hits, calls);
 	UKT_EQ(keep.nmissed, 0);
 	UKT_ASSERT(dirty_hits > 0);
+	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
+	unregister_kprobe(&keep);
+	UKT_EQ(v_live(5), v_ref(5));
+}
+
+/* ---- the leaf trampoline and errno, switching under running threads --------------- */
+
+/*
+ * One probe with a leaf pre_handler (no call: it cannot change errno)
+ * stays on v_live+off: its site runs ukp_opt_tramp_lean_leaf, which
+ * keeps no errno.  The controller registers and unregisters, 2000 times,
+ * a second probe there whose pre_handler writes errno: the site's list
+ * is then two probes (the C dispatch, which keeps errno), and back.  Both
+ * handlers fault for one input in 64 (their fault_handler takes it): the
+ * fault path must find errno for the leaf trampoline's hits.  Workers set
+ * errno to a value of their own before every call and check it after.
+ * Exactly: every result and every errno right, and the staying probe
+ * counts every call.
+ */
+static volatile long *volatile e_bad = (volatile long *)24;
+static unsigned long e_hits, e_faults, e_writer_hits;
+static _Atomic int e_stop;
+static unsigned long e_calls[3], e_wrong, e_errno_wrong;
+
+static int e_leaf_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	__atomic_fetch_add(&e_hits, 1, __ATOMIC_RELAXED);
+	if ((r->di & 63) == 1)
+		return (int)*e_bad;
+	return 0;
+}
+
+static int e_writer_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	errno = 4242;
+	__atomic_fetch_add(&e_writer_hits, 1, __ATOMIC_RELAXED);
+	if ((r->di & 63) == 2)
+		return (int)*e_bad;
+	return 0;
+}
+
+static int e_take(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r; (void)trapnr;
+	__atomic_fetch_add(&e_faults, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void *e_worker(void *arg)
+{
+	int w = (int)(long)arg;
+	uint64_t seed = 0x2545f4914f6cdd1dULL * (unsigned long)(w + 1);
+	unsigned long (*volatile fn)(unsigned long) = v_live, n = 0;
+	while (!atomic_load(&e_stop)) {
+		unsigned long x = ukt_xorshift(&seed) >> 8;
+		int mine = (int)(w * 1000000 + (n & 0xfffff) + 1);
+		errno = mine;
+		if (fn(x) != v_ref(x))
+			__atomic_fetch_add(&e_wrong, 1, __ATOMIC_RELAXED);
+		if (errno != mine)
+			__atomic_fetch_add(&e_errno_wrong, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&e_calls[w], ++n, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+UKT_CASE_T(stress_leaf_and_errno_handlers_switch, 60)
+{
+	errno = 0;	/* binds __errno_location's PLT entry: a lazy one is not lean */
+	struct kprobe keep = { .addr = (void *)v_live_probe, .pre_handler = e_leaf_pre,
+			       .fault_handler = e_take };
+	UKT_EQ(register_kprobe(&keep), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
+
+	pthread_t th[3];
+	for (long w = 0; w < 3; w++)
+		UKT_EQ(pthread_create(&th[w], NULL, e_worker, (void *)w), 0);
+	double deadline = ukt_now() + 5.0;
+	long it;
+	for (it = 0; it < 2000 && ukt_now() < deadline; it++) {
+		struct kprobe writer = { .addr = (void *)v_live_probe, .pre_handler = e_writer_pre,
+					 .fault_handler = e_take };
+		UKT_EQ(register_kprobe(&writer), 0);
+		if (it % 8 == 0)
+			wait_for_kprobe_optimizer();
+		unsigned long c0 = __atomic_load_n(&e_calls[it % 3], __ATOMIC_RELAXED);
+		while (__atomic_load_n(&e_calls[it % 3], __ATOMIC_RELAXED) == c0 && ukt_now() < deadline)
+			sched_yield();	/* let the workers through with it */
+		unregister_kprobe(&writer);
+		if (it % 8 == 4)
+			wait_for_kprobe_optimizer();
+	}
+	atomic_store(&e_stop, 1);
+	for (int w = 0; w < 3; w++)
+		pthread_join(th[w], NULL);
+	unsigned long calls = e_calls[0] + e_calls[1] + e_calls[2];
+	wait_for_kprobe_optimizer();
+	printf("  %ld switches, %lu calls, %lu leaf hits, %lu errno-writer hits, %lu faults taken\n",
+	       it, calls, e_hits, e_writer_hits, e_faults);
+	UKT_EQ(e_wrong, 0);
+	UKT_EQ(e_errno_wrong, 0);
+	UKT_EQ(e_hits, calls);
+	UKT_EQ(keep.nmissed, 0);
+	UKT_ASSERT(e_faults > 0);
+	UKT_ASSERT(e_writer_hits > 0);
 	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
 	unregister_kprobe(&keep);
 	UKT_EQ(v_live(5), v_ref(5));
