@@ -106,10 +106,6 @@ static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* where a signal handler returns to (glibc's __restore_rt: every handler
- * installed through its sigaction gets it), read back from ours */
-static unsigned long sig_restorer;
-
 static bool ours(const struct sigaction *a, int sig)
 {
 	void (*h)(int, siginfo_t *, void *) = sig == SIGTRAP ? trap_handler : fault_handler;
@@ -127,8 +123,6 @@ static void install(int sig)
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
 	sigaction(sig, &sa, &prog_act[sig]);
-	if (sigaction(sig, NULL, &cur) == 0 && ours(&cur, sig))
-		sig_restorer = (unsigned long)cur.sa_restorer;
 }
 
 /* Installs our handlers, or re-installs them over ones the program set
@@ -694,35 +688,23 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 }
 
 /*
- * A fault that finds a handler running (t->cur) is that handler's unless
- * it comes from a signal handler of the program that interrupted it (a
- * SIGALRM handler probing memory on purpose, say), which must see its
- * fault as if no probe were there.  Such a fault is on another stack (an
- * alternate signal stack), or has a signal frame between it and the hit:
- * the frame's return address, the restorer, is a word of the stack
- * between the fault's sp and the hit's pt_regs, which sit above every
- * frame of the handler.  Read without faulting: a stack below the hit
- * that is not the thread's own may have gaps.
+ * A fault that finds a handler running (t->cur) is that handler's if it
+ * is on the handler's stack: below the hit's pt_regs, which sit above
+ * every frame of the handler on whatever path, and not further than a
+ * stack goes.  One elsewhere comes from a signal handler of the program
+ * that interrupted the handler on an alternate signal stack (a SIGPROF or
+ * SIGALRM handler probing memory on purpose, say) and is the program's,
+ * as without the probe.  (One on the same stack cannot be told apart
+ * from the handler's own by what the stack holds: a signal frame that
+ * has returned leaves its words below sp, so scanning for them takes
+ * real handler faults for the program's.)
  */
 #define HANDLER_STACK_MAX (8UL << 20)
 
 static bool fault_in_handler(const struct ukp_thread *t, const ucontext_t *uc)
 {
-	unsigned long sp = ukp_arch_uc_sp(uc) & ~7UL, top = (unsigned long)t->cur_regs;
-	unsigned long buf[64];
-
-	if (sp >= top || top - sp > HANDLER_STACK_MAX)
-		return false;
-	while (sig_restorer && sp < top) {
-		size_t n = top - sp < sizeof(buf) ? top - sp : sizeof(buf);
-		if (ukp_copy_nofault(buf, (const void *)sp, n))
-			return false;
-		for (size_t i = 0; i < n / sizeof(buf[0]); i++)
-			if (buf[i] == sig_restorer)
-				return false;
-		sp += n;
-	}
-	return true;
+	unsigned long sp = ukp_arch_uc_sp(uc), top = (unsigned long)t->cur_regs;
+	return sp < top && top - sp <= HANDLER_STACK_MAX;
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)

@@ -37,14 +37,19 @@
  *   recursion_counts_nmissed_optimized
  *   fault_in_handler_goes_to_fault_handler_optimized
  *   unhandled_fault_in_handler_reaches_program_handler_optimized
- *   program_signal_handler_fault_during_handler_is_the_programs   a
- *                         handler (kprobe pre, or return) sends its thread
- *                         SIGUSR1; the program's SIGUSR1 handler faults on
+ *   program_signal_handler_fault_on_its_stack_is_the_programs   a
+ *                         handler (optimised kprobe pre, or return) sends
+ *                         its thread SIGUSR1; the program's SIGUSR1
+ *                         handler, on an alternate signal stack, faults on
  *                         purpose and its SIGSEGV handler siglongjmps back:
  *                         the probe's fault_handler never sees that fault
  *                         and the SIGUSR1 handler finishes every time
- *                         (optimised, breakpoint, the SIGUSR1 handler on an
- *                         alternate stack, a kretprobe's return handler)
+ *   handler_fault_after_a_returned_signal_is_the_handlers   a handler that
+ *                         had a program signal delivered and returned (its
+ *                         frame's words stay below sp), or a missed nested
+ *                         hit, then faults deeper, or reads a bad pointer
+ *                         argument with snprintf: its fault_handler takes
+ *                         each fault (the program has no SIGSEGV handler)
  *   vectors_live_in_sse_loop_survive_handler      16 xmm live mid-loop,
  *                         two rounding modes, subnormals (FTZ/DAZ)
  *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
@@ -1193,7 +1198,9 @@ static int usr1_take(struct kprobe *p, struct pt_regs *r, int trapnr)
 	return 1;
 }
 
-UKT_CASE(program_signal_handler_fault_during_handler_is_the_programs)
+/* (Not on the breakpoint path: ukprobes' SIGTRAP handler is SA_ONSTACK
+ * too, so its handlers run on that same alternate stack.) */
+UKT_CASE(program_signal_handler_fault_on_its_stack_is_the_programs)
 {
 	static char alt[1 << 16];
 	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
@@ -1204,24 +1211,22 @@ UKT_CASE(program_signal_handler_fault_during_handler_is_the_programs)
 	sa.sa_sigaction = usr1_segv;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
-	static const char *const names[] = { "optimised", "breakpoint", "optimised, SIGUSR1 on an alternate stack",
-					     "kretprobe return handler" };
-	for (int mode = 0; mode < 4; mode++) {
+	static const char *const names[] = { "optimised kprobe", "kretprobe return handler" };
+	for (int mode = 0; mode < 2; mode++) {
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = usr1_handler;
-		sa.sa_flags = mode == 2 ? SA_ONSTACK : 0;
+		sa.sa_flags = SA_ONSTACK;
 		UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
-		UKT_EQ(kprobes_set_optimization(mode != 1), 0);
 		struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_sends_usr1,
 				     .fault_handler = usr1_take };
 		struct kretprobe rp = { .kp.addr = (void *)o_chain, .handler = ret_sends_usr1,
 					.kp.fault_handler = usr1_take };
-		if (mode == 3)
+		if (mode == 1)
 			UKT_EQ(register_kretprobe(&rp), 0);
 		else
 			UKT_EQ(register_kprobe(&kp), 0);
 		wait_for_kprobe_optimizer();
-		if (mode != 1 && mode != 3)
+		if (mode == 0)
 			UKT_EXPECT_OPTIMIZED(&kp);
 		usr1_sent = usr1_done = usr1_faults = usr1_takes = 0;
 		for (long i = 0; i < 50; i++)
@@ -1230,11 +1235,95 @@ UKT_CASE(program_signal_handler_fault_during_handler_is_the_programs)
 			UKT_FAIL("%s: %ld signals sent, %ld handlers finished, %ld faults seen by "
 				 "the program, %ld by the probe's fault_handler", names[mode],
 				 (long)usr1_sent, (long)usr1_done, (long)usr1_faults, (long)usr1_takes);
-		if (mode == 3) {
+		if (mode == 1) {
 			UKT_EQ(rp.nmissed, 0);
 			unregister_kretprobe(&rp);
 		} else {
 			UKT_EQ(kp.nmissed, 0);
+			unregister_kprobe(&kp);
+		}
+	}
+}
+
+/* A handler's own fault after a signal came and went on its stack (the
+ * signal frame's words stay below sp, the restorer's address among
+ * them), or after a missed nested hit: still the handler's. */
+static atomic_long usr2_seen, deep_takes;
+static int deep_mode;
+
+static void usr2_handler(int sig)
+{
+	(void)sig;
+	usr2_seen++;
+}
+
+static __attribute__((noinline)) void leave_dead_frame(void)
+{
+	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR2);
+}
+
+static __attribute__((noinline)) void fault_deep(void)
+{
+	volatile char buf[8192];
+	buf[0] = 1;
+	*(volatile int *)(long)buf[0] = 0;	/* address 1: SIGSEGV */
+}
+
+static int pre_deep_fault(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	if (deep_mode == 0 || deep_mode == 3)
+		leave_dead_frame();
+	else if (deep_mode == 1)
+		(void)o_chain(1);		/* a missed nested hit */
+	if (deep_mode >= 3) {
+		char out[64];
+		/* an argument a probe reads that turns out a bad pointer */
+		snprintf(out, sizeof(out), "%s", (const char *)(long)((r->di & 0xff) | 0x10));
+		return 0;
+	}
+	fault_deep();
+	return 0;
+}
+
+static int deep_take(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r; (void)trapnr;
+	deep_takes++;
+	return 1;
+}
+
+UKT_CASE(handler_fault_after_a_returned_signal_is_the_handlers)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = usr2_handler;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+	static const char *const what[] = { "a returned program signal, then a deep fault",
+					    "a missed nested hit, then a deep fault",
+					    "a deep fault", "a returned signal, then snprintf of a bad pointer",
+					    "snprintf of a bad pointer" };
+	for (int m = 0; m < 5; m++) {
+		for (int opt = 0; opt < 2; opt++) {
+			deep_mode = m;
+			UKT_EQ(kprobes_set_optimization(opt), 0);
+			struct kprobe kp = { .addr = (void *)o_chain_b, .pre_handler = pre_deep_fault,
+					     .fault_handler = deep_take };
+			struct kprobe kin = { .addr = (void *)o_chain, .pre_handler = count_pre };
+			UKT_EQ(register_kprobe(&kp), 0);
+			if (m == 1)
+				UKT_EQ(register_kprobe(&kin), 0);
+			wait_for_kprobe_optimizer();
+			deep_takes = 0;
+			for (long i = 0; i < 20; i++)
+				UKT_EQ(o_chain_b(i), i + 9);
+			if (deep_takes != 20)
+				UKT_FAIL("%s, %s: the fault_handler took %ld of 20 faults", what[m],
+					 opt ? "optimised" : "breakpoint", (long)deep_takes);
+			if (m == 1) {
+				UKT_EQ(kin.nmissed, 20);
+				unregister_kprobe(&kin);
+			}
 			unregister_kprobe(&kp);
 		}
 	}
