@@ -9,7 +9,12 @@
  * installed).
  *
  * Rows: call, instr, stub, one (one ops, no SAVE_REGS), regs (one ops,
- * SAVE_REGS), three (three ops), each -r runs of -n calls: the median,
+ * SAVE_REGS), three (three ops), empty (one ops whose callback does
+ * nothing at all: the issue's measure; every other hook row's callback
+ * counts its calls, which costs a memory increment per call and lets the
+ * row check it ran exactly once per call - the empty row instead checks
+ * that the site is patched and listed enabled with one callback, before
+ * and after its runs), each -r runs of -n calls: the median,
  * and the fastest run, which the differences and ratios use (on a shared
  * virtual machine the median of a few nanoseconds moves by a third from
  * one run to the next; the fastest run is what the code costs).  As in
@@ -66,6 +71,32 @@ static void cb(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struc
 	++*(long *)op->private;
 }
 
+static void cb_empty(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
+		     struct pt_regs *regs)
+{
+	(void)ip;
+	(void)pip;
+	(void)op;
+	(void)regs;
+}
+
+/* bt_pfe's site patched (a call) and listed enabled with one callback */
+static int hooked_once(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return 0;
+	ftrace_enabled_functions(f);
+	fclose(f);
+	char want[64];
+	snprintf(want, sizeof(want), "%016lx  bt_pfe (1)", (unsigned long)bt_pfe);
+	int ok = buf && strstr(buf, want) && *(const unsigned char *)bt_pfe == 0xe8;
+	free(buf);
+	return ok;
+}
+
 static double now_ns(void)
 {
 	struct timespec t;
@@ -108,7 +139,7 @@ static int cmp_d(const void *a, const void *b)
 }
 
 struct stat { double med, min; };
-enum { R_CALL, R_INSTR, R_STUB, R_ONE, R_REGS, R_THREE, NROWS };
+enum { R_CALL, R_INSTR, R_STUB, R_ONE, R_REGS, R_THREE, R_EMPTY, NROWS };
 static double samples[NROWS][64];
 
 /* one run of a row: -n calls, its callback exactly once per call */
@@ -161,7 +192,8 @@ int main(int argc, char **argv)
 	if (runs < 1 || runs > 63)
 		runs = 7;
 
-	struct ftrace_ops one = { .func = cb, .private = &counts[0] },
+	struct ftrace_ops empty = { .func = cb_empty },
+			  one = { .func = cb, .private = &counts[0] },
 			  regs = { .func = cb, .private = &counts[0], .flags = FTRACE_OPS_FL_SAVE_REGS };
 	struct ftrace_ops three[3] = { { .func = cb, .private = &counts[0] },
 				       { .func = cb, .private = &counts[1] },
@@ -192,7 +224,21 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ukp-ftrace-bench: cannot patch the floor stub in\n");
 			return 1;
 		}
-		err = register_ftrace_function(&one);
+		err = register_ftrace_function(&empty);
+		if (!err) {
+			if (!hooked_once()) {
+				fprintf(stderr, "ukp-ftrace-bench: empty: bt_pfe is not hooked\n");
+				return 1;
+			}
+			sample(R_EMPTY, r, bt_pfe, 0, "empty");
+			if (!hooked_once()) {
+				fprintf(stderr, "ukp-ftrace-bench: empty: bt_pfe lost its hook\n");
+				return 1;
+			}
+			err = unregister_ftrace_function(&empty);
+		}
+		if (!err)
+			err = register_ftrace_function(&one);
 		if (!err) {
 			sample(R_ONE, r, bt_pfe, n_calls, "one");
 			err = unregister_ftrace_function(&one);
@@ -216,7 +262,8 @@ int main(int argc, char **argv)
 		}
 	}
 	struct stat call = stat_of(R_CALL), instr = stat_of(R_INSTR), stub = stat_of(R_STUB),
-		    o = stat_of(R_ONE), rg = stat_of(R_REGS), th = stat_of(R_THREE);
+		    o = stat_of(R_ONE), rg = stat_of(R_REGS), th = stat_of(R_THREE),
+		    em = stat_of(R_EMPTY);
 
 	/* uftrace record on the -pg build of this program, if installed */
 	double uft = -1;
@@ -248,7 +295,7 @@ int main(int argc, char **argv)
 	double fl = stub.min - call.min;
 	const struct { const char *name; struct stat v; } rows[] = {
 		{ "call", call }, { "instr", instr }, { "stub", stub }, { "one", o },
-		{ "regs", rg }, { "three", th },
+		{ "regs", rg }, { "three", th }, { "empty", em },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		printf("%-7s %8.2f %8.2f", rows[i].name, rows[i].v.med, rows[i].v.min);
