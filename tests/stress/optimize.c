@@ -865,6 +865,42 @@ static void *v_worker(void *arg)
 	return NULL;
 }
 
+/*
+ * Three workers (worker(0..2), each counting its calls in calls[w]) run
+ * while a probe like tmpl is registered at its address and unregistered
+ * again, up to 2000 times in 5 s, the workers getting through with it
+ * each time; then *stop and the workers are joined.  The times it came
+ * and went; *total: the workers' calls.
+ */
+static long second_probe_comes_and_goes(void *(*worker)(void *), unsigned long calls[3],
+					_Atomic int *stop, const struct kprobe *tmpl,
+					unsigned long *total)
+{
+	pthread_t th[3];
+	for (long w = 0; w < 3; w++)
+		UKT_EQ(pthread_create(&th[w], NULL, worker, (void *)w), 0);
+	double deadline = ukt_now() + 5.0;
+	long it;
+	for (it = 0; it < 2000 && ukt_now() < deadline; it++) {
+		struct kprobe second = *tmpl;
+		UKT_EQ(register_kprobe(&second), 0);
+		if (it % 8 == 0)
+			wait_for_kprobe_optimizer();
+		unsigned long c0 = __atomic_load_n(&calls[it % 3], __ATOMIC_RELAXED);
+		while (__atomic_load_n(&calls[it % 3], __ATOMIC_RELAXED) == c0 && ukt_now() < deadline)
+			sched_yield();	/* let the workers through with it */
+		unregister_kprobe(&second);
+		if (it % 8 == 4)
+			wait_for_kprobe_optimizer();
+	}
+	atomic_store(stop, 1);
+	for (int w = 0; w < 3; w++)
+		pthread_join(th[w], NULL);
+	*total = calls[0] + calls[1] + calls[2];
+	wait_for_kprobe_optimizer();
+	return it;
+}
+
 UKT_CASE_T(stress_lean_and_vector_handlers_switch, 60)
 {
 	for (unsigned long x = 0; x < 100; x++)
@@ -874,28 +910,9 @@ UKT_CASE_T(stress_lean_and_vector_handlers_switch, 60)
 	wait_for_kprobe_optimizer();
 	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
 
-	pthread_t th[3];
-	for (long w = 0; w < 3; w++)
-		UKT_EQ(pthread_create(&th[w], NULL, v_worker, (void *)w), 0);
-	double deadline = ukt_now() + 5.0;
-	long it;
-	for (it = 0; it < 2000 && ukt_now() < deadline; it++) {
-		struct kprobe dirty = { .addr = (void *)v_live_probe, .pre_handler = vec_dirty_pre };
-		UKT_EQ(register_kprobe(&dirty), 0);
-		if (it % 8 == 0)
-			wait_for_kprobe_optimizer();
-		unsigned long c0 = __atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED);
-		while (__atomic_load_n(&v_calls[it % 3], __ATOMIC_RELAXED) == c0 && ukt_now() < deadline)
-			sched_yield();	/* let the workers through with it */
-		unregister_kprobe(&dirty);
-		if (it % 8 == 4)
-			wait_for_kprobe_optimizer();
-	}
-	atomic_store(&v_stop, 1);
-	for (int w = 0; w < 3; w++)
-		pthread_join(th[w], NULL);
-	unsigned long calls = v_calls[0] + v_calls[1] + v_calls[2];
-	wait_for_kprobe_optimizer();
+	const struct kprobe dirty = { .addr = (void *)v_live_probe, .pre_handler = vec_dirty_pre };
+	unsigned long calls;
+	long it = second_probe_comes_and_goes(v_worker, v_calls, &v_stop, &dirty, &calls);
 	printf("  %ld switches, %lu calls, %lu lean hits, %lu vector-handler hits\n", it, calls,
 	       lean_hits, dirty_hits);
 	UKT_EQ(v_wrong, 0);
@@ -979,29 +996,10 @@ UKT_CASE_T(stress_leaf_and_errno_handlers_switch, 60)
 	wait_for_kprobe_optimizer();
 	UKT_ASSERT(keep.flags & KPROBE_FLAG_OPTIMIZED);
 
-	pthread_t th[3];
-	for (long w = 0; w < 3; w++)
-		UKT_EQ(pthread_create(&th[w], NULL, e_worker, (void *)w), 0);
-	double deadline = ukt_now() + 5.0;
-	long it;
-	for (it = 0; it < 2000 && ukt_now() < deadline; it++) {
-		struct kprobe writer = { .addr = (void *)v_live_probe, .pre_handler = e_writer_pre,
-					 .fault_handler = e_take };
-		UKT_EQ(register_kprobe(&writer), 0);
-		if (it % 8 == 0)
-			wait_for_kprobe_optimizer();
-		unsigned long c0 = __atomic_load_n(&e_calls[it % 3], __ATOMIC_RELAXED);
-		while (__atomic_load_n(&e_calls[it % 3], __ATOMIC_RELAXED) == c0 && ukt_now() < deadline)
-			sched_yield();	/* let the workers through with it */
-		unregister_kprobe(&writer);
-		if (it % 8 == 4)
-			wait_for_kprobe_optimizer();
-	}
-	atomic_store(&e_stop, 1);
-	for (int w = 0; w < 3; w++)
-		pthread_join(th[w], NULL);
-	unsigned long calls = e_calls[0] + e_calls[1] + e_calls[2];
-	wait_for_kprobe_optimizer();
+	const struct kprobe writer = { .addr = (void *)v_live_probe, .pre_handler = e_writer_pre,
+				       .fault_handler = e_take };
+	unsigned long calls;
+	long it = second_probe_comes_and_goes(e_worker, e_calls, &e_stop, &writer, &calls);
 	printf("  %ld switches, %lu calls, %lu leaf hits, %lu errno-writer hits, %lu faults taken\n",
 	       it, calls, e_hits, e_writer_hits, e_faults);
 	UKT_EQ(e_wrong, 0);
