@@ -258,8 +258,6 @@ ukp_post_trampoline_end:
 1:	mov %rsp, %rbx			/* rbx = pt_regs */
 .endm
 
-/* %rsp = pt_regs, ans (eax unless given) = the dispatch's answer: back
- * to R, or where a handler sent the probed code */
 /* the argument (caller-saved) registers, rax..r10 */
 .macro PUSH_ARGS
 	push %rax
@@ -282,6 +280,8 @@ ukp_post_trampoline_end:
 	pop %rax
 .endm
 
+/* %rsp = pt_regs, ans (eax unless given) = the dispatch's answer: back
+ * to R, or where a handler sent the probed code */
 .macro OPT_EXIT ans=%eax
 	lea FRAME_SP(%rsp), %rcx
 	cmp PT_SP(%rsp), %rcx
@@ -483,13 +483,10 @@ ukp_opt_tramp_begin:
 .endm
 
 /* pt_regs (rbx), then the frame a fault resumes on: rsp = rbx rounded
- * down to 16, less 16, with rbx on top (ukp_opt_resume) */
+ * down to 16 (ukp_opt_resume) */
 .macro LEAN_ENTRY
 	OPT_ENTRY
 	and $-16, %rsp
-	sub $8, %rsp			/* (16-aligned after the push) */
-	push %rbx			/* pt_regs at the recovery sp, for
-					   ukp_opt_resume */
 .endm
 
 	.p2align 6
@@ -653,7 +650,7 @@ ukp_opt_tramp_kret:
  * is regs, as if its call of ukp_opt_dispatch_lean had been one of
  * ukp_opt_dispatch_resume(t), which runs the rest of the hit.  The
  * trampoline needs nothing but rbx (= regs) after that call; its frame
- * is LEAN_ENTRY's: sp at regs rounded down to 16, less 16.
+ * is LEAN_ENTRY's: sp at regs rounded down to 16.
  */
 	.globl ukp_opt_resume
 	.hidden ukp_opt_resume
@@ -661,7 +658,7 @@ ukp_opt_tramp_kret:
 ukp_opt_resume:
 	mov %rdi, %rbx
 	and $-16, %rdi
-	lea -16(%rdi), %rsp
+	mov %rdi, %rsp
 	lea ukp_opt_lean_ret(%rip), %rax
 	push %rax
 	mov %rsi, %rdi
