@@ -289,13 +289,19 @@ static void free_deferred(struct ukp_thread *t)
 
 /* sync.c: t's thread is gone (or, in a fork child, was never there): none
  * of its calls will return */
+/* the orphaned instance (see longjmp_reclaim) back to its free stack */
+static void orphan_back(struct ukp_thread *t)
+{
+	struct ukp_kinst *o = t->kret_orphan;
+	t->kret_orphan = NULL;
+	inst_push(o->k, o);
+}
+
 void ukp_kret_thread_gone(struct ukp_thread *t)
 {
 	free_deferred(t);
-	if (t->kret_orphan) {
-		inst_push(t->kret_orphan->k, t->kret_orphan);
-		t->kret_orphan = NULL;
-	}
+	if (t->kret_orphan)
+		orphan_back(t);
 	while (t->kret_top)
 		inst_drop(t, t->kret_top);
 	t->jdepth = 0;
@@ -576,12 +582,10 @@ static void longjmp_reclaim(const void *env)
 	stack_t as;
 	if (o && !(sigaltstack(NULL, &as) == 0 && (as.ss_flags & SS_ONSTACK) &&
 		   sp >= (unsigned long)as.ss_sp && sp < (unsigned long)as.ss_sp + as.ss_size)) {
-		if (sp > o->sp) {
+		if (sp > o->sp)
+			orphan_back(t);
+		else if (sp > t->kret_orphan_sp)
 			t->kret_orphan = NULL;
-			inst_push(o->k, o);
-		} else if (sp > t->kret_orphan_sp) {
-			t->kret_orphan = NULL;
-		}
 	}
 	while (t->kret_top && t->kret_top->sp >= here && t->kret_top->sp < sp)
 		inst_drop(t, t->kret_top);
