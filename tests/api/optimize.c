@@ -1153,7 +1153,7 @@ UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
 
 /* A program's signal handler that interrupts a probe handler and faults:
  * its fault is the program's, as without the probe. */
-static atomic_long usr1_sent, usr1_done, usr1_faults, usr1_takes;
+static atomic_long usr1_sent, usr1_done, usr1_faults;
 static sigjmp_buf usr1_jb;
 
 static void usr1_segv(int sig, siginfo_t *si, void *ctx)
@@ -1191,13 +1191,6 @@ static int ret_sends_usr1(struct kretprobe_instance *ri, struct pt_regs *r)
 	return 0;
 }
 
-static int usr1_take(struct kprobe *p, struct pt_regs *r, int trapnr)
-{
-	(void)p; (void)r; (void)trapnr;
-	usr1_takes++;
-	return 1;
-}
-
 /* (Not on the breakpoint path: ukprobes' SIGTRAP handler is SA_ONSTACK
  * too, so its handlers run on that same alternate stack.) */
 UKT_CASE(program_signal_handler_fault_on_its_stack_is_the_programs)
@@ -1218,9 +1211,9 @@ UKT_CASE(program_signal_handler_fault_on_its_stack_is_the_programs)
 		sa.sa_flags = SA_ONSTACK;
 		UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 		struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_sends_usr1,
-				     .fault_handler = usr1_take };
+				     .fault_handler = fault_take };
 		struct kretprobe rp = { .kp.addr = (void *)o_chain, .handler = ret_sends_usr1,
-					.kp.fault_handler = usr1_take };
+					.kp.fault_handler = fault_take };
 		if (mode == 1)
 			UKT_EQ(register_kretprobe(&rp), 0);
 		else
@@ -1228,13 +1221,13 @@ UKT_CASE(program_signal_handler_fault_on_its_stack_is_the_programs)
 		wait_for_kprobe_optimizer();
 		if (mode == 0)
 			UKT_EXPECT_OPTIMIZED(&kp);
-		usr1_sent = usr1_done = usr1_faults = usr1_takes = 0;
+		usr1_sent = usr1_done = usr1_faults = fault_hits = 0;
 		for (long i = 0; i < 50; i++)
 			UKT_EQ(o_chain(i), i + 3);
-		if (usr1_sent != 50 || usr1_done != 50 || usr1_faults != 50 || usr1_takes)
+		if (usr1_sent != 50 || usr1_done != 50 || usr1_faults != 50 || fault_hits)
 			UKT_FAIL("%s: %ld signals sent, %ld handlers finished, %ld faults seen by "
 				 "the program, %ld by the probe's fault_handler", names[mode],
-				 (long)usr1_sent, (long)usr1_done, (long)usr1_faults, (long)usr1_takes);
+				 (long)usr1_sent, (long)usr1_done, (long)usr1_faults, (long)fault_hits);
 		if (mode == 1) {
 			UKT_EQ(rp.nmissed, 0);
 			unregister_kretprobe(&rp);
@@ -1248,7 +1241,7 @@ UKT_CASE(program_signal_handler_fault_on_its_stack_is_the_programs)
 /* A handler's own fault after a signal came and went on its stack (the
  * signal frame's words stay below sp, the restorer's address among
  * them), or after a missed nested hit: still the handler's. */
-static atomic_long usr2_seen, deep_takes;
+static atomic_long usr2_seen;
 static int deep_mode;
 
 static void usr2_handler(int sig)
@@ -1286,13 +1279,6 @@ static int pre_deep_fault(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
-static int deep_take(struct kprobe *p, struct pt_regs *r, int trapnr)
-{
-	(void)p; (void)r; (void)trapnr;
-	deep_takes++;
-	return 1;
-}
-
 UKT_CASE(handler_fault_after_a_returned_signal_is_the_handlers)
 {
 	struct sigaction sa;
@@ -1308,18 +1294,18 @@ UKT_CASE(handler_fault_after_a_returned_signal_is_the_handlers)
 			deep_mode = m;
 			UKT_EQ(kprobes_set_optimization(opt), 0);
 			struct kprobe kp = { .addr = (void *)o_chain_b, .pre_handler = pre_deep_fault,
-					     .fault_handler = deep_take };
+					     .fault_handler = fault_take };
 			struct kprobe kin = { .addr = (void *)o_chain, .pre_handler = count_pre };
 			UKT_EQ(register_kprobe(&kp), 0);
 			if (m == 1)
 				UKT_EQ(register_kprobe(&kin), 0);
 			wait_for_kprobe_optimizer();
-			deep_takes = 0;
+			fault_hits = 0;
 			for (long i = 0; i < 20; i++)
 				UKT_EQ(o_chain_b(i), i + 9);
-			if (deep_takes != 20)
+			if (fault_hits != 20)
 				UKT_FAIL("%s, %s: the fault_handler took %ld of 20 faults", what[m],
-					 opt ? "optimised" : "breakpoint", (long)deep_takes);
+					 opt ? "optimised" : "breakpoint", (long)fault_hits);
 			if (m == 1) {
 				UKT_EQ(kin.nmissed, 20);
 				unregister_kprobe(&kin);
