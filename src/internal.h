@@ -184,6 +184,8 @@ struct ukp_plist {
 				   cannot change errno (ukp_opt_leaf_locked) */
 	bool kret1;		/* one probe, a kretprobe without entry_handler:
 				   ukp_opt_tramp_kret's fast path */
+	void *kret;		/* kret1: that kretprobe's struct ukp_kret
+				   (kret.c), one load nearer the hit */
 	struct kprobe *p[];
 };
 
@@ -328,6 +330,8 @@ void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr);
 void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s);
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u);
 void ukp_opt_update_locked(unsigned long addr);
+/* s->probes changed: the detour's copy of it (arch.h) follows */
+void ukp_opt_list_published_locked(struct ukp_site *s);
 void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
 /* Does the code at fn, with all it calls, leave the vector state alone? */
 bool ukp_opt_gpr_only_locked(unsigned long fn);
@@ -384,6 +388,9 @@ bool ukp_kret_probe_gpr_only_locked(struct kprobe *p);
 bool ukp_is_jprobe_handler(const struct kprobe *p);
 bool ukp_is_kret_entry(const struct kprobe *p);	/* a kretprobe's entry */
 bool ukp_is_kret_plain_entry(const struct kprobe *p);	/* ...without entry_handler */
+/* a kretprobe entry's struct ukp_kret (set before its kprobe is registered,
+ * kept until a grace period after it is unregistered), or NULL */
+void *ukp_kret_of(const struct kprobe *p);
 void ukp_kret_thread_gone(struct ukp_thread *t);
 /* ------------------------------------------------------------------ */
 /* ftrace function hooks (ftrace.c, ftrace_hit.c)                       */

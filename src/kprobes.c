@@ -394,6 +394,7 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 	l->lean1 = !(l->gpr_only && l->n == 1) ? 0 :
 		   ukp_opt_leaf_locked((unsigned long)l->p[0]->pre_handler) ? 2 : 1;
 	l->kret1 = l->n == 1 && ukp_is_kret_plain_entry(l->p[0]) && !l->p[0]->post_handler;
+	l->kret = l->kret1 ? ukp_kret_of(l->p[0]) : NULL;
 	return l;
 }
 
@@ -788,6 +789,7 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 		__atomic_store_n(&p->__ukp_priv[1], s, __ATOMIC_RELAXED);	/* kret.c */
 		rec_link_locked(r);
 		atomic_store_explicit(&s->probes, l, memory_order_release);
+		ukp_opt_list_published_locked(s);
 		garbage_add(&g, old);
 		site_update_locked(s, &pk);
 	}
@@ -850,6 +852,7 @@ void ukp_unregister_kind(struct kprobe **kps, int num)
 			l = NULL;
 		}
 		atomic_store_explicit(&s->probes, l, memory_order_release);
+		ukp_opt_list_published_locked(s);
 		garbage_add(&g, old);
 		site_update_locked(s, &pk);
 		rec_unlink_locked(r);

@@ -197,7 +197,6 @@ UKP_OFF(struct ukp_kret, free_top, K_FREE_TOP, 8);
 UKP_OFF(struct ukp_kret, isz, K_ISZ, 8);
 UKP_OFF(struct ukp_kret, mem, K_MEM, 8);
 _Static_assert(offsetof(struct kretprobe, kp) == 0, "struct kretprobe.kp first");
-UKP_OFF(struct kretprobe, __ukp_priv[0], RP_PRIV, 8);
 UKP_OFF(struct kretprobe, handler, RP_HANDLER, 8);
 UKP_OFF(struct ukp_thread, lean_kret, T_LEAN_KRET, 4);
 UKP_OFF(struct ukp_thread, kret_slot, T_KRET_SLOT, 8);
@@ -901,6 +900,11 @@ struct ukp_jrec *ukp_jprobe_unwind(void)
 bool ukp_is_kret_plain_entry(const struct kprobe *p)
 {
 	return p->pre_handler == kret_pre_plain;
+}
+
+void *ukp_kret_of(const struct kprobe *p)
+{
+	return ukp_is_kret_entry(p) ? container_of(p, struct kretprobe, kp)->__ukp_priv[0] : NULL;
 }
 
 bool ukp_is_kret_entry(const struct kprobe *p)

@@ -351,10 +351,25 @@ static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 	return ukp_arch_opt_tramp(s->opt->r.vsave);
 }
 
-/* the word of the detour's header the trampoline is called through */
+/* a word of the detour's header (UKP_ARCH_HDR_*) */
+static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
+{
+	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : 0) + off;
+}
+
+/* the one the trampoline is called through */
 static uint8_t *tramp_word(const struct ukp_opt *o)
 {
-	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : 0) + 8;
+	return hdr_word(o, UKP_ARCH_HDR_TRAMP);
+}
+
+/* s->probes was just published: the detour's copy of it too, before any
+ * grace period (which then covers readers of either) */
+void ukp_opt_list_published_locked(struct ukp_site *s)
+{
+	if (s->opt && s->opt->detour)
+		ukp_slot_set_word(hdr_word(s->opt, UKP_ARCH_HDR_LIST),
+				  (uint64_t)(uintptr_t)atomic_load(&s->probes));
 }
 
 /* The probes changed: the detour calls through a pointer in its header,
@@ -404,11 +419,11 @@ static void prepare_locked(struct ukp_site *s)
 	for (unsigned i = 0; l && i < l->n; i++)
 		kret |= ukp_is_kret_entry(l->p[i]);
 	void (*tramp)(void) = tramp_for_locked(s, kret);
-	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, tramp, kret,
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, l, tramp, kret,
 					&o->entry, &o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
 	if (d)
-		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, tramp, kret,
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, l, tramp, kret,
 					    &o->entry, &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",

@@ -44,6 +44,7 @@ UKP_OFF(struct ukp_thread, lean_errno, T_LEAN_ERRNO, 4);
 UKP_OFF(struct ukp_site, probes, S_PROBES, 8);
 UKP_OFF(struct ukp_plist, lean1, L_LEAN1, 1);
 UKP_OFF(struct ukp_plist, kret1, L_KRET1, 1);
+UKP_OFF(struct ukp_plist, kret, L_KRET, 8);
 UKP_OFF(struct ukp_thread, tid, T_TID, 4);
 UKP_OFF(struct ukp_thread, kret_top, T_KRET_TOP, 8);
 UKP_OFF(struct ukp_thread, kret_deferred, T_KRET_DEFERRED, 8);

@@ -168,6 +168,9 @@ UKT_CASE(plain_kretprobe_entry_is_lean)
 	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
 	UKT_ASSERT(plist_at((unsigned long)u_kf)->gpr_only);
 	UKT_ASSERT(plist_at((unsigned long)u_kf)->kret1);
+	/* the list hands the trampoline this kretprobe's state directly */
+	UKT_ASSERT(rp.__ukp_priv[0] != NULL);
+	UKT_EQ((uintptr_t)plist_at((unsigned long)u_kf)->kret, (uintptr_t)rp.__ukp_priv[0]);
 	UKT_EQ(detour_tramp((unsigned long)u_kf), (uint64_t)(uintptr_t)ukp_opt_tramp_kret);
 	for (long i = 0; i < 1000; i++)
 		UKT_EQ(fn(i, i * 7), U_KF(i, i * 7));

@@ -151,27 +151,39 @@ struct ukp_copy_map {
 };
 
 /*
- * The detour: { .quad site; .quad trampoline; lea -128(%rsp),%rsp;
- * call *-19(%rip); R: <relocated region>; jmp addr+len }.  Returns its
- * length; *entry is the offset the jump targets, *copy the offset of the
- * relocated region (where a hit that trapped resumes).  The trampoline
- * finds the site at R - 27.
+ * The detour: { .quad list; .quad site; .quad trampoline;
+ * lea -128(%rsp),%rsp; call *-19(%rip); R: <relocated region>;
+ * jmp addr+len }.  Returns its length; *entry is the offset the jump
+ * targets, *copy the offset of the relocated region (where a hit that
+ * trapped resumes).  The trampoline finds the site at R - 27 and the
+ * site's probe list at R - 35: a copy of site->probes that optimize.c
+ * keeps in step (written with it, before any grace period), so the hit
+ * path reads the list one load sooner than through the site.  That load
+ * heads the chain every optimised hit waits on (R, list, probe, the
+ * handler's own loads): one level less there is ~1.5 ns of a return
+ * probe's ~28 (bench: ro, kr).
  *
  * kret: the variant for a function's entry with a return probe, which
  * lets the probe prime the return stack buffer (kret.S):
  * { lea copy(%rip),%r11; push %r11; jmp 1f; 5 bytes of int3;
- *   .quad site; .quad trampoline;
+ *   .quad list; .quad site; .quad trampoline;
  *   1: lea -120(%rsp),%rsp; call *-19(%rip); R: jmp *-8(%rsp);
  *   lea 8(%rsp),%rsp; copy: <relocated region>; jmp addr+len }
  */
 #define UKP_DETOUR_MAX 256
 #define UKP_ARCH_KRET_DROP_LEN 5	/* the lea 8(%rsp),%rsp before the copy */
 #define UKP_ARCH_KRET_R_LEN 9		/* from R to the copy */
-#define UKP_ARCH_KRET_HDR 16		/* where its { site, trampoline } is
-					   (8-aligned: the trampoline word is
-					   switched by one store) */
+#define UKP_ARCH_KRET_HDR 16		/* where its { list, site, trampoline }
+					   is (8-aligned: the list and
+					   trampoline words are switched by
+					   one store each) */
+#define UKP_ARCH_HDR_LIST 0		/* the header's words */
+#define UKP_ARCH_HDR_SITE 8
+#define UKP_ARCH_HDR_TRAMP 16
+#define UKP_ARCH_HDR_SIZE 24
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
-			  unsigned long at, void *site, void (*tramp)(void),
+			  unsigned long at, void *site, const void *list,
+			  void (*tramp)(void),
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map);
 /* The trampoline for a vector class. */

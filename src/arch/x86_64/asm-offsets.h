@@ -36,7 +36,8 @@
 #define S_RESUME 192
 #define L_LEAN1 6
 #define L_KRET1 7
-#define L_P 8
+#define L_KRET 8
+#define L_P 16
 /* struct kprobe (ukprobes/kprobes.h) */
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 56
@@ -102,7 +103,6 @@
 #define K_ISZ 32
 #define K_MEM 40
 #define RP_HANDLER 96
-#define RP_PRIV 128		/* __ukp_priv[0]: its struct ukp_kret */
 
 /* struct ukp_jrec (internal.h): pt_regs first */
 #define JR_CONT 168

@@ -147,10 +147,13 @@ ukp_post_trampoline_end:
 /*
  * Jump-optimised probes.  The probed code jumps to its detour:
  *
- *	D:	.quad site ; .quad trampoline
- *	D+16:	lea -128(%rsp),%rsp		(step over the red zone)
- *	D+21:	call *D+8(%rip)
- *	D+27:	<relocated region> ; jmp back	(R: the pushed return address)
+ *	D:	.quad list ; .quad site ; .quad trampoline
+ *	D+24:	lea -128(%rsp),%rsp		(step over the red zone)
+ *	D+29:	call *D+16(%rip)
+ *	D+35:	<relocated region> ; jmp back	(R: the pushed return address)
+ *
+ * list is the site's probe list (arch.h: a copy kept in step with
+ * site->probes, one load nearer than through the site).
  *
  * (A return probe's variant has a few instructions more around these:
  * relocate.c.)
@@ -435,7 +438,8 @@ ukp_opt_tramp_begin:
 	test %r12, %r12
 	jz .Llean_c
 	HIT_LOCK %r12, %rax, .Llean_c
-	mov S_PROBES(%rdi), %r13
+	mov PT_SIZE(%rbx), %r13		/* R */
+	mov -35(%r13), %r13		/* the list (the detour's copy) */
 	test %r13, %r13
 	jz .Llean_c_unlock
 	.if \leaf
@@ -553,9 +557,9 @@ ukp_opt_tramp_kret:
 	test %rsi, %rsi
 	jz 90f
 	HIT_LOCK %rsi, %rax, 90f
-	mov KT_R(%rsp), %rdi
-	mov -27(%rdi), %rdi		/* the site */
-	mov S_PROBES(%rdi), %rdx
+	mov KT_R(%rsp), %rax
+	mov -27(%rax), %rdi		/* the site */
+	mov -35(%rax), %rdx		/* its list (the detour's copy) */
 	test %rdx, %rdx
 	jz 89f
 	cmpb $0, L_KRET1(%rdx)
@@ -566,10 +570,10 @@ ukp_opt_tramp_kret:
 	jne 89f
 	cmpq $0, T_KRET_DEFERRED(%rsi)
 	jne 89f
+	mov L_KRET(%rdx), %r8		/* k, from the list: a load sooner */
 	mov L_P(%rdx), %rdx		/* rp (its kprobe comes first) */
 	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdx)
 	jnz 89f
-	mov RP_PRIV(%rdx), %r8		/* k */
 	test %r8, %r8
 	jz 89f
 	cmpl $0, K_DEAD(%r8)

@@ -214,7 +214,8 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 }
 
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
-			  unsigned long at, void *site, void (*tramp)(void),
+			  unsigned long at, void *site, const void *list,
+			  void (*tramp)(void),
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map)
 {
@@ -222,7 +223,7 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 	int err;
 	static const uint8_t lea_r11[] = { 0x4c, 0x8d, 0x1d };	/* lea rel32(%rip), %r11 */
 	static const uint8_t push_r11[] = { 0x41, 0x53 };
-	static const uint8_t over_hdr[] = { 0xeb, 0x15 };		/* jmp over the header */
+	static const uint8_t over_hdr[] = { 0xeb, 5 + UKP_ARCH_HDR_SIZE };	/* jmp over the header */
 	static const uint8_t pad[5] = { 0xcc, 0xcc, 0xcc, 0xcc, 0xcc };	/* to align it */
 	static const uint8_t lea_rz[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };	/* -128 */
 	static const uint8_t lea_rz8[] = { 0x48, 0x8d, 0x64, 0x24, 0x88 };	/* -120 */
@@ -232,7 +233,7 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 	_Static_assert(sizeof(drop) == UKP_ARCH_KRET_DROP_LEN, "kret.c knows the drop's length");
 	_Static_assert(sizeof(jmp_slot) + sizeof(drop) == UKP_ARCH_KRET_R_LEN, "and R's");
 	/* where the copy starts in the kret variant */
-	const size_t copy_at = UKP_ARCH_KRET_HDR + 16 + sizeof(lea_rz8) + sizeof(call_tramp) +
+	const size_t copy_at = UKP_ARCH_KRET_HDR + UKP_ARCH_HDR_SIZE + sizeof(lea_rz8) + sizeof(call_tramp) +
 			       UKP_ARCH_KRET_R_LEN;
 	_Static_assert(sizeof(lea_r11) + 4 + sizeof(push_r11) + sizeof(over_hdr) + sizeof(pad) ==
 		       UKP_ARCH_KRET_HDR, "the header's place");
@@ -253,7 +254,8 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 	}
 	if (!e.err && e.len != (kret ? UKP_ARCH_KRET_HDR : 0))
 		return -EINVAL;
-	put64(&e, (uint64_t)site);	/* the trampoline finds these at R-27 */
+	put64(&e, (uint64_t)(uintptr_t)list);	/* the trampoline finds these */
+	put64(&e, (uint64_t)site);		/* at */
 	put64(&e, (uint64_t)tramp);
 	size_t c = e.len;
 	if (kret) {
