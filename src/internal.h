@@ -67,7 +67,8 @@ struct kret_slot {
 extern struct kret_slot ukp_kret_ra[] __attribute__((visibility("hidden")));
 
 struct ukp_thread {
-	_Atomic unsigned long seq;	/* odd while inside the hit path */
+	_Atomic unsigned long seq;	/* odd inside the C hit path; moves on
+				   at every exit (sync.c) */
 	unsigned nest;			/* hit-path nesting (signals in handlers) */
 	int in_handler;			/* recursion guard: nmissed */
 	pid_t tid;
@@ -109,7 +110,7 @@ struct ukp_thread {
 	 * 2: kret.S's fast path, which has none */
 	int lean_kret;
 	struct kret_slot *kret_slot;
-	int *kret_errp;
+	int *kret_errp;	/* NULL for a leaf handler (errno kept) */
 	/* the instance of a return handler whose fault the program's
 	 * handler is taking (trap.c), and the sp of the fault: given back if
 	 * that one longjmps past it or the thread ends there (kret.c) */
@@ -137,6 +138,14 @@ static inline struct ukp_thread *ukp_thread_peek(void)
 	return ukp_self;
 }
 
+/* The stack a fault in a return handler resumes on (lean_kret set): the
+ * C path's frame at lean_sp, or kret.S's fast path's, which does not
+ * store it: pt_regs rounded down to 16. */
+static inline unsigned long ukp_kret_rec_sp(const struct ukp_thread *t)
+{
+	return t->lean_kret == 2 ? (unsigned long)t->cur_regs & ~15UL : t->lean_sp;
+}
+
 /* Enter/leave the hit path: readers of sites' probe lists. */
 static inline void ukp_read_lock(struct ukp_thread *t)
 {
@@ -154,11 +163,13 @@ static inline void ukp_read_lock(struct ukp_thread *t)
 	}
 }
 
+/* seq to the next even value: from odd (this lock's), or from even (a
+ * lock HIT_LOCK took, which a C path may end: hitpath.h) */
 static inline void ukp_read_unlock(struct ukp_thread *t)
 {
 	if (--t->nest == 0) {
 		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
-		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
+		atomic_store_explicit(&t->seq, (s + 2) & ~1UL, memory_order_release);
 	}
 }
 /* A hit with no thread block (nested in the block's own attach): enough

@@ -561,7 +561,7 @@ static void longjmp_reclaim(const void *env)
 	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
 	/* out of a return handler (past its trampoline's frame): a later
 	 * fault is no longer that handler's */
-	if (t->lean_kret && sp > t->lean_sp)
+	if (t->lean_kret && sp > ukp_kret_rec_sp(t))
 		t->lean_kret = 0;
 	if (!t->kret_top && !t->kret_deferred && !t->kret_orphan)
 		return;

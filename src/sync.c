@@ -221,12 +221,15 @@ void ukp_synchronize(void)
 		if (!t || t == me)
 			continue;
 		/*
-		 * Inside: seq odd, or nest set with seq still even.  The
+		 * Inside: seq odd, or nest set with seq still even.  The C
 		 * reader sets nest before making seq odd and clears it
-		 * before making seq even again, so the second is a hit in a
-		 * signal handler that came in between: its nest++ leaves seq
-		 * alone (entering) or makes it even (leaving) while it reads
-		 * a probe list.  Done: seq moved on, or nest 0 with seq even.
+		 * before making seq even again, so for it the second is a
+		 * hit in a signal handler that came in between: its nest++
+		 * leaves seq alone (entering) or makes it even (leaving)
+		 * while it reads a probe list.  The hand-written hit paths
+		 * (hitpath.h) only set nest, and leave with seq on to the
+		 * next even value.  Done: seq moved on, or nest 0 with seq
+		 * even.
 		 */
 		unsigned long s = atomic_load(&t->seq);
 		if (!(s & 1) && !__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))

@@ -37,7 +37,6 @@ UKP_OFF(struct ukp_thread, cur_jb, T_CUR_JB, 8);
 UKP_OFF(struct ukp_thread, abandon, T_ABANDON, 4);
 UKP_OFF(struct ukp_thread, internal, T_INTERNAL, 4);
 UKP_OFF(struct ukp_thread, errno_p, T_ERRNO_P, 8);
-UKP_OFF(struct ukp_thread, lean_sp, T_LEAN_SP, 8);
 UKP_OFF(struct ukp_thread, lean_list, T_LEAN_LIST, 8);
 UKP_OFF(struct ukp_thread, lean_i, T_LEAN_I, 4);
 UKP_OFF(struct ukp_thread, lean_errno, T_LEAN_ERRNO, 4);
@@ -548,7 +547,7 @@ static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 	if (t->cur_jb)
 		ukp_longjmp(t->cur_jb, 1);
 	if (t->lean_kret)
-		ukp_kret_resume(t->lean_sp, t);
+		ukp_kret_resume(ukp_kret_rec_sp(t), t);
 	ukp_opt_resume(t->cur_regs, t);
 }
 

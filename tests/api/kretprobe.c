@@ -38,6 +38,12 @@
  *                         faults; the kretprobe's fault_handler takes it: the
  *                         caller gets the changed value, errno is kept, and
  *                         with maxactive 1 no instance is lost (200 calls)
+ *   handler_fault_in_a_thread_then_unregister  a thread's return handler
+ *                         (and, alone, a kprobe's pre_handler on the same
+ *                         function) faults, its fault_handler takes it,
+ *                         and the thread then waits outside any probe:
+ *                         unregistering does not wait for it (the fault's
+ *                         way out ends the hit path's read section)
  *   return_handler_fault_reaches_program_handler  no fault_handler: the
  *                         program's SIGSEGV handler sees the fault once per
  *                         call and returns; the calls still return right
@@ -1013,6 +1019,79 @@ UKT_CASE(return_handler_fault_taken_by_fault_handler)
 		kr_unreg(&rp);
 		UKT_EQ(kr_long(3), 3 ^ 0x5a5a5a5a5a5aL);
 		UKT_EQ(nret, 200);
+	}
+}
+
+static int fault_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	nret++;
+	return *bad_ptr;
+}
+
+struct parked { int up[2], down[2]; long got; };
+
+/* one probed call (whose handler faults), then wait outside any probe */
+static void *call_then_park(void *arg)
+{
+	struct parked *pk = arg;
+	char c;
+	pk->got = kr_long(77);
+	if (write(pk->up[1], "x", 1) != 1 || read(pk->down[0], &c, 1) != 1)
+		pk->got = -1;
+	return NULL;
+}
+
+/* The hand-written hit paths take the read lock as a store and leave it in
+ * assembly; a fault leaves through C (trap.c, then kret.c or the lean
+ * dispatch), whose unlock must end that read section as well: otherwise
+ * the grace period waits for a thread that is long gone from the hit
+ * path (the case's timeout). */
+UKT_CASE_T(handler_fault_in_a_thread_then_unregister, 30)
+{
+	for (int kind = 0; kind < 2; kind++) {
+		for (int opt = 0; opt < 2; opt++) {
+			nret = 0;
+			nfault = 0;
+			struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault };
+			rp.kp.fault_handler = take_fault;
+			struct kprobe kp = { .addr = (void *)kr_long, .pre_handler = fault_pre,
+					     .fault_handler = take_fault };
+			if (kind == 0) {
+				kr_reg(&rp, opt);
+			} else {
+				UKT_EQ(kprobes_set_optimization(opt), 0);
+				UKT_EQ(register_kprobe(&kp), 0);
+				wait_for_kprobe_optimizer();
+				UKT_EQ(!!(kp.flags & KPROBE_FLAG_OPTIMIZED), opt);
+			}
+			struct parked pk;
+			UKT_EQ(pipe(pk.up), 0);
+			UKT_EQ(pipe(pk.down), 0);
+			pthread_t th;
+			char c;
+			UKT_EQ(pthread_create(&th, NULL, call_then_park, &pk), 0);
+			UKT_EQ(read(pk.up[0], &c, 1), 1);
+			UKT_EQ(nret, 1);
+			UKT_EQ(nfault, 1);
+			if (kind == 0) {
+				UKT_EQ(pk.got, (77 ^ 0x5a5a5a5a5a5aL) + 1000);
+				kr_unreg(&rp);
+			} else {
+				UKT_EQ(pk.got, 77 ^ 0x5a5a5a5a5a5aL);
+				unregister_kprobe(&kp);
+				UKT_EQ(kprobes_set_optimization(1), 0);
+			}
+			UKT_EQ(write(pk.down[1], "x", 1), 1);
+			UKT_EQ(pthread_join(th, NULL), 0);
+			UKT_EQ(pk.got, kind == 0 ? (77 ^ 0x5a5a5a5a5a5aL) + 1000 : 77 ^ 0x5a5a5a5a5a5aL);
+			close(pk.up[0]);
+			close(pk.up[1]);
+			close(pk.down[0]);
+			close(pk.down[1]);
+			UKT_EQ(kr_long(3), 3 ^ 0x5a5a5a5a5a5aL);
+			UKT_EQ(nret, 1);
+		}
 	}
 }
 

@@ -19,7 +19,6 @@
 #define T_ABANDON 52
 #define T_INTERNAL 400
 #define T_ERRNO_P 408
-#define T_LEAN_SP 416
 #define T_LEAN_LIST 424
 #define T_LEAN_I 432
 #define T_LEAN_ERRNO 436

@@ -617,12 +617,10 @@ ukp_opt_tramp_kret:
 	mov KT_FL(%rsp), %eax
 	and $~FLAGS_STATUS_DF, %eax
 	mov %eax, KS_SYSFL(%r10)
-	/* prime(): the detour's word still the copy (and r11 too): the
-	 * stub's priming call goes there instead */
+	/* prime(): r11 the copy (then so is the detour's word, which it
+	 * pushed): the stub's priming call goes there instead */
 	mov S_RESUME(%rdi), %rax
 	cmp %rax, %r11
-	jne 3f
-	cmp %rax, KT_SP0-8(%rsp)
 	jne 3f
 	sub $5, %rax			/* UKP_ARCH_KRET_DROP_LEN */
 	mov %rax, KS_CONT(%r10)

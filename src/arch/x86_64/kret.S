@@ -272,20 +272,20 @@ ukp_kret_common:
 	mov RP_HANDLER(%rdi), %rax
 	test %rax, %rax
 	jz 25f
-	xor %ecx, %ecx			/* errno: a leaf handler keeps it */
-	xor %edx, %edx
-	cmpb $0, K_LEAF(%rbp)
-	jne 26f
+	xor %ecx, %ecx			/* errno: a leaf handler keeps it, */
+	cmpb $0, K_LEAF(%rbp)		/* and a fault in one records it */
+	jne 26f				/* (kret_errp NULL: trap.c) */
 	mov T_ERRNO_P(%r12), %rcx
 	mov (%rcx), %edx
-26:	mov %edx, T_LEAN_ERRNO(%r12)
-	mov %rcx, T_KRET_ERRP(%r12)
+	mov %edx, T_LEAN_ERRNO(%r12)
+26:	mov %rcx, T_KRET_ERRP(%r12)
 	mov KI_BELOW(%r15), %rcx	/* unlink_inst() */
 	mov %rcx, T_KRET_TOP(%r12)
 	mov %rdi, T_CUR(%r12)		/* &rp->kp, its first member */
 	mov %rbx, T_CUR_REGS(%r12)
-	/* cur_jb is NULL already (see the lean trampoline, entry.S) */
-	mov %rsp, T_LEAN_SP(%r12)	/* a fault resumes on this stack */
+	/* cur_jb is NULL already (see the lean trampoline, entry.S); a
+	 * fault resumes on this stack, at rbx rounded down to 16
+	 * (ukp_kret_rec_sp) */
 	mov %r13, T_KRET_SLOT(%r12)
 	movl $2, T_LEAN_KRET(%r12)
 	lea KI_SIZE(%r15), %rdi		/* ri */
