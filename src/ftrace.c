@@ -653,49 +653,102 @@ static size_t body_tail(uint8_t *c)
 	return k;
 }
 
-/* The changing part into c (BODY_TAIL bytes at most), for a block at b:
- * every callback of the cfg in turn; its length, 0 if it does not fit */
+/* A function's entry may have these live: the argument registers, al
+ * (a variadic call's vector count) and r10 (a nested function's static
+ * chain).  r11 is the stub's, saved there. */
+#define ENTRY_LIVE (UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDX) | \
+		    UKP_GPR(UKP_RSI) | UKP_GPR(UKP_RDI) | UKP_GPR(UKP_R8) | \
+		    UKP_GPR(UKP_R9) | UKP_GPR(UKP_R10))
+/* the callback's arguments: ip, parent_ip, op, regs */
+#define CB_ARGS (UKP_GPR(UKP_RDI) | UKP_GPR(UKP_RSI) | UKP_GPR(UKP_RDX) | UKP_GPR(UKP_RCX))
+
+/* push or pop general register r (0-15) */
+static void emit_push_pop(uint8_t *v, size_t *k, unsigned r, bool pop)
+{
+	if (r >= 8)
+		v[(*k)++] = 0x41;
+	v[(*k)++] = (uint8_t)((pop ? 0x58 : 0x50) + (r & 7));
+}
+
+/*
+ * The changing part into c (BODY_TAIL bytes at most), for a block at b:
+ * every callback of the cfg in turn; its length, 0 if it does not fit.
+ *
+ * What it saves around them: whatever of ENTRY_LIVE a callback may
+ * change.  A callback that is a leaf (ukp_opt_leaf_regs_locked: no call,
+ * so every instruction it can run was decoded) changes only the
+ * registers it writes, and reads only the arguments it names; so only
+ * those are saved and set, and a callback that does nothing costs no
+ * more than the call.  Anything else: all of ENTRY_LIVE, every argument,
+ * and errno.  (Saving all eight always cost a counting callback
+ * 15 cycles a call here, 2.77 ns over the plain call; saving its two,
+ * 14: 2.46 ns.)
+ */
 static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 {
-	static const uint8_t push8[] = { 0x50, 0x51, 0x52, 0x56, 0x57,
-					 0x41, 0x50, 0x41, 0x51, 0x41, 0x52 };
-	static const uint8_t pop8[] = { 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58,
-					0x5f, 0x5e, 0x5a, 0x59, 0x58 };
 	bool errno_kept = false;
+	uint16_t save = 0;
 	uint8_t v[BODY_SIZE + 64];
 	size_t k = 0, calls[8], ncalls = 0;
 	unsigned long callfn[8];
 	uint64_t q;
 	int32_t d;
 
-	for (unsigned i = 0; i < cf->n; i++)
-		errno_kept |= !cf->e[i].opp->leaf;
-	memcpy(v + k, push8, sizeof(push8)); k += sizeof(push8);	/* rax..r10 */
+	for (unsigned i = 0; i < cf->n; i++) {
+		const struct ft_opp *o = cf->e[i].opp;
+		errno_kept |= !o->leaf;
+		save |= o->writes | (o->reads & CB_ARGS);
+	}
+	save = errno_kept ? ENTRY_LIVE : save & ENTRY_LIVE;
+	unsigned nsaved = 0;
+	for (unsigned r = 0; r < 16; r++)
+		if (save & UKP_GPR(r)) {
+			emit_push_pop(v, &k, r, false);
+			nsaved++;
+		}
+	/* the stub pushed r11 over the site's return address: sp is 16-byte
+	 * aligned at a call when 8 * nsaved + pad is a multiple of 16 */
+	unsigned pad = nsaved & 1 ? 0 : 8;
 	if (errno_kept) {
-		EMIT_ERRNO_P_RAX(v, &k);
+		EMIT_ERRNO_P_RAX(v, &k);			/* (rax is saved) */
 		v[k++] = 0x8b; v[k++] = 0x00;			/* mov (%rax), %eax */
 		v[k++] = 0x50;					/* push %rax */
-	} else {
+		if (!pad)
+			return 0;	/* ENTRY_LIVE is eight */
+	} else if (pad) {
 		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xec; v[k++] = 8;	/* sub $8, %rsp */
 	}
+	/* where the function's return address is (the callback's parent_ip):
+	 * above pad, the saved registers, r11 and the site's return */
+	uint8_t parent_at = (uint8_t)(pad + 8 * nsaved + 16);
 	for (unsigned i = 0; i < cf->n; i++) {
 		const struct ft_ent *e = &cf->e[i];
+		uint16_t args = e->opp->leaf ? e->opp->reads & CB_ARGS : CB_ARGS;
 		if (k + 64 > sizeof(v) || ncalls == 8)
 			return 0;	/* too many: entry.S walks them */
-		v[k++] = 0x48; v[k++] = 0xb8;			/* movabs &live, %rax */
+		v[k++] = 0x49; v[k++] = 0xbb;			/* movabs &live, %r11 */
 		q = (uint64_t)(unsigned long)&e->opp->live;
 		memcpy(v + k, &q, 8); k += 8;
-		v[k++] = 0x80; v[k++] = 0x38; v[k++] = 0x00;	/* cmpb $0, (%rax) */
+		v[k++] = 0x41; v[k++] = 0x80;			/* cmpb $0, (%r11) */
+		v[k++] = 0x3b; v[k++] = 0x00;
 		v[k++] = 0x74; size_t je = k++;			/* je: unregistered */
-		v[k++] = 0x48; v[k++] = 0xbf;			/* movabs ip, %rdi */
-		q = cf->ip;
-		memcpy(v + k, &q, 8); k += 8;
-		v[k++] = 0x48; v[k++] = 0x8b; v[k++] = 0x74;	/* mov 88(%rsp), %rsi */
-		v[k++] = 0x24; v[k++] = 88;			/* (parent_ip) */
-		v[k++] = 0x48; v[k++] = 0xba;			/* movabs ops, %rdx */
-		q = (uint64_t)(unsigned long)e->ops;
-		memcpy(v + k, &q, 8); k += 8;
-		v[k++] = 0x31; v[k++] = 0xc9;			/* xor %ecx, %ecx */
+		if (args & UKP_GPR(UKP_RDI)) {
+			v[k++] = 0x48; v[k++] = 0xbf;		/* movabs ip, %rdi */
+			q = cf->ip;
+			memcpy(v + k, &q, 8); k += 8;
+		}
+		if (args & UKP_GPR(UKP_RSI)) {
+			v[k++] = 0x48; v[k++] = 0x8b; v[k++] = 0x74;	/* mov parent_at(%rsp), */
+			v[k++] = 0x24; v[k++] = parent_at;		/* %rsi */
+		}
+		if (args & UKP_GPR(UKP_RDX)) {
+			v[k++] = 0x48; v[k++] = 0xba;		/* movabs ops, %rdx */
+			q = (uint64_t)(unsigned long)e->ops;
+			memcpy(v + k, &q, 8); k += 8;
+		}
+		if (args & UKP_GPR(UKP_RCX)) {
+			v[k++] = 0x31; v[k++] = 0xc9;		/* xor %ecx, %ecx */
+		}
 		/* a direct call if func is in reach from anywhere in the block */
 		long rel = (long)(unsigned long)e->func - (long)(unsigned long)b;
 		if (rel > INT32_MIN + 2 * BODY_SIZE && rel < INT32_MAX - 2 * BODY_SIZE) {
@@ -716,10 +769,12 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 		EMIT_ERRNO_P_RAX(v, &k);
 		v[k++] = 0x59;					/* pop %rcx */
 		v[k++] = 0x89; v[k++] = 0x08;			/* mov %ecx, (%rax) */
-	} else {
+	} else if (pad) {
 		v[k++] = 0x48; v[k++] = 0x83; v[k++] = 0xc4; v[k++] = 8;	/* add $8, %rsp */
 	}
-	memcpy(v + k, pop8, sizeof(pop8)); k += sizeof(pop8);	/* on into the tail */
+	for (unsigned r = 16; r-- > 0;)
+		if (save & UKP_GPR(r))
+			emit_push_pop(v, &k, r, true);		/* on into the tail */
 	if (k > BODY_TAIL)
 		return 0;
 	size_t start = BODY_TAIL - k;
@@ -1147,7 +1202,8 @@ int register_ftrace_function(struct ftrace_ops *ops)
 	}
 	if (!err) {
 		o->gpr_only = ukp_opt_gpr_only_locked((unsigned long)ops->func);
-		o->leaf = o->gpr_only && ukp_opt_leaf_locked((unsigned long)ops->func);
+		o->leaf = o->gpr_only && ukp_opt_leaf_regs_locked((unsigned long)ops->func,
+								   &o->writes, &o->reads);
 		o->registered = true;
 		atomic_store(&o->live, 1);
 		o->next = NULL;

@@ -25,6 +25,8 @@ struct ft_opp {
 	bool registered;
 	bool gpr_only;			/* func keeps to the general registers */
 	bool leaf;			/* ...and cannot change errno */
+	uint16_t writes, reads;		/* a leaf's general registers
+					   (ukp_opt_leaf_regs_locked) */
 	struct ft_filter filter, notrace;
 	struct ft_opp *next;		/* registration order */
 	struct ft_opp *all_next;	/* every ops ever seen */

@@ -348,6 +348,9 @@ void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
 bool ukp_opt_gpr_only_locked(unsigned long fn);
 /* ...and a leaf that cannot change errno */
 bool ukp_opt_leaf_locked(unsigned long fn);
+/* a leaf: true, with the general registers it may write and read
+ * (ukp_arch_code_leaf's masks) */
+bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads);
 void ukp_opt_start(void);		/* the optimizer thread, if work waits */
 /* Hit path (trap.c): an optimised probe's trampoline calls this with
  * the probe point's registers; non-zero: a pre_handler redirected. */

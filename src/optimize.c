@@ -248,7 +248,7 @@ void ukp_opt_analyse_locked(struct ukp_site *s)
  * trampoline, which saves none of that state (most of a detour's cost).
  * Cached; forgotten when objects go away (an address may be reused).
  */
-struct gpr_cache { unsigned long fn; bool ok, leaf; };
+struct gpr_cache { unsigned long fn; bool ok, leaf; uint16_t writes, reads; };
 static struct gpr_cache *gprc;
 static size_t ngprc, capgprc;
 
@@ -293,13 +293,14 @@ static const struct ukp_code_env code_env = { fn_bounds, slot_read_only };
 
 static const struct gpr_cache *handler_facts_locked(unsigned long fn)
 {
-	static const struct gpr_cache oom = { 0, false, false };
+	static const struct gpr_cache oom = { 0, false, false, 0xffff, 0xffff };
 	for (size_t i = 0; i < ngprc; i++)
 		if (gprc[i].fn == fn)
 			return &gprc[i];
 	char why[112];
 	bool ok = ukp_arch_code_gpr_only(fn, &code_env, why, sizeof(why)) == 0;
-	bool leaf = ukp_arch_code_leaf(fn, &code_env) == 0;
+	uint16_t writes = 0xffff, reads = 0xffff;
+	bool leaf = ukp_arch_code_leaf(fn, &code_env, &writes, &reads) == 0;
 	if (verbose() >= 2)
 		ukp_log("handler at %#lx: %s%s", fn, ok ? "leaves vector state alone" : why,
 			leaf ? ", a leaf" : "");
@@ -311,7 +312,7 @@ static const struct gpr_cache *handler_facts_locked(unsigned long fn)
 		gprc = nv;
 		capgprc = nc;
 	}
-	gprc[ngprc] = (struct gpr_cache){ fn, ok, leaf };
+	gprc[ngprc] = (struct gpr_cache){ fn, ok, leaf, writes, reads };
 	return &gprc[ngprc++];
 }
 
@@ -323,6 +324,16 @@ bool ukp_opt_gpr_only_locked(unsigned long fn)
 bool ukp_opt_leaf_locked(unsigned long fn)
 {
 	return fn && handler_facts_locked(fn)->leaf;
+}
+
+bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads)
+{
+	const struct gpr_cache *c = fn ? handler_facts_locked(fn) : NULL;
+	if (!c || !c->leaf)
+		return false;
+	*writes = c->writes;
+	*reads = c->reads;
+	return true;
 }
 
 int ukp_opt_handler_check(void *fn, char *why, size_t n)

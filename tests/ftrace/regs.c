@@ -1145,3 +1145,119 @@ BOTH(ymm_args_kept_save_regs_callback_calls_libm, YMM_REGS_LIBM)
 
 #define FMA_REGS_LIBM(p) FMA_CHECK(p, libm_cb, FTRACE_OPS_FL_SAVE_REGS)
 BOTH(double_args_kept_save_regs_callback_calls_libm_and_printf, FMA_REGS_LIBM)
+
+/* ---- leaf callbacks: only what they write is saved -------------------------------- */
+
+/*
+ * ftt_echo: a traced function written by hand, with the patch site the
+ * compiler's -fpatchable-function-entry=5 would record; it stores the
+ * eight registers a function's entry may have live (rax, rcx, rdx, rsi,
+ * rdi, r8, r9, r10) as it got them, and returns rdi.  Called through
+ * ftt_call_regs: rdi..r9 = 1..6, rax V_AX, r10 V_R10.
+ *
+ * The leaf callbacks below write those registers every way an
+ * instruction can (plain, partial, implicit operands, string
+ * instructions, exchange, conditional move), or read the callback's
+ * arguments; the hook saves only what each one writes (the leaf analysis
+ * decodes all of them), so any write it missed shows here.
+ */
+unsigned long ftt_echoed[8];
+long ftt_echo(long a);
+__asm__(
+	".text\n"
+	".globl ftt_echo\n"
+	".type ftt_echo, @function\n"
+	"ftt_echo:\n"
+	".Lftt_echo_site:\n"
+	"	nop\n	nop\n	nop\n	nop\n	nop\n"	/* the patch site */
+	"	mov %rax, ftt_echoed+0(%rip)\n"
+	"	mov %rcx, ftt_echoed+8(%rip)\n"
+	"	mov %rdx, ftt_echoed+16(%rip)\n"
+	"	mov %rsi, ftt_echoed+24(%rip)\n"
+	"	mov %rdi, ftt_echoed+32(%rip)\n"
+	"	mov %r8, ftt_echoed+40(%rip)\n"
+	"	mov %r9, ftt_echoed+48(%rip)\n"
+	"	mov %r10, ftt_echoed+56(%rip)\n"
+	"	mov %rdi, %rax\n"
+	"	ret\n"
+	".size ftt_echo, .-ftt_echo\n"
+	".section __patchable_function_entries, \"awo\", @progbits, ftt_echo\n"
+	".p2align 3\n"
+	".quad .Lftt_echo_site\n"
+	".text\n");
+
+unsigned long ftt_leaf_hits, ftt_leaf_seen[4];	/* ip, parent_ip, op, regs */
+unsigned char ftt_leaf_buf[16];	/* ftt_leaf_string writes it */
+#define LEAF_CB(name, body)						\
+	void name(unsigned long, unsigned long, struct ftrace_ops *, struct pt_regs *); \
+	__asm__(".text\n.globl " #name "\n.type " #name ", @function\n"	\
+		#name ":\n"						\
+		"	incq ftt_leaf_hits(%rip)\n"			\
+		body							\
+		"	ret\n"						\
+		".size " #name ", .-" #name "\n")
+LEAF_CB(ftt_leaf_nothing, "");
+LEAF_CB(ftt_leaf_plain, "	mov $-1, %r8\n	xor %r9d, %r9d\n	mov $7, %r10d\n");
+LEAF_CB(ftt_leaf_partial, "	mov $0x55, %al\n	mov $0x66, %ch\n	mov $0x77, %r10b\n");
+LEAF_CB(ftt_leaf_mul, "	mov $3, %eax\n	mul %rax\n");	/* rdx:rax, rdx implicit */
+LEAF_CB(ftt_leaf_string, "	lea ftt_leaf_buf(%rip), %rdi\n	lea ftt_echoed(%rip), %rsi\n"
+	"	mov $16, %ecx\n	rep movsb\n	cld\n");	/* rsi, rdi, rcx implicit */
+LEAF_CB(ftt_leaf_xchg, "	xchg %rdi, %rsi\n	xchg %rdx, %r9\n	xchg %r8, %r8\n");
+LEAF_CB(ftt_leaf_cmov, "	cmp %rdi, %rdi\n	cmove %rsp, %r8\n	cmovne %rsp, %r9\n");
+LEAF_CB(ftt_leaf_args, "	mov %rdi, ftt_leaf_seen+0(%rip)\n	mov %rsi, ftt_leaf_seen+8(%rip)\n"
+	"	mov %rdx, ftt_leaf_seen+16(%rip)\n	mov %rcx, ftt_leaf_seen+24(%rip)\n");
+/* the parent alone, with one register (pad 0) and with two saved (pad 8) */
+LEAF_CB(ftt_leaf_parent1, "	mov %rsi, ftt_leaf_seen+8(%rip)\n");
+LEAF_CB(ftt_leaf_parent2, "	mov %rsi, ftt_leaf_seen+8(%rip)\n	mov $9, %r9d\n");
+LEAF_CB(ftt_leaf_op, "	mov %rdx, ftt_leaf_seen+16(%rip)\n	mov 8(%rdx), %r10\n");
+
+UKT_CASE(leaf_callbacks_keep_every_entry_register)
+{
+	static const struct { const char *name; ftrace_func_t cb; } cbs[] = {
+		{ "nothing", ftt_leaf_nothing }, { "plain", ftt_leaf_plain },
+		{ "partial", ftt_leaf_partial }, { "mul", ftt_leaf_mul },
+		{ "string", ftt_leaf_string }, { "xchg", ftt_leaf_xchg },
+		{ "cmov", ftt_leaf_cmov }, { "args", ftt_leaf_args },
+		{ "parent1", ftt_leaf_parent1 }, { "parent2", ftt_leaf_parent2 },
+		{ "op", ftt_leaf_op },
+	};
+	const unsigned long want[8] = { V_AX, 4, 3, 2, 1, 5, 6, V_R10 };
+	const unsigned long ret = UL(ukt_label("ftt_call_regs_ret"));
+	for (size_t i = 0; i < sizeof(cbs) / sizeof(cbs[0]); i++) {
+		/* one alone (its own code block), and three at once */
+		for (int three = 0; three < 2; three++) {
+			struct ftrace_ops ops[3];
+			memset(ops, 0, sizeof(ops));
+			int n = three ? 3 : 1;
+			for (int j = 0; j < n; j++) {
+				ops[j].func = j == 1 ? ftt_leaf_nothing : cbs[i].cb;
+				UKT_EQ(ftrace_set_filter_ip(&ops[j], UL(ftt_echo), 0, 0), 0);
+				UKT_EQ(register_ftrace_function(&ops[j]), 0);
+			}
+			memset(ftt_echoed, 0, sizeof(ftt_echoed));
+			memset(ftt_leaf_seen, 0xee, sizeof(ftt_leaf_seen));
+			ftt_leaf_hits = 0;
+			UKT_EQ(ftt_call_regs((void *)ftt_echo, args6), 1);
+			UKT_EQ(ftt_leaf_hits, (unsigned long)n);
+			static const char *const rn[8] = { "rax", "rcx", "rdx", "rsi",
+							   "rdi", "r8", "r9", "r10" };
+			for (int r = 0; r < 8; r++)
+				if (ftt_echoed[r] != want[r])
+					UKT_FAIL("%s (%d ops): %s at the entry %#lx, want %#lx",
+						 cbs[i].name, n, rn[r], ftt_echoed[r], want[r]);
+			expect_after_intact();
+			if (cbs[i].cb == ftt_leaf_args) {
+				UKT_EQ(ftt_leaf_seen[0], UL(ftt_echo));
+				UKT_EQ(ftt_leaf_seen[1], ret);
+				UKT_EQ(ftt_leaf_seen[2], UL(&ops[n - 1]));
+				UKT_EQ(ftt_leaf_seen[3], 0);
+			}
+			if (cbs[i].cb == ftt_leaf_parent1 || cbs[i].cb == ftt_leaf_parent2)
+				UKT_EQ(ftt_leaf_seen[1], ret);
+			if (cbs[i].cb == ftt_leaf_op)
+				UKT_EQ(ftt_leaf_seen[2], UL(&ops[n - 1]));
+			for (int j = 0; j < n; j++)
+				UKT_EQ(unregister_ftrace_function(&ops[j]), 0);
+		}
+	}
+}

@@ -234,6 +234,54 @@ UKT_CASE(leaf_callbacks_cannot_change_errno)
 	UKT_EQ(tls_pre(NULL, NULL) + errno_pre(NULL, NULL), 0);
 }
 
+/* what a leaf may write and read, implicit operands included (ftrace
+ * saves only what its leaf callbacks write: ftrace.c body_code) */
+__asm__(".text\n"
+	".globl u_m_ret\n.type u_m_ret,@function\nu_m_ret: ret\n.size u_m_ret,.-u_m_ret\n"
+	".globl u_m_mul\n.type u_m_mul,@function\n"
+	"u_m_mul: mov %rdi, %rax\n mul %rsi\n ret\n.size u_m_mul,.-u_m_mul\n"
+	".globl u_m_str\n.type u_m_str,@function\n"
+	"u_m_str: rep stosb\n ret\n.size u_m_str,.-u_m_str\n"
+	".globl u_m_cpuid\n.type u_m_cpuid,@function\n"
+	"u_m_cpuid: push %rbx\n cpuid\n pop %rbx\n ret\n.size u_m_cpuid,.-u_m_cpuid\n"
+	".globl u_m_mem\n.type u_m_mem,@function\n"
+	"u_m_mem: mov 8(%rdx,%rcx,2), %r8d\n cmovz %r9, %r10\n ret\n.size u_m_mem,.-u_m_mem\n");
+void u_m_ret(void), u_m_mul(void), u_m_str(void), u_m_cpuid(void), u_m_mem(void);
+
+UKT_CASE(leaf_register_masks)
+{
+	static const struct { const char *name; void (*fn)(void); uint16_t w, r; } m[] = {
+		{ "ret", u_m_ret, 0, 0 },
+		{ "mul", u_m_mul, UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RDX),
+		  UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RSI) | UKP_GPR(UKP_RDI) },
+		{ "rep stosb", u_m_str, UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDI),
+		  UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDI) },
+		{ "cpuid", u_m_cpuid, UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDX) |
+		  UKP_GPR(UKP_RBX), UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RBX) },
+		{ "mov, cmov", u_m_mem, UKP_GPR(UKP_R8) | UKP_GPR(UKP_R10),
+		  UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDX) | UKP_GPR(UKP_R9) },	/* r10: a write */
+	};
+	ukp_init_once();
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		uint16_t w = 0, r = 0;
+		pthread_mutex_lock(&ukp_lock);
+		bool ok = ukp_opt_leaf_regs_locked((unsigned long)m[i].fn, &w, &r);
+		pthread_mutex_unlock(&ukp_lock);
+		if (!ok)
+			UKT_FAIL("%s: not a leaf", m[i].name);
+		/* rsp: every ret reads and writes it */
+		w &= (uint16_t)~UKP_GPR(UKP_RSP);
+		r &= (uint16_t)~UKP_GPR(UKP_RSP);
+		if (w != m[i].w || r != m[i].r)
+			UKT_FAIL("%s: writes %#x reads %#x, want %#x and %#x", m[i].name,
+				 w, r, m[i].w, m[i].r);
+	}
+	uint16_t w = 0, r = 0;
+	pthread_mutex_lock(&ukp_lock);
+	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_tail, &w, &r));
+	pthread_mutex_unlock(&ukp_lock);
+}
+
 /* xmm0 = x + 1 across the probed lea: lost if the detour dropped it */
 __asm__(".text\n.globl u_xmm_live\n.type u_xmm_live,@function\n"
 	"u_xmm_live: movq %rdi, %xmm0\n pcmpeqd %xmm1, %xmm1\n psubq %xmm1, %xmm0\n"

@@ -1349,10 +1349,22 @@ int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
  * %fs or %gs (errno is thread-local)?  Then ftrace's trampolines need not
  * keep errno around it.  0 if so.
  */
-int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env)
+/* bit n for general register n (any width of it), else 0 */
+static uint16_t gpr_bit(ZydisRegister r)
+{
+	ZydisRegister w = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+	if (ZydisRegisterGetClass(w) != ZYDIS_REGCLASS_GPR64)
+		return 0;
+	ZyanI8 id = ZydisRegisterGetId(w);
+	return id >= 0 && id < 16 ? UKP_GPR(id) : 0;
+}
+
+int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
+		       uint16_t *writes, uint16_t *reads)
 {
 	unsigned long lo, hi;
 	int ok = -EDOM;
+	uint16_t w = 0, r = 0;
 
 	dec_init();
 	if (env->bounds(fn, &lo, &hi) || fn != lo)
@@ -1381,17 +1393,33 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env)
 				break;
 		}
 		bool tls_store = false;
-		for (unsigned i = 0; i < d->operand_count; i++)
-			if (di.op[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-			    (di.op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-			    (di.op[i].mem.segment == ZYDIS_REGISTER_FS ||
-			     di.op[i].mem.segment == ZYDIS_REGISTER_GS))
-				tls_store = true;
+		/* every operand, the implicit ones too (mul's rdx, movs's
+		 * rsi and rdi, cpuid's four...) */
+		for (unsigned i = 0; i < d->operand_count; i++) {
+			const ZydisDecodedOperand *o = &di.op[i];
+			if (o->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+				if (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)
+					w |= gpr_bit(o->reg.value);
+				if (o->actions & ZYDIS_OPERAND_ACTION_MASK_READ)
+					r |= gpr_bit(o->reg.value);
+			} else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+				r |= gpr_bit(o->mem.base) | gpr_bit(o->mem.index);
+				if ((o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+				    (o->mem.segment == ZYDIS_REGISTER_FS ||
+				     o->mem.segment == ZYDIS_REGISTER_GS))
+					tls_store = true;
+			}
+		}
 		if (tls_store)
 			break;
 	}
-	if (pc >= hi)
+	if (pc >= hi) {
 		ok = 0;
+		if (writes)
+			*writes = w;
+		if (reads)
+			*reads = r;
+	}
 	free(code);
 	return ok;
 }
