@@ -123,6 +123,9 @@ extern __thread struct ukp_thread *ukp_self
 	__attribute__((tls_model("initial-exec")));
 extern int ukp_fast_readers	/* membarrier does the readers' fence */
 	__attribute__((visibility("hidden")));
+/* ...and the hand-written hit paths may run (hitpath.h): not in a fork
+ * child that shares slot memory with its parent (slots.c) */
+extern int ukp_fast_hits __attribute__((visibility("hidden")));
 struct ukp_thread *ukp_thread_attach(void);
 
 /* attaches on first use (NULL: it could not) */
@@ -239,6 +242,7 @@ void ukp_slots_init(void);
 /* Executable memory within +-1 GiB of near.  NULL on failure. */
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 void ukp_slot_set_word(uint8_t *at, uint64_t v);
+void ukp_slot_set_private_word(uint8_t *at, uint64_t v);	/* a pointer */
 void ukp_slot_set_u32(uint8_t *at, uint32_t v);
 int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len);
 /* Copy code into slot memory (makes it writable for the duration). */

@@ -379,7 +379,7 @@ static uint8_t *tramp_word(const struct ukp_opt *o)
 void ukp_opt_list_published_locked(struct ukp_site *s)
 {
 	if (s->opt && s->opt->detour)
-		ukp_slot_set_word(hdr_word(s->opt, UKP_ARCH_HDR_LIST),
+		ukp_slot_set_private_word(hdr_word(s->opt, UKP_ARCH_HDR_LIST),
 				  (uint64_t)(uintptr_t)atomic_load(&s->probes));
 }
 

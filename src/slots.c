@@ -39,6 +39,7 @@ struct slot_meta {
 struct chunk {
 	unsigned long base;
 	uint8_t *rw;		/* the writable view of the same memory */
+	bool shared;		/* a fork child's, still the parent's too */
 	size_t used;		/* under ukp_lock */
 	struct slot_meta *meta;
 	_Atomic unsigned nmeta;
@@ -63,9 +64,16 @@ static void fork_child(void)
 			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
 		    mmap(c->rw, CHUNK_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
-			/* keep the child safe: no more slots in this chunk */
+			/* keep both safe: no more slots in this chunk, no
+			 * pointer of this process written into it (the
+			 * detours' list words: ukp_slot_set_private_word),
+			 * and none read from it: the hit paths that read
+			 * them are off, the C paths read the site's */
 			c->used = CHUNK_SIZE;
-			ukp_log("fork child: cannot copy the slot memory at %#lx: %s",
+			c->shared = true;
+			ukp_fast_hits = 0;
+			ukp_log("fork child: cannot copy the slot memory at %#lx: %s; optimised "
+				"probes take the slower C path here",
 				c->base, strerror(errno));
 		}
 		if (fd >= 0)
@@ -237,6 +245,16 @@ void ukp_slot_set_word(uint8_t *at, uint64_t v)
 	if (c && !((unsigned long)at & 7))
 		__atomic_store_n((uint64_t *)(void *)(c->rw + ((unsigned long)at - c->base)), v,
 				 __ATOMIC_RELEASE);
+}
+
+/* The same for a word that means something in this process only (a heap
+ * pointer): left alone in memory shared with a fork parent or child
+ * (fork_child), where only the process that made it writes it. */
+void ukp_slot_set_private_word(uint8_t *at, uint64_t v)
+{
+	struct chunk *c = chunk_of((unsigned long)at);
+	if (c && !c->shared)
+		ukp_slot_set_word(at, v);
 }
 
 /* An aligned 4-byte field of written code (a jump's displacement), in one

@@ -90,12 +90,13 @@ static void fork_child(void)
  */
 int ukp_fast_readers;
 #define fast_readers ukp_fast_readers
+int ukp_fast_hits;	/* hitpath.h: the hand-written hit paths may run */
 
 void ukp_sync_init(void)
 {
 	if (ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 			    0, 0, 0, 0, 0) == 0)
-		fast_readers = 1;
+		fast_readers = ukp_fast_hits = 1;
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 	pthread_atfork(NULL, NULL, fork_child);
 }

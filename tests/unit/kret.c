@@ -39,9 +39,22 @@
  *                         entry (before or after the kretprobe's) sets
  *                         regs->r11, which the return probes' detour uses:
  *                         every result and count stays exact
+ *   fork_child_sharing_slot_memory  fork with the fd table full, so the
+ *                         child cannot make the slot memory its own (slots.c)
+ *                         and shares the detours with the parent: the
+ *                         child's probes change its lists, not the parent's
+ *                         detour (whose list word stays the parent's), and
+ *                         the child's hits, through the C path, see the
+ *                         child's probes (one added, then the parent's one
+ *                         removed: the child's alone runs); the parent's
+ *                         calls after that run right, and a kretprobe's
+ *                         entry and return in both
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -410,4 +423,134 @@ UKT_CASE(r11_written_at_the_entry_is_harmless)
 		UKT_EQ(returns, 1010);
 		unregister_kretprobe(&rp);
 	}
+}
+
+/* ---- fork ------------------------------------------------------------------------- */
+
+static int count_pre2(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits += 100;
+	return 0;
+}
+
+UKT_CASE(fork_child_sharing_slot_memory)
+{
+	long (*volatile fn)(long, long) = u_kf;
+	long (*volatile fd)(double, long) = u_kd;
+	struct kprobe kp = { .addr = (void *)u_kf, .pre_handler = count_pre };
+	struct kretprobe rp = { .kp.addr = (void *)u_kd, .handler = count_ret };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(rp.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	(void)detour_tramp((unsigned long)u_kf);	/* checks the list word */
+	(void)detour_tramp((unsigned long)u_kd);
+	UKT_EQ(fn(1, 2), U_KF(1, 2));
+	UKT_EQ(fd(2.0, 1), 17);
+	UKT_EQ(hits, 1);
+	UKT_EQ(returns, 1);
+	/* the fd table full at the fork: the child's memfd_create fails */
+	struct rlimit old, rl;
+	UKT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = 64;
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	int fds[64], n = 0, pfd[2], go[2];
+	UKT_EQ(pipe(pfd), 0);
+	UKT_EQ(pipe(go), 0);
+	while (n < 64 && (fds[n] = dup(2)) >= 0)
+		n++;
+	UKT_ASSERT(n < 64);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		close(pfd[0]);
+		close(go[1]);
+		/* the parent has changed its list meanwhile, and written its
+		 * address in the shared detour: here that address is the
+		 * child's own heap, filled with 0x41 */
+		char ok = 'x', c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 512; i++) {
+			void *x = malloc(16 + (size_t)(i % 9) * 8);
+			if (x)
+				memset(x, 0x41, 16 + (size_t)(i % 9) * 8);
+		}
+		/* the child's own probe: its list has both; its calls see
+		 * both, through the C path (the detour's list word is the
+		 * parent's) */
+		static struct kprobe k2 = { .pre_handler = count_pre2 };
+		k2.addr = (void *)u_kf;
+		hits = returns = 0;
+		if (register_kprobe(&k2))
+			ok = 'r';
+		wait_for_kprobe_optimizer();
+		if (ok == 'x' && !(k2.flags & KPROBE_FLAG_OPTIMIZED))
+			ok = 'o';
+		for (long i = 0; i < 100 && ok == 'x'; i++)
+			if (fn(i, 7) != U_KF(i, 7) || fd(1.0, i) != 8 + i)
+				ok = 'v';
+		if (ok == 'x' && (hits != 100 * 101 || returns != 100))
+			ok = 'c';
+		unregister_kprobe(&kp);		/* k2 alone: a lean list */
+		wait_for_kprobe_optimizer();
+		if (ok == 'x' && !(k2.flags & KPROBE_FLAG_OPTIMIZED))
+			ok = 'O';
+		if (ok == 'x' && (fn(1, 1) != U_KF(1, 1) || hits != 100 * 101 + 100))
+			ok = 'u';
+		unregister_kprobe(&k2);
+		if (write(pfd[1], &ok, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(pfd[1]);		/* a child that dies: end of file */
+	close(go[0]);
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+	/* a new list here, its address written into the detour both share */
+	struct kprobe k3 = { .addr = (void *)u_kf, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&k3), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(k3.flags & KPROBE_FLAG_OPTIMIZED);
+	unregister_kprobe(&k3);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(write(go[1], "x", 1), 1);
+	char ok = 0;
+	ssize_t got = read(pfd[0], &ok, 1);
+	int st;
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	if (got != 1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		UKT_FAIL("child: %s %d", WIFSIGNALED(st) ? "killed by signal" : "exit",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	if (ok != 'x')
+		UKT_FAIL("child: %c (r: register, o/O: not optimised, v: a value, c: counts, "
+			 "u: after unregister)", ok);
+	/* the parent's detour still holds the parent's list; new allocations
+	 * (where the child's lists were) change nothing for its calls */
+	(void)detour_tramp((unsigned long)u_kf);
+	static void *x[256];
+	for (int i = 0; i < 256; i++) {
+		x[i] = malloc(24 + (size_t)(i & 24));
+		UKT_ASSERT(x[i]);
+		memset(x[i], 0x41, 24);
+	}
+	hits = returns = 0;
+	for (long i = 0; i < 100; i++) {
+		UKT_EQ(fn(i, 3), U_KF(i, 3));
+		UKT_EQ(fd(0.5, i), 4 + i);
+	}
+	UKT_EQ(hits, 100);
+	UKT_EQ(returns, 100);
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+	for (int i = 0; i < 256; i++)
+		free(x[i]);
+	close(pfd[0]);
+	close(go[1]);
 }

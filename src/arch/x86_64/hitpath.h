@@ -19,14 +19,15 @@
 /* t's read lock (nest 1) and in_handler = 1 at once, in one store, so
  * from here a nested hit (a signal's) only counts nmissed and leaves the
  * thread's hit record alone; to out instead if t is inside already or
- * the readers are not fenced by membarrier (then the C path decides).
+ * the fast paths are off (readers not fenced by membarrier, or a fork
+ * child sharing slot memory: ukp_fast_hits): then the C path decides.
  * seq stays even: sync.c takes nest set for inside, and a seq that moved
  * on for a thread that left since (HIT_UNLOCK).  The C lock's seq++ (odd)
  * is one read-modify-write more, ~0.3 ns of a return probe's 25. */
 .macro HIT_LOCK t, scratch, out
 	cmpq $0, T_NEST(\t)		/* nest and in_handler, both 0 */
 	jne \out
-	cmpl $0, ukp_fast_readers(%rip)
+	cmpl $0, ukp_fast_hits(%rip)
 	je \out
 	movabs $0x100000001, \scratch
 	mov \scratch, T_NEST(\t)
