@@ -40,7 +40,9 @@
  *                         with maxactive 1 no instance is lost (200 calls)
  *   handler_fault_in_a_thread_then_unregister  a thread's return handler
  *                         (and, alone, a kprobe's pre_handler on the same
- *                         function) faults, its fault_handler takes it,
+ *                         function) faults on the thread's second call (the
+ *                         first made its thread block: the hand-written
+ *                         paths need one), its fault_handler takes it,
  *                         and the thread then waits outside any probe:
  *                         unregistering does not wait for it (the fault's
  *                         way out ends the hit path's read section)
@@ -1022,21 +1024,39 @@ UKT_CASE(return_handler_fault_taken_by_fault_handler)
 	}
 }
 
-static int fault_pre(struct kprobe *p, struct pt_regs *regs)
+/* the handlers of handler_fault_in_a_thread_then_unregister: they fault
+ * once armed */
+static atomic_int fault_armed;
+
+static int armed_fault_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	(void)p; (void)regs;
 	nret++;
-	return *bad_ptr;
+	return fault_armed ? *bad_ptr : 0;
 }
 
-struct parked { int up[2], down[2]; long got; };
+static int armed_fault_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	regs->ax += 1000;
+	nret++;
+	if (fault_armed)
+		*bad_ptr = 1;
+	return 0;
+}
 
-/* one probed call (whose handler faults), then wait outside any probe */
+struct parked { int up[2], down[2]; long first, got; };
+
+/* a probed call (the thread's first: its thread block is made there, on
+ * the C path), one whose handler faults, then wait outside any probe */
 static void *call_then_park(void *arg)
 {
 	struct parked *pk = arg;
 	char c;
+	pk->first = kr_long(76);
+	fault_armed = 1;
 	pk->got = kr_long(77);
+	fault_armed = 0;
 	if (write(pk->up[1], "x", 1) != 1 || read(pk->down[0], &c, 1) != 1)
 		pk->got = -1;
 	return NULL;
@@ -1053,9 +1073,9 @@ UKT_CASE_T(handler_fault_in_a_thread_then_unregister, 30)
 		for (int opt = 0; opt < 2; opt++) {
 			nret = 0;
 			nfault = 0;
-			struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ax_then_fault };
+			struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = armed_fault_ret };
 			rp.kp.fault_handler = take_fault;
-			struct kprobe kp = { .addr = (void *)kr_long, .pre_handler = fault_pre,
+			struct kprobe kp = { .addr = (void *)kr_long, .pre_handler = armed_fault_pre,
 					     .fault_handler = take_fault };
 			if (kind == 0) {
 				kr_reg(&rp, opt);
@@ -1072,8 +1092,9 @@ UKT_CASE_T(handler_fault_in_a_thread_then_unregister, 30)
 			char c;
 			UKT_EQ(pthread_create(&th, NULL, call_then_park, &pk), 0);
 			UKT_EQ(read(pk.up[0], &c, 1), 1);
-			UKT_EQ(nret, 1);
+			UKT_EQ(nret, 2);
 			UKT_EQ(nfault, 1);
+			UKT_EQ(pk.first, (76 ^ 0x5a5a5a5a5a5aL) + (kind == 0 ? 1000 : 0));
 			if (kind == 0) {
 				UKT_EQ(pk.got, (77 ^ 0x5a5a5a5a5a5aL) + 1000);
 				kr_unreg(&rp);
@@ -1090,7 +1111,7 @@ UKT_CASE_T(handler_fault_in_a_thread_then_unregister, 30)
 			close(pk.down[0]);
 			close(pk.down[1]);
 			UKT_EQ(kr_long(3), 3 ^ 0x5a5a5a5a5a5aL);
-			UKT_EQ(nret, 1);
+			UKT_EQ(nret, 2);
 		}
 	}
 }
