@@ -319,6 +319,7 @@ ukp_post_trampoline_end:
 .endm
 
 .macro OPT_TRAMP name, vs, nvec
+	.p2align 6
 	.globl \name
 	.hidden \name
 	.type \name, @function
@@ -808,6 +809,7 @@ ukp_ftrace_tramp_none:
  * is kept around it unless the callback is a leaf (no call, no system
  * call, no thread-local store: it cannot change errno). */
 .macro FT_ONE name, errno
+	.p2align 6
 	.globl \name
 	.hidden \name
 	.type \name, @function
@@ -851,6 +853,7 @@ ukp_ftrace_tramp_none:
 /* Several ops, none with pt_regs or RECURSION, every callback proven to
  * keep to the general registers: the list walked here, without the
  * general walk's call, ip bookkeeping and flag tests. */
+	.p2align 6
 	.globl ukp_ftrace_tramp_list_lean
 	.hidden ukp_ftrace_tramp_list_lean
 	.type ukp_ftrace_tramp_list_lean, @function
@@ -895,6 +898,7 @@ ukp_ftrace_tramp_list_lean:
 
 /* Several ops, or callbacks that need more: the walk (cfg, NULL, parent). */
 .macro FT_LIST name, vec
+	.p2align 6
 	.globl \name
 	.hidden \name
 	.type \name, @function
@@ -954,6 +958,7 @@ ukp_ftrace_tramp_list_lean:
  * loaded back from pt_regs; if an IPMODIFY ops moved ip, the call goes
  * there instead, its return address still the caller's. */
 .macro FT_REGS name, vec
+	.p2align 6
 	.globl \name
 	.hidden \name
 	.type \name, @function
@@ -980,6 +985,7 @@ ukp_ftrace_tramp_list_lean:
  * with the callback called directly instead of the walk.  Its ip move
  * counts only for an IPMODIFY ops, as in the walk. */
 .macro FT_REGS_ONE name, errno
+	.p2align 6
 	.globl \name
 	.hidden \name
 	.type \name, @function
