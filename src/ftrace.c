@@ -756,11 +756,11 @@ static size_t body_code(uint8_t *c, const uint8_t *b, const struct ft_cfg *cf)
 			calls[ncalls++] = k;
 			v[k++] = 0xe8;				/* call func (below) */
 			k += 4;
-		} else {
-			v[k++] = 0x48; v[k++] = 0xb8;		/* movabs func, %rax */
+		} else {	/* r11: free here, rax may not be saved */
+			v[k++] = 0x49; v[k++] = 0xbb;		/* movabs func, %r11 */
 			q = (uint64_t)(unsigned long)e->func;
 			memcpy(v + k, &q, 8); k += 8;
-			v[k++] = 0xff; v[k++] = 0xd0;		/* call *%rax */
+			v[k++] = 0x41; v[k++] = 0xff; v[k++] = 0xd3;	/* call *%r11 */
 		}
 		v[je] = (uint8_t)(k - (je + 1));
 	}

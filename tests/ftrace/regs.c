@@ -5,6 +5,7 @@
  * ignored, errno and vector state of the traced code kept, and kprobes on
  * patch sites (which run through ftrace).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fenv.h>
 #include <math.h>
@@ -1260,4 +1261,44 @@ UKT_CASE(leaf_callbacks_keep_every_entry_register)
 				UKT_EQ(unregister_ftrace_function(&ops[j]), 0);
 		}
 	}
+}
+
+/* A leaf callback in a shared object, more than 2 GB from the hook's code
+ * (next to the executable): called through a register, which must not be
+ * one the hook left unsaved (the callback writes none). */
+UKT_CASE(far_leaf_callback_keeps_every_entry_register)
+{
+	char self[4096], path[4200];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	UKT_ASSERT(k > 0);
+	self[k] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, sizeof(path), "%s/../solibs/ftdl_pf.so", self);
+	void *h = dlopen(path, RTLD_NOW);
+	if (!h)
+		UKT_FAIL("dlopen %s: %s", path, dlerror());
+	ftrace_func_t cb = (ftrace_func_t)dlsym(h, "dl_pf_leaf_cb");
+	unsigned long (*nhits)(void) = (unsigned long (*)(void))dlsym(h, "dl_pf_leaf_hits");
+	UKT_ASSERT(cb && nhits);
+	long dist = (long)(UL(cb) - UL(ftt_echo));
+	if (dist > -(1L << 31) && dist < (1L << 31))
+		UKT_FAIL("the callback is within 2 GB of ftt_echo (%#lx, %#lx): nothing to test",
+			 UL(cb), UL(ftt_echo));
+	const unsigned long want[8] = { V_AX, 4, 3, 2, 1, 5, 6, V_R10 };
+	static const char *const rn[8] = { "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10" };
+	struct ftrace_ops ops = { .func = cb };
+	UKT_EQ(ftrace_set_filter_ip(&ops, UL(ftt_echo), 0, 0), 0);
+	UKT_EQ(register_ftrace_function(&ops), 0);
+	for (int i = 0; i < 10; i++) {
+		memset(ftt_echoed, 0, sizeof(ftt_echoed));
+		UKT_EQ(ftt_call_regs((void *)ftt_echo, args6), 1);
+		for (int r = 0; r < 8; r++)
+			if (ftt_echoed[r] != want[r])
+				UKT_FAIL("%s at the entry %#lx, want %#lx", rn[r], ftt_echoed[r],
+					 want[r]);
+		expect_after_intact();
+	}
+	UKT_EQ(nhits(), 10);
+	UKT_EQ(unregister_ftrace_function(&ops), 0);
+	dlclose(h);
 }
