@@ -44,6 +44,7 @@ struct ft_site {
 	uint8_t len;		/* 5, or 6: a 6-byte call became nop5 + nop */
 	bool nops;		/* still five 1-byte nops */
 	bool dead, kprobe, active;
+	bool shared;		/* its stub a fork parent's too: not ours */
 	uint8_t *stub;
 	struct ft_cfg *cfg;
 	uint8_t *spare[3];	/* bodies no thread runs any more */
@@ -1019,6 +1020,8 @@ static int apply_locked(struct ft_site **only, size_t nonly)
 	bool bodies = false;
 	for (size_t i = 0; i < n; i++) {
 		struct ft_site *s = only ? only[i] : t->v[i];
+		if (s->shared)
+			continue;	/* untraced here for good: ft_fork_child */
 		size_t ne = wanted(s, e, max);
 		if (same(s->cfg, e, ne))
 			continue;
@@ -1135,6 +1138,48 @@ static const struct ft_site *ipmodify_conflict(const struct ft_opp *o)
 
 /* ---- init and objects ------------------------------------------------------------- */
 
+/*
+ * A fork child that could not make the slot memory its own shares the
+ * sites' stubs with its parent (slots.c), whose later changes write its
+ * own cfg and code addresses into them: the child must not run them, nor
+ * write its own there.  So every site whose stub is shared goes back to
+ * its nops in the child (its own copy of the text: written with
+ * mprotect, as no descriptor may be left) and stays untraced here.
+ */
+static void ft_fork_child(void)
+{
+	struct ft_tab *t = atomic_load(&tab);
+	size_t n = 0, nshared = 0;
+	if (!t)
+		return;
+	ukp_lock_registry();
+	struct ft_site **pv = malloc((t->n + 1) * sizeof(*pv));
+	unsigned long *pt = calloc(t->n + 1, sizeof(*pt));
+	for (size_t i = 0; i < t->n; i++) {
+		struct ft_site *s = t->v[i];
+		if (!s->stub || !ukp_slot_is_shared(s->stub))
+			continue;
+		s->shared = true;
+		nshared++;
+		if (s->cfg) {
+			s->cfg->next_garbage = garbage;
+			garbage = s->cfg;
+			s->cfg = NULL;
+		}
+		if (s->active && pv && pt)
+			pv[n++] = s;
+	}
+	if (n && !ft_patch(pv, pt, n))
+		for (size_t i = 0; i < n; i++)
+			pv[i]->active = false;
+	free(pv);
+	free(pt);
+	pthread_mutex_unlock(&ukp_lock);
+	if (nshared)
+		ukp_log("fork child: %zu ftrace hooks shared with the parent (no memory of "
+			"its own): those functions are not traced here", nshared);
+}
+
 void ukp_ftrace_init_locked(void)
 {
 	unsigned long fs;
@@ -1143,6 +1188,8 @@ void ukp_ftrace_init_locked(void)
 	kprobe_ops.func = ukp_ftrace_kprobe_func;
 	kprobe_ops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
 	scan_objects_locked(false);
+	if (!initialised)
+		pthread_atfork(NULL, NULL, ft_fork_child);	/* after slots.c's */
 	initialised = true;
 }
 
@@ -1160,6 +1207,11 @@ int ukp_ftrace_kprobe_arm_locked(unsigned long addr, bool on)
 	struct ft_site *s = site_of(addr);
 	if (!s || s->dead)
 		return -ENOENT;
+	if (s->shared && on) {
+		ukp_log("kprobe at %s: its ftrace hook is shared with the parent process "
+			"(fork without a descriptor for memory of its own)", s->name);
+		return -EBUSY;
+	}
 	if (s->kprobe == on)
 		return 0;
 	s->kprobe = on;

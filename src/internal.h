@@ -243,6 +243,7 @@ void ukp_slots_init(void);
 uint8_t *ukp_slot_alloc(unsigned long near, size_t size);
 void ukp_slot_set_word(uint8_t *at, uint64_t v);
 void ukp_slot_set_private_word(uint8_t *at, uint64_t v);	/* a pointer */
+bool ukp_slot_is_shared(const void *at);	/* with a fork parent */
 void ukp_slot_set_u32(uint8_t *at, uint32_t v);
 int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len);
 /* Copy code into slot memory (makes it writable for the duration). */

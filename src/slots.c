@@ -247,6 +247,13 @@ void ukp_slot_set_word(uint8_t *at, uint64_t v)
 				 __ATOMIC_RELEASE);
 }
 
+/* Is at in slot memory a fork child shares with its parent (fork_child)? */
+bool ukp_slot_is_shared(const void *at)
+{
+	struct chunk *c = chunk_of((unsigned long)at);
+	return c && c->shared;
+}
+
 /* The same for a word that means something in this process only (a heap
  * pointer): left alone in memory shared with a fork parent or child
  * (fork_child), where only the process that made it writes it. */

@@ -4,7 +4,8 @@
  * order and arguments, many ops, threads, unregister's guarantee,
  * PERMANENT and ftrace_set_enabled, recursion (FL_RECURSION and
  * ftrace_test_recursion_trylock/unlock, signal handlers as another
- * context), and objects loaded and unloaded with dlopen/dlclose.
+ * context), objects loaded and unloaded with dlopen/dlclose, and a fork
+ * child that shares the hooks' memory with its parent.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "ukt.h"
@@ -1351,3 +1354,95 @@ UKT_CASE(kprobe_on_a_library_patch_site_goes_with_dlclose)
 	ukt_list_to(buf, sizeof(buf));
 	UKT_STREQ(buf, "");
 }
+
+/* ---- fork ------------------------------------------------------------------------- */
+
+static atomic_long hits2;
+static void count2_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		      struct pt_regs *regs)
+{
+	(void)ip; (void)parent_ip; (void)op; (void)regs;
+	atomic_fetch_add(&hits2, 1);
+}
+
+/*
+ * fork with the fd table full: the child cannot make the hooks' memory
+ * its own (slots.c) and shares the sites' stubs with its parent.  The
+ * parent then changes its ops on the traced function (its new code and
+ * cfg addresses go into the shared stub), and the child registers and
+ * unregisters ops of its own.  Neither may disturb the other: the child's
+ * calls return right (its shared sites are untraced there, as the log
+ * says), and the parent's callbacks run exactly once per call after.
+ */
+#define FORK_SHARED(p)							\
+	struct ftrace_ops a = { .func = count_cb };			\
+	UKT_EQ(set_f(&a, S(p, add), 1), 0);				\
+	UKT_EQ(register_ftrace_function(&a), 0);			\
+	UKT_EQ(FT_CAT(p, add)(2, 3), 5);				\
+	UKT_EQ(hits, 1);						\
+	struct rlimit old, rl;						\
+	UKT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);			\
+	rl = old;							\
+	rl.rlim_cur = 64;						\
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);			\
+	int fds[64], n = 0, up[2], go[2];				\
+	UKT_EQ(pipe(up), 0);						\
+	UKT_EQ(pipe(go), 0);						\
+	while (n < 64 && (fds[n] = dup(2)) >= 0)			\
+		n++;							\
+	UKT_ASSERT(n < 64);						\
+	pid_t pid = fork();						\
+	UKT_ASSERT(pid >= 0);						\
+	if (pid == 0) {							\
+		for (int i = 0; i < n; i++)				\
+			close(fds[i]);					\
+		close(up[0]);						\
+		close(go[1]);						\
+		char ok = 'x', c;					\
+		if (read(go[0], &c, 1) != 1)				\
+			_exit(3);					\
+		static struct ftrace_ops b = { .func = count2_cb };	\
+		if (set_f(&b, S(p, add), 1) || register_ftrace_function(&b)) \
+			ok = 'r';					\
+		for (int i = 0; i < 100 && ok == 'x'; i++)		\
+			if (FT_CAT(p, add)(i, 7) != i + 7)		\
+				ok = 'v';				\
+		unregister_ftrace_function(&b);				\
+		unregister_ftrace_function(&a);				\
+		if (ok == 'x' && FT_CAT(p, add)(1, 1) != 2)		\
+			ok = 'u';					\
+		if (write(up[1], &ok, 1) != 1)				\
+			_exit(2);					\
+		_exit(0);						\
+	}								\
+	for (int i = 0; i < n; i++)					\
+		close(fds[i]);						\
+	close(up[1]);							\
+	close(go[0]);							\
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);			\
+	struct ftrace_ops c2 = { .func = count2_cb };			\
+	UKT_EQ(set_f(&c2, S(p, add), 1), 0);				\
+	UKT_EQ(register_ftrace_function(&c2), 0);			\
+	UKT_EQ(FT_CAT(p, add)(1, 2), 3);				\
+	UKT_EQ(hits, 2);						\
+	UKT_EQ(hits2, 1);						\
+	UKT_EQ(write(go[1], "x", 1), 1);				\
+	char ok = 0;							\
+	ssize_t got = read(up[0], &ok, 1);				\
+	int st;								\
+	UKT_EQ(waitpid(pid, &st, 0), pid);				\
+	if (got != 1 || !WIFEXITED(st) || WEXITSTATUS(st))		\
+		UKT_FAIL("child: %s %d", WIFSIGNALED(st) ? "killed by signal" : "exit", \
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st)); \
+	if (ok != 'x')							\
+		UKT_FAIL("child: %c (r: register, v: a value, u: after unregister)", ok); \
+	for (int i = 0; i < 100; i++)					\
+		UKT_EQ(FT_CAT(p, add)(i, 1), i + 1);			\
+	UKT_EQ(hits, 102);						\
+	UKT_EQ(hits2, 101);						\
+	UKT_EQ(unregister_ftrace_function(&c2), 0);			\
+	UKT_EQ(unregister_ftrace_function(&a), 0);			\
+	close(up[0]);							\
+	close(go[1]);
+UKT_CASE(fork_child_sharing_hooks_fentry) { FORK_SHARED(fe_) }
+UKT_CASE(fork_child_sharing_hooks_patchable) { FORK_SHARED(pf_) }
