@@ -245,8 +245,16 @@ __asm__(".text\n"
 	".globl u_m_cpuid\n.type u_m_cpuid,@function\n"
 	"u_m_cpuid: push %rbx\n cpuid\n pop %rbx\n ret\n.size u_m_cpuid,.-u_m_cpuid\n"
 	".globl u_m_mem\n.type u_m_mem,@function\n"
-	"u_m_mem: mov 8(%rdx,%rcx,2), %r8d\n cmovz %r9, %r10\n ret\n.size u_m_mem,.-u_m_mem\n");
+	"u_m_mem: mov 8(%rdx,%rcx,2), %r8d\n cmovz %r9, %r10\n ret\n.size u_m_mem,.-u_m_mem\n"
+	/* decoded in a sweep as movabs to rax; run, it writes r8 */
+	".globl u_m_midjump\n.type u_m_midjump,@function\n"
+	"u_m_midjump: jmp 1f\n .byte 0x48, 0xb8\n1: mov $1, %r8d\n nop\n nop\n nop\n ret\n"
+	".size u_m_midjump,.-u_m_midjump\n"
+	/* its symbol ends before its ret: it would run off its end */
+	".globl u_m_falloff\n.type u_m_falloff,@function\n"
+	"u_m_falloff: mov $1, %eax\n.size u_m_falloff,.-u_m_falloff\n mov $2, %r9d\n ret\n");
 void u_m_ret(void), u_m_mul(void), u_m_str(void), u_m_cpuid(void), u_m_mem(void);
+void u_m_midjump(void), u_m_falloff(void);
 
 UKT_CASE(leaf_register_masks)
 {
@@ -279,6 +287,10 @@ UKT_CASE(leaf_register_masks)
 	uint16_t w = 0, r = 0;
 	pthread_mutex_lock(&ukp_lock);
 	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_tail, &w, &r));
+	/* the sweep cannot vouch for these: a branch into the middle of an
+	 * instruction, code running past the symbol's end */
+	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_midjump, &w, &r));
+	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_falloff, &w, &r));
 	pthread_mutex_unlock(&ukp_lock);
 }
 

@@ -1370,15 +1370,27 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 	if (env->bounds(fn, &lo, &hi) || fn != lo)
 		return -ENOENT;
 	uint8_t *code = read_code(lo, hi);
-	if (!code)
+	/* per byte: 1 an instruction starts there, 2 a branch goes there
+	 * (every target must be a start: a jump into the middle of an
+	 * instruction would run bytes the sweep decoded as something else) */
+	uint8_t *mark = calloc(hi - lo, 1);
+	if (!code || !mark) {
+		free(code);
+		free(mark);
 		return -ENOMEM;
+	}
 	unsigned long pc = lo;
+	bool ends = false;	/* the last instruction does not fall through */
 	for (; pc < hi;) {
 		struct dinsn di;
 		if (!decode_at(code, lo, hi, pc, &di))
 			break;
+		mark[pc - lo] |= 1;
 		pc += di.d.length;
 		const ZydisDecodedInstruction *d = &di.d;
+		ends = d->meta.category == ZYDIS_CATEGORY_RET ||
+		       d->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		       d->mnemonic == ZYDIS_MNEMONIC_UD2;
 		if (d->meta.category == ZYDIS_CATEGORY_CALL ||
 		    d->meta.category == ZYDIS_CATEGORY_SYSCALL ||
 		    d->meta.category == ZYDIS_CATEGORY_INTERRUPT ||
@@ -1391,6 +1403,7 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 			    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &t)) ||
 			    t < lo || t >= hi)
 				break;
+			mark[t - lo] |= 2;
 		}
 		bool tls_store = false;
 		/* every operand, the implicit ones too (mul's rdx, movs's
@@ -1413,7 +1426,9 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 		if (tls_store)
 			break;
 	}
-	if (pc >= hi) {
+	/* the whole function decoded, it cannot run off its end (a wrong
+	 * symbol size), and every branch lands on an instruction */
+	if (pc == hi && ends && !memchr(mark, 2, hi - lo)) {
 		ok = 0;
 		if (writes)
 			*writes = w;
@@ -1421,5 +1436,6 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 			*reads = r;
 	}
 	free(code);
+	free(mark);
 	return ok;
 }
