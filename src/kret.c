@@ -784,14 +784,21 @@ int register_kretprobes(struct kretprobe **rps, int num)
 	if (!err)
 		err = ukp_register_kind(kps, num, 'r');
 	if (err) {
+		/* ukp_register_kind undid what it published, after a grace
+		 * period; a call that entered meanwhile may still be out with
+		 * an instance: as unregistering does, dead, and freed once
+		 * none is busy */
 		ukp_lock_registry();
 		for (i = 0; i < made; i++) {
 			struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
 			if (k && kps[i]) {
-				kret_free_locked(k);
+				atomic_store(&k->dead, 1);
 				rps[i]->__ukp_priv[0] = NULL;
+				k->zombie_next = zombies;
+				zombies = k;
 			}
 		}
+		reap_zombies_locked();
 		pthread_mutex_unlock(&ukp_lock);
 	}
 	free(kps);
