@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "ftrace_int.h"
 
@@ -1143,41 +1144,55 @@ static const struct ft_site *ipmodify_conflict(const struct ft_opp *o)
  * sites' stubs with its parent (slots.c), whose later changes write its
  * own cfg and code addresses into them: the child must not run them, nor
  * write its own there.  So every site whose stub is shared goes back to
- * its nops in the child (its own copy of the text: written with
- * mprotect, as no descriptor may be left) and stays untraced here.
+ * its nops in the child (its own copy of the text) and stays untraced
+ * here.  The child is one thread and this runs before fork() returns in
+ * it, so the bytes are simply written, the code page made writable for
+ * the moment: the usual text writes need a descriptor (/proc/self/mem,
+ * or /proc/self/maps for the protections), and none may be left.
  */
+static bool child_unpatch(const struct ft_site *s)
+{
+	uint8_t code[6];
+	memcpy(code, nop5, 5);
+	code[5] = 0x90;
+	unsigned long lo = s->addr & ~4095UL, hi = (s->addr + s->len + 4095) & ~4095UL;
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	memcpy((void *)s->addr, code, s->len);
+	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);	/* code pages are r-x */
+	return true;
+}
+
 static void ft_fork_child(void)
 {
 	struct ft_tab *t = atomic_load(&tab);
-	size_t n = 0, nshared = 0;
+	size_t nshared = 0, nleft = 0;
 	if (!t)
 		return;
 	ukp_lock_registry();
-	struct ft_site **pv = malloc((t->n + 1) * sizeof(*pv));
-	unsigned long *pt = calloc(t->n + 1, sizeof(*pt));
 	for (size_t i = 0; i < t->n; i++) {
 		struct ft_site *s = t->v[i];
 		if (!s->stub || !ukp_slot_is_shared(s->stub))
 			continue;
 		s->shared = true;
 		nshared++;
+		if (s->active && !child_unpatch(s)) {
+			nleft++;	/* still calls the stub: its cfg stays */
+			continue;
+		}
+		s->active = false;
 		if (s->cfg) {
 			s->cfg->next_garbage = garbage;
 			garbage = s->cfg;
 			s->cfg = NULL;
 		}
-		if (s->active && pv && pt)
-			pv[n++] = s;
 	}
-	if (n && !ft_patch(pv, pt, n))
-		for (size_t i = 0; i < n; i++)
-			pv[i]->active = false;
-	free(pv);
-	free(pt);
 	pthread_mutex_unlock(&ukp_lock);
 	if (nshared)
 		ukp_log("fork child: %zu ftrace hooks shared with the parent (no memory of "
-			"its own): those functions are not traced here", nshared);
+			"its own): those functions are not traced here%s", nshared,
+			nleft ? "; some could not be taken out (mprotect), and run the "
+				"parent's hooks" : "");
 }
 
 void ukp_ftrace_init_locked(void)

@@ -1371,8 +1371,9 @@ static void count2_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_o
  * parent then changes its ops on the traced function (its new code and
  * cfg addresses go into the shared stub), and the child registers and
  * unregisters ops of its own.  Neither may disturb the other: the child's
- * calls return right (its shared sites are untraced there, as the log
- * says), and the parent's callbacks run exactly once per call after.
+ * calls return right and run no callback (its shared sites are untraced
+ * there, as the log says), and the parent's callbacks run exactly once
+ * per call after.
  */
 #define FORK_SHARED(p)							\
 	struct ftrace_ops a = { .func = count_cb };			\
@@ -1404,9 +1405,12 @@ static void count2_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_o
 		static struct ftrace_ops b = { .func = count2_cb };	\
 		if (set_f(&b, S(p, add), 1) || register_ftrace_function(&b)) \
 			ok = 'r';					\
+		long h1 = hits, h2 = hits2;				\
 		for (int i = 0; i < 100 && ok == 'x'; i++)		\
 			if (FT_CAT(p, add)(i, 7) != i + 7)		\
 				ok = 'v';				\
+		if (ok == 'x' && (hits != h1 || hits2 != h2))		\
+			ok = 't';	/* untraced here: no callback */	\
 		unregister_ftrace_function(&b);				\
 		unregister_ftrace_function(&a);				\
 		if (ok == 'x' && FT_CAT(p, add)(1, 1) != 2)		\
@@ -1435,7 +1439,8 @@ static void count2_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_o
 		UKT_FAIL("child: %s %d", WIFSIGNALED(st) ? "killed by signal" : "exit", \
 			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st)); \
 	if (ok != 'x')							\
-		UKT_FAIL("child: %c (r: register, v: a value, u: after unregister)", ok); \
+		UKT_FAIL("child: %c (r: register, v: a value, t: a callback ran, " \
+			 "u: after unregister)", ok);			\
 	for (int i = 0; i < 100; i++)					\
 		UKT_EQ(FT_CAT(p, add)(i, 1), i + 1);			\
 	UKT_EQ(hits, 102);						\
