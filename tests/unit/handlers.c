@@ -250,11 +250,16 @@ __asm__(".text\n"
 	".globl u_m_midjump\n.type u_m_midjump,@function\n"
 	"u_m_midjump: jmp 1f\n .byte 0x48, 0xb8\n1: mov $1, %r8d\n nop\n nop\n nop\n ret\n"
 	".size u_m_midjump,.-u_m_midjump\n"
+	/* tail calls as the last instruction: not leaves */
+	".globl u_m_tailjmp\n.type u_m_tailjmp,@function\n"
+	"u_m_tailjmp: mov %rdi, %rax\n jmp getpid\n.size u_m_tailjmp,.-u_m_tailjmp\n"
+	".globl u_m_tailind\n.type u_m_tailind,@function\n"
+	"u_m_tailind: mov %rdi, %rax\n jmp *%rax\n.size u_m_tailind,.-u_m_tailind\n"
 	/* its symbol ends before its ret: it would run off its end */
 	".globl u_m_falloff\n.type u_m_falloff,@function\n"
 	"u_m_falloff: mov $1, %eax\n.size u_m_falloff,.-u_m_falloff\n mov $2, %r9d\n ret\n");
 void u_m_ret(void), u_m_mul(void), u_m_str(void), u_m_cpuid(void), u_m_mem(void);
-void u_m_midjump(void), u_m_falloff(void);
+void u_m_midjump(void), u_m_falloff(void), u_m_tailjmp(void), u_m_tailind(void);
 
 UKT_CASE(leaf_register_masks)
 {
@@ -291,6 +296,9 @@ UKT_CASE(leaf_register_masks)
 	 * instruction, code running past the symbol's end */
 	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_midjump, &w, &r));
 	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_falloff, &w, &r));
+	/* a jump out as the last instruction (the sweep ends there too) */
+	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_tailjmp, &w, &r));
+	UKT_ASSERT(!ukp_opt_leaf_regs_locked((unsigned long)u_m_tailind, &w, &r));
 	pthread_mutex_unlock(&ukp_lock);
 }
 

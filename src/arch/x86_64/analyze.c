@@ -1381,10 +1381,14 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 	}
 	unsigned long pc = lo;
 	bool ends = false;	/* the last instruction does not fall through */
+	bool refused = false;	/* an instruction no leaf has: the sweep stops
+				   there, and pc may be hi all the same */
 	for (; pc < hi;) {
 		struct dinsn di;
-		if (!decode_at(code, lo, hi, pc, &di))
+		if (!decode_at(code, lo, hi, pc, &di)) {
+			refused = true;
 			break;
+		}
 		mark[pc - lo] |= 1;
 		pc += di.d.length;
 		const ZydisDecodedInstruction *d = &di.d;
@@ -1394,15 +1398,19 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 		if (d->meta.category == ZYDIS_CATEGORY_CALL ||
 		    d->meta.category == ZYDIS_CATEGORY_SYSCALL ||
 		    d->meta.category == ZYDIS_CATEGORY_INTERRUPT ||
-		    d->meta.category == ZYDIS_CATEGORY_SYSTEM)
+		    d->meta.category == ZYDIS_CATEGORY_SYSTEM) {
+			refused = true;
 			break;
+		}
 		if (d->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
 		    d->meta.category == ZYDIS_CATEGORY_COND_BR) {
 			unsigned long t;
 			if (di.op[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
 			    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(d, &di.op[0], di.addr, &t)) ||
-			    t < lo || t >= hi)
+			    t < lo || t >= hi) {
+				refused = true;	/* out of the function */
 				break;
+			}
 			mark[t - lo] |= 2;
 		}
 		bool tls_store = false;
@@ -1423,12 +1431,14 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 					tls_store = true;
 			}
 		}
-		if (tls_store)
+		if (tls_store) {
+			refused = true;
 			break;
+		}
 	}
-	/* the whole function decoded, it cannot run off its end (a wrong
-	 * symbol size), and every branch lands on an instruction */
-	if (pc == hi && ends && !memchr(mark, 2, hi - lo)) {
+	/* the whole function decoded and accepted, it cannot run off its end
+	 * (a wrong symbol size), and every branch lands on an instruction */
+	if (!refused && pc == hi && ends && !memchr(mark, 2, hi - lo)) {
 		ok = 0;
 		if (writes)
 			*writes = w;
