@@ -245,6 +245,19 @@ static void reap_zombies_locked(void)
 	}
 }
 
+/* rp's state off rp, dead (no handler runs from now), and with the
+ * zombies: freed once no instance of it is busy (reap_zombies_locked) */
+static void retire_locked(struct kretprobe *rp)
+{
+	struct ukp_kret *k = rp->__ukp_priv[0];
+	if (!k)
+		return;
+	atomic_store(&k->dead, 1);
+	rp->__ukp_priv[0] = NULL;
+	k->zombie_next = zombies;
+	zombies = k;
+}
+
 /* Off the thread's list (the newest, unless calls were left by means
  * nobody saw: then wherever it is). */
 static inline void unlink_inst(struct ukp_thread *t, struct ukp_kinst *in)
@@ -789,15 +802,9 @@ int register_kretprobes(struct kretprobe **rps, int num)
 		 * an instance: as unregistering does, dead, and freed once
 		 * none is busy */
 		ukp_lock_registry();
-		for (i = 0; i < made; i++) {
-			struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
-			if (k && kps[i]) {
-				atomic_store(&k->dead, 1);
-				rps[i]->__ukp_priv[0] = NULL;
-				k->zombie_next = zombies;
-				zombies = k;
-			}
-		}
+		for (i = 0; i < made; i++)
+			if (rps[i] && kps[i])
+				retire_locked(rps[i]);
 		reap_zombies_locked();
 		pthread_mutex_unlock(&ukp_lock);
 	}
@@ -828,14 +835,9 @@ void unregister_kretprobes(struct kretprobe **rps, int num)
 	}
 	ukp_unregister_kind(kps, num);	/* waits for the hit path */
 	ukp_lock_registry();
-	for (int i = 0; i < num; i++) {
-		struct ukp_kret *k = rps[i] ? rps[i]->__ukp_priv[0] : NULL;
-		if (!k)
-			continue;
-		rps[i]->__ukp_priv[0] = NULL;
-		k->zombie_next = zombies;	/* freed when none is busy */
-		zombies = k;
-	}
+	for (int i = 0; i < num; i++)
+		if (rps[i])
+			retire_locked(rps[i]);
 	reap_zombies_locked();
 	pthread_mutex_unlock(&ukp_lock);
 	free(kps);

@@ -259,8 +259,7 @@ bool ukp_slot_is_shared(const void *at)
  * (fork_child), where only the process that made it writes it. */
 void ukp_slot_set_private_word(uint8_t *at, uint64_t v)
 {
-	struct chunk *c = chunk_of((unsigned long)at);
-	if (c && !c->shared)
+	if (!ukp_slot_is_shared(at))
 		ukp_slot_set_word(at, v);
 }
 

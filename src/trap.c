@@ -40,7 +40,6 @@ UKP_OFF(struct ukp_thread, errno_p, T_ERRNO_P, 8);
 UKP_OFF(struct ukp_thread, lean_list, T_LEAN_LIST, 8);
 UKP_OFF(struct ukp_thread, lean_i, T_LEAN_I, 4);
 UKP_OFF(struct ukp_thread, lean_errno, T_LEAN_ERRNO, 4);
-UKP_OFF(struct ukp_site, probes, S_PROBES, 8);
 UKP_OFF(struct ukp_plist, lean1, L_LEAN1, 1);
 UKP_OFF(struct ukp_plist, kret1, L_KRET1, 1);
 UKP_OFF(struct ukp_plist, kret, L_KRET, 8);

@@ -31,7 +31,6 @@
 #define T_FT_IN 2336
 #define T_FT_OUT 2344
 /* struct ukp_site, struct ukp_plist */
-#define S_PROBES 128
 #define S_RESUME 192
 #define L_LEAN1 6
 #define L_KRET1 7
