@@ -22,6 +22,7 @@
  *                         handler that only calls memset/memcpy/strlen
  *                         (vector code inside libc) and a lean one
  *   avx_result_survives_handler_clobbering_ymm (if the CPU has AVX)
+ *   avx512_result_survives_handler_clobbering_zmm (if it has AVX-512)
  *   entry_handler_data_pairs_with_return       4 threads, data_size 256
  *                         filled from the args at entry, checked at return
  *   ret_addr_is_the_real_return_address        asm caller with a label
@@ -656,6 +657,53 @@ UKT_CASE(avx_result_survives_handler_clobbering_ymm)
 		fp_calls = 0;
 		for (int i = 0; i < 3; i++)
 			UKT_ASSERT(avx_check());
+		UKT_EQ(fp_calls, 3);
+		kr_unreg(&rp);
+	}
+}
+
+__attribute__((noinline, target("avx512f"))) __m512d kr_v512(__m512d a)
+{
+	__asm__ volatile("" : "+v"(a) :: "memory");
+	return _mm512_add_pd(a, _mm512_set_pd(8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0));
+}
+
+__attribute__((target("avx512f"))) static int avx512_handler(struct kretprobe_instance *ri,
+							    struct pt_regs *regs)
+{
+	(void)ri;
+	(void)regs;
+	__asm__ volatile("vpternlogd $0xff,%%zmm0,%%zmm0,%%zmm0\n"
+			 " vpternlogd $0xff,%%zmm1,%%zmm1,%%zmm1" ::: "xmm0", "xmm1");
+	fp_calls++;
+	return 0;
+}
+
+__attribute__((noinline, target("avx512f"))) static int avx512_check(void)
+{
+	double out[8];
+	__m512d r = kr_v512(_mm512_set_pd(80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 20.0, 10.0));
+	_mm512_storeu_pd(out, r);
+	for (int i = 0; i < 8; i++)
+		if (out[i] != 11.0 * (i + 1))
+			return 0;
+	return 1;
+}
+
+/* the return path keeps zmm0-1 whole: all 512 bits of a __m512d result */
+UKT_CASE(avx512_result_survives_handler_clobbering_zmm)
+{
+	if (!__builtin_cpu_supports("avx512f")) {
+		printf("  no AVX-512: nothing to check\n");
+		return;
+	}
+	for (int opt = 0; opt < 2; opt++) {
+		struct kretprobe rp = { .kp.addr = (void *)kr_v512, .handler = avx512_handler };
+		UKT_ASSERT(avx512_check());
+		kr_reg(&rp, opt);
+		fp_calls = 0;
+		for (int i = 0; i < 3; i++)
+			UKT_ASSERT(avx512_check());
 		UKT_EQ(fp_calls, 3);
 		kr_unreg(&rp);
 	}

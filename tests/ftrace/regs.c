@@ -1144,6 +1144,77 @@ BOTH(ymm_args_kept_callback_calls_libm, YMM_LIBM)
 BOTH(ymm_args_kept_save_regs_callback_clobbers_ymm, YMM_REGS_AVX)
 BOTH(ymm_args_kept_save_regs_callback_calls_libm, YMM_REGS_LIBM)
 
+/* The same at AVX-512's width (__m512 arguments live in zmm0-7):
+ * ftt_call_zmm loads zmm0-7 whole, a callback loads all 512 bits of
+ * zmm0-7 (and zmm16-31, the opmasks) with ones.  (This file is not built
+ * for AVX-512: the compiler keeps nothing in zmm16-31 or k0-7.) */
+long ftt_call_zmm(void *fn, const void *in, void *out);
+__asm__(
+	".text\n"
+	".globl ftt_call_zmm\n"
+	".type ftt_call_zmm, @function\n"
+	"ftt_call_zmm:\n"
+	"	push %rbx\n"
+	"	mov %rdx, %rbx\n"
+	"	mov %rdi, %rax\n"
+	"	.irp n, 0, 1, 2, 3, 4, 5, 6, 7\n"
+	"	vmovdqu64 64*\\n(%rsi), %zmm\\n\n"
+	"	.endr\n"
+	"	mov $5, %edi\n"
+	"	call *%rax\n"
+	"	.irp n, 0, 1, 2, 3, 4, 5, 6, 7\n"
+	"	vmovdqu64 %zmm\\n, 64*\\n(%rbx)\n"
+	"	.endr\n"
+	"	vzeroupper\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size ftt_call_zmm, .-ftt_call_zmm\n");
+
+static void zmm_clobber_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			   struct pt_regs *regs)
+{
+	(void)ip; (void)parent_ip; (void)op; (void)regs;
+	hits++;
+	__asm__ volatile(".irp n, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, "
+			 "24, 25, 26, 27, 28, 29, 30, 31\n"
+			 "vpternlogd $0xff, %%zmm\\n, %%zmm\\n, %%zmm\\n\n"
+			 ".endr\n"
+			 "kxnorw %%k1, %%k1, %%k1\n"
+			 "vzeroupper"
+			 ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
+}
+
+static bool have_avx512(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
+
+#define ZMM_KEPT(p, cb, fl)						\
+	if (!have_avx512()) {						\
+		fprintf(stderr, "  (no AVX-512: nothing to check)\n");	\
+		return;							\
+	}								\
+	static uint64_t in[64], out[64];				\
+	for (int i = 0; i < 64; i++)					\
+		in[i] = 0x0101010101010101ULL * (uint64_t)(i + 1) ^ 0x8000000000000000ULL; \
+	struct ftrace_ops ops = { .func = cb, .flags = fl };		\
+	UKT_EQ(set_f(&ops, S(p, other_one), 1), 0);			\
+	UKT_EQ(register_ftrace_function(&ops), 0);			\
+	UKT_EQ(ftt_call_zmm((void *)FT_CAT(p, other_one), in, out), 105); \
+	UKT_EQ(hits, 1);						\
+	for (int i = 0; i < 64; i++)					\
+		if (out[i] != in[i])					\
+			UKT_FAIL("zmm%d bits %d-%d: %#llx, want %#llx", i / 8, \
+				 i % 8 * 64, i % 8 * 64 + 63,		\
+				 (unsigned long long)out[i], (unsigned long long)in[i]);
+#define ZMM_AVX512(p) ZMM_KEPT(p, zmm_clobber_cb, 0)
+#define ZMM_LIBM(p) ZMM_KEPT(p, libm_cb, 0)
+#define ZMM_REGS_AVX512(p) ZMM_KEPT(p, zmm_clobber_cb, FTRACE_OPS_FL_SAVE_REGS)
+BOTH(zmm_args_kept_callback_clobbers_zmm, ZMM_AVX512)
+BOTH(zmm_args_kept_callback_calls_libm, ZMM_LIBM)
+BOTH(zmm_args_kept_save_regs_callback_clobbers_zmm, ZMM_REGS_AVX512)
+
 #define FMA_REGS_LIBM(p) FMA_CHECK(p, libm_cb, FTRACE_OPS_FL_SAVE_REGS)
 BOTH(double_args_kept_save_regs_callback_calls_libm_and_printf, FMA_REGS_LIBM)
 

@@ -738,7 +738,7 @@ static bool is_zero_idiom(const ZydisDecodedInstruction *d, const ZydisDecodedOp
 
 /* What one instruction reads and (fully) writes of the vector state. */
 static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op,
-		   struct vm *use, struct vm *def, bool *zmm)
+		   struct vm *use, struct vm *def)
 {
 	bool zero = is_zero_idiom(d, op);
 	*use = (struct vm){ 0, 0 };
@@ -782,7 +782,6 @@ static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *
 			case ZYDIS_REGCLASS_ZMM:
 				bits.lo |= 1ULL << (reg - ZYDIS_REGISTER_ZMM0);
 				bits.hi |= 1ULL << (reg - ZYDIS_REGISTER_ZMM0);
-				*zmm = true;
 				break;
 			case ZYDIS_REGCLASS_MASK:
 				bits.lo |= VM_K(reg - ZYDIS_REGISTER_K0);
@@ -857,7 +856,7 @@ static struct {
 	unsigned long lo, hi;
 	struct finsn *f;
 	size_t n;
-	bool ok, zmm, entry_jumped;
+	bool ok, entry_jumped;
 } lcache;
 
 static void lcache_drop(void)
@@ -866,21 +865,19 @@ static void lcache_drop(void)
 	memset(&lcache, 0, sizeof(lcache));
 }
 
-static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
-			     bool *zmm);
+static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi);
 
 /* Vector state live at addr, from the function [lo, hi).  false: unknown. */
 static bool liveness(const struct objscan *os, unsigned long lo, unsigned long hi,
-		     unsigned long addr, struct vm *out, bool *zmm)
+		     unsigned long addr, struct vm *out)
 {
 	if (lcache.os != os || lcache.lo != lo || lcache.hi != hi) {
 		lcache_drop();
 		lcache.os = os;
 		lcache.lo = lo;
 		lcache.hi = hi;
-		lcache.ok = liveness_compute(os, lo, hi, &lcache.zmm);
+		lcache.ok = liveness_compute(os, lo, hi);
 	}
-	*zmm = lcache.zmm;
 	if (!lcache.ok)
 		return false;
 	long at = find_insn(lcache.f, lcache.n, addr);
@@ -896,8 +893,7 @@ static bool liveness(const struct objscan *os, unsigned long lo, unsigned long h
 
 /* Decode [lo, hi) into lcache.f and solve liveness to a fixed point.
  * false: undecodable, or no fixed point. */
-static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi,
-			     bool *zmm)
+static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigned long hi)
 {
 	uint8_t *code = read_code(lo, hi);
 	size_t cap = 64, n = 0;
@@ -930,7 +926,7 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 		e->addr = pc;
 		e->len = d.length;
 		e->jt = -1;
-		usedef(&d, op, &e->use, &e->def, zmm);
+		usedef(&d, op, &e->use, &e->def);
 		if (e->use.lo & VM_X87)
 			x87_used = true;
 		bool rel = d.raw.imm[0].is_relative;
@@ -1161,18 +1157,21 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 			      os->targets.v[ti] - addr);
 
 	struct vm live;
-	bool zmm = false;
-	if (!liveness(os, flo, fhi, addr, &live, &zmm)) {
-		r->vsave = UKP_VSAVE_XSAVE;
-	} else if ((live.lo & (VM_ALLK | VM_X87 | 0xffff0000ULL)) || (live.hi & 0xffff0000ULL) ||
-		   (ukp_vec_level >= 2 && (zmm || live.lo || live.hi))) {
+	/* the trampolines save registers whole, at the CPU's width (a
+	 * register live in its low 128 bits only is saved zmm-wide on
+	 * AVX-512); only a live x87 stack, or liveness unknown, needs
+	 * XSAVE.  Registers 16-31 and the opmasks exist on AVX-512 alone,
+	 * where liveness counts them (liveness_compute()'s "all") */
+	if (!liveness(os, flo, fhi, addr, &live) || (live.lo & VM_X87)) {
 		r->vsave = UKP_VSAVE_XSAVE;
 	} else if (!live.lo && !live.hi) {
 		r->vsave = UKP_VSAVE_NONE;
 	} else if (!((live.lo | live.hi) & ~VM_ARGS)) {
 		r->vsave = UKP_VSAVE_ARGS;
-	} else {
+	} else if (!((live.lo | live.hi) & ~0xffffULL)) {
 		r->vsave = UKP_VSAVE_ALL16;
+	} else {
+		r->vsave = ukp_vec_level >= 2 ? UKP_VSAVE_ALL32 : UKP_VSAVE_XSAVE;
 	}
 	return 0;
 }

@@ -111,6 +111,7 @@ enum ukp_vsave {
 	UKP_VSAVE_NONE,		/* no vector register live: MXCSR, FCW only */
 	UKP_VSAVE_ARGS,		/* vector registers 0-7 (function entry) */
 	UKP_VSAVE_ALL16,	/* vector registers 0-15 */
+	UKP_VSAVE_ALL32,	/* zmm0-31 and k0-7 (AVX-512) */
 	UKP_VSAVE_XSAVE,	/* anything else, or liveness unknown */
 };
 
@@ -277,6 +278,7 @@ extern char ukp_post_trampoline_end[];
 void ukp_opt_tramp_none(void);
 void ukp_opt_tramp_args(void);
 void ukp_opt_tramp_all16(void);
+void ukp_opt_tramp_all32(void);
 void ukp_opt_tramp_xsave(void);
 void ukp_opt_tramp_lean(void);	/* no vector, x87 or MXCSR state */
 void ukp_opt_tramp_lean_leaf(void);	/* ...nor errno: one leaf handler */

@@ -62,9 +62,10 @@
 	ret $128
 .endm
 
-/* The whole extended state below %rsp, 64-aligned: XSAVE with a clean
- * header (XRSTOR wants one), FXSAVE on machines without it.  Uses rax,
- * rcx, rdx and labels 1-2; XRSTOR_ALL uses rax, rdx and labels 3-4. */
+/* The whole extended state below %rsp, 64-aligned: XSAVE (XSAVEC where
+ * the CPU has it) with a clean header (XRSTOR wants one), FXSAVE on
+ * machines without it.  Uses rax, rcx, rdx and labels 1-2 and 5;
+ * XRSTOR_ALL uses rax, rdx and labels 3-4. */
 .macro XSAVE_ALL
 	mov ukp_xsave_size(%rip), %rcx
 	test %rcx, %rcx
@@ -82,8 +83,12 @@
 	mov %rax, 568(%rsp)
 	mov $-1, %eax
 	mov $-1, %edx
+	cmpb $0, ukp_xsavec(%rip)
+	jne 5f
 	xsave64 (%rsp)
 	jmp 2f
+5:	xsavec64 (%rsp)		/* components in their initial state */
+	jmp 2f			/* left out: XRSTOR initialises them */
 1:	sub $512, %rsp
 	and $-64, %rsp
 	fxsave64 (%rsp)
@@ -170,79 +175,167 @@ ukp_post_trampoline_end:
  *
  * Classes (analyze.c decides from liveness at the probe point):
  *   none   MXCSR and the x87 control word only (restored if changed)
- *   args   + vector registers 0-7, full width
+ *   args   + vector registers 0-7, full width (xmm, ymm or zmm)
  *   all16  + vector registers 0-15
+ *   all32  + zmm0-31 and the opmasks k0-7 (AVX-512 only)
  *   xsave  the whole extended state (XSAVE), x87 stack reset for the
  *          handlers
  */
 #define VS_NONE 0
 #define VS_ARGS 1
 #define VS_ALL16 2
-#define VS_XSAVE 3
+#define VS_ALL32 3
+#define VS_XSAVE 4
 
-.macro SAVE_VEC n, w
-	.if \w == 32
-	vmovdqu %ymm\n, 32+32*\n(%rsp)
+/* The save area below %rsp: a header (0 MXCSR, 4 x87 control word, 6 x87
+ * status word, 12 scratch, 16 a flag byte), then vector register n at
+ * 32 + 16n (xmm), 32 + 32n (ymm) or 64 + 64n (zmm: 64-aligned, so no
+ * store splits a cache line), and for 32 registers the opmasks k0-7 after
+ * them (MASKS_OFF). */
+#define VOFF16(n) (32 + 16 * (n))
+#define VOFF32(n) (32 + 32 * (n))
+#define VOFF64(n) (64 + 64 * (n))
+#define MASKS_OFF (64 + 64 * 32)
+.macro VS_AREA nvec, w
+	.if \w == 64
+	sub $(64 + 64 * \nvec + (\nvec / 32) * 64), %rsp
+	and $-64, %rsp
 	.else
-	movdqu %xmm\n, 32+16*\n(%rsp)
+	sub $(32 + 32 * \nvec), %rsp
+	and $-32, %rsp
+	.endif
+.endm
+.macro SAVE_VEC n, w
+	.if \w == 64
+	vmovdqu64 %zmm\n, VOFF64(\n)(%rsp)
+	.elseif \w == 32
+	vmovdqu %ymm\n, VOFF32(\n)(%rsp)
+	.else
+	movdqu %xmm\n, VOFF16(\n)(%rsp)
 	.endif
 .endm
 .macro LOAD_VEC n, w
-	.if \w == 32
-	vmovdqu 32+32*\n(%rsp), %ymm\n
+	.if \w == 64
+	vmovdqu64 VOFF64(\n)(%rsp), %zmm\n
+	.elseif \w == 32
+	vmovdqu VOFF32(\n)(%rsp), %ymm\n
 	.else
-	movdqu 32+16*\n(%rsp), %xmm\n
+	movdqu VOFF16(\n)(%rsp), %xmm\n
 	.endif
 .endm
-/* VEX.128 load of a register saved 32 bytes wide: zeroes its upper half
- * and keeps the upper state clean */
-.macro LOAD_VEC128 n, w
-	vmovdqu 32+32*\n(%rsp), %xmm\n
+/* A register saved w (32 or 64) bytes wide whose bits 128+ were zero:
+ * a VEX.128 load zeroes them again and keeps the upper state clean.
+ * zmm16-31 have no VEX encoding and no part in that state: whole. */
+.macro LOAD_VEC_CLEAN n, w
+	.if \w == 32
+	vmovdqu VOFF32(\n)(%rsp), %xmm\n
+	.elseif \n < 16
+	vmovdqu VOFF64(\n)(%rsp), %xmm\n
+	.else
+	vmovdqu64 VOFF64(\n)(%rsp), %zmm\n
+	.endif
 .endm
-/* ZF = the upper halves of ymm0..cnt-1 are all zero (after saving them:
- * clobbers the registers) */
-.macro UPPERS_ZERO cnt
-	.if \cnt == 16
-	vorps %ymm9, %ymm8, %ymm8
-	vorps %ymm11, %ymm10, %ymm10
-	vorps %ymm13, %ymm12, %ymm12
-	vorps %ymm15, %ymm14, %ymm14
-	vorps %ymm10, %ymm8, %ymm8
-	vorps %ymm14, %ymm12, %ymm12
-	vorps %ymm12, %ymm8, %ymm8
+/* r0 |= r1 | ... | r(cnt-1), a tree (clobbers them) */
+.macro OR_TREE cnt, op, r
+	.if \cnt >= 16
+	\op %\r\()9, %\r\()8, %\r\()8
+	\op %\r\()11, %\r\()10, %\r\()10
+	\op %\r\()13, %\r\()12, %\r\()12
+	\op %\r\()15, %\r\()14, %\r\()14
+	\op %\r\()10, %\r\()8, %\r\()8
+	\op %\r\()14, %\r\()12, %\r\()12
+	\op %\r\()12, %\r\()8, %\r\()8
 	.endif
-	vorps %ymm1, %ymm0, %ymm0
-	vorps %ymm3, %ymm2, %ymm2
-	vorps %ymm5, %ymm4, %ymm4
-	vorps %ymm7, %ymm6, %ymm6
-	vorps %ymm2, %ymm0, %ymm0
-	vorps %ymm6, %ymm4, %ymm4
-	vorps %ymm4, %ymm0, %ymm0
-	.if \cnt == 16
-	vorps %ymm8, %ymm0, %ymm0
+	\op %\r\()1, %\r\()0, %\r\()0
+	\op %\r\()3, %\r\()2, %\r\()2
+	\op %\r\()5, %\r\()4, %\r\()4
+	\op %\r\()7, %\r\()6, %\r\()6
+	\op %\r\()2, %\r\()0, %\r\()0
+	\op %\r\()6, %\r\()4, %\r\()4
+	\op %\r\()4, %\r\()0, %\r\()0
+	.if \cnt >= 16
+	\op %\r\()8, %\r\()0, %\r\()0
 	.endif
+.endm
+/* ZF = bits 128+ of vector registers 0..min(cnt, 16)-1 are all zero, ymm
+ * at w 32, zmm at w 64 (after saving them: clobbers them) */
+.macro UPPERS_ZERO cnt, w
+	.if \w == 64
+	OR_TREE \cnt, vporq, zmm
+	vextracti64x4 $1, %zmm0, %ymm1	/* bits 256-511 */
+	vextracti128 $1, %ymm0, %xmm0	/* bits 128-255 */
+	vpor %xmm1, %xmm0, %xmm0
+	vextracti128 $1, %ymm1, %xmm1	/* bits 384-511 */
+	vpor %xmm1, %xmm0, %xmm0
+	.else
+	OR_TREE \cnt, vorps, ymm
 	vextractf128 $1, %ymm0, %xmm0
+	.endif
 	vptest %xmm0, %xmm0
 .endm
 .macro VEC_ALL op, cnt, w
-	\op 0, \w
-	\op 1, \w
-	\op 2, \w
-	\op 3, \w
-	\op 4, \w
-	\op 5, \w
-	\op 6, \w
-	\op 7, \w
-	.if \cnt == 16
-	\op 8, \w
-	\op 9, \w
-	\op 10, \w
-	\op 11, \w
-	\op 12, \w
-	\op 13, \w
-	\op 14, \w
-	\op 15, \w
+	.irp n, 0, 1, 2, 3, 4, 5, 6, 7
+	\op \n, \w
+	.endr
+	.if \cnt >= 16
+	.irp n, 8, 9, 10, 11, 12, 13, 14, 15
+	\op \n, \w
+	.endr
 	.endif
+	.if \cnt == 32
+	.irp n, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	\op \n, \w
+	.endr
+	.endif
+.endm
+/* k0-7 at MASKS_OFF, op save or load: 64 bits each with AVX512BW, 16
+ * without (kmovq is AVX512BW's).  Uses labels 51-52. */
+.macro KMASKS op
+	cmpb $0, ukp_kmask_bw(%rip)
+	je 51f
+	.irp k, 0, 1, 2, 3, 4, 5, 6, 7
+	.ifc \op, save
+	kmovq %k\k, MASKS_OFF + 8 * \k(%rsp)
+	.else
+	kmovq MASKS_OFF + 8 * \k(%rsp), %k\k
+	.endif
+	.endr
+	jmp 52f
+51:
+	.irp k, 0, 1, 2, 3, 4, 5, 6, 7
+	.ifc \op, save
+	kmovw %k\k, MASKS_OFF + 8 * \k(%rsp)
+	.else
+	kmovw MASKS_OFF + 8 * \k(%rsp), %k\k
+	.endif
+	.endr
+52:
+.endm
+
+/* Vector registers 0..nvec-1 (8, 16, 32) saved zmm-wide in a VS_AREA
+ * around \call, and for 32 the opmasks; clean upper state kept clean.
+ * Uses labels 41-42 (and KMASKS'). */
+.macro CALL_ZMM nvec, call:vararg
+	VEC_ALL SAVE_VEC, \nvec, 64
+	.if \nvec == 32
+	KMASKS save
+	UPPERS_ZERO 16, 64
+	.else
+	UPPERS_ZERO \nvec, 64
+	.endif
+	setz 16(%rsp)			/* every upper part was zero */
+	vzeroupper			/* C code may use legacy SSE */
+	\call
+	.if \nvec == 32
+	KMASKS load
+	.endif
+	cmpb $0, 16(%rsp)
+	je 41f
+	vzeroupper			/* back to the clean upper state */
+	VEC_ALL LOAD_VEC_CLEAN, \nvec, 64
+	jmp 42f
+41:	VEC_ALL LOAD_VEC, \nvec, 64
+42:
 .endm
 
 /* pt_regs of the probe point; rdi = the site, rbx = pt_regs */
@@ -318,6 +411,14 @@ ukp_post_trampoline_end:
 	mov %r12d, %eax
 .endm
 
+/* MXCSR and the x87 control and status words into the VS_AREA header */
+.macro VS_HEAD
+	stmxcsr 0(%rsp)
+	fnstcw 4(%rsp)
+	fnstsw %ax
+	mov %ax, 6(%rsp)
+.endm
+
 .macro OPT_TRAMP name, vs, nvec
 	.p2align 6
 	.globl \name
@@ -328,41 +429,47 @@ ukp_post_trampoline_end:
 	.if \vs == VS_XSAVE
 	OPT_CALL_XSAVE
 	.else
-	sub $(32+32*\nvec), %rsp
-	and $-32, %rsp
-	stmxcsr 0(%rsp)
-	fnstcw 4(%rsp)
-	fnstsw %ax
-	mov %ax, 6(%rsp)
-	.if \vs != VS_NONE
-	cmpl $0, ukp_vec_level(%rip)
-	je 5f
+	mov %rbx, %rsi			/* ukp_opt_dispatch(rdi, rsi) */
+	.if \vs == VS_NONE
+	VS_AREA 0, 32
+	VS_HEAD
+	call ukp_opt_dispatch
+	.elseif \vs == VS_ALL32
+	VS_AREA 32, 64			/* analyze.c: AVX-512 only */
+	VS_HEAD
+	CALL_ZMM 32, call ukp_opt_dispatch
+	.else
+	cmpl $1, ukp_vec_level(%rip)
+	jb 5f
+	ja 4f
+	VS_AREA \nvec, 32
+	VS_HEAD
 	VEC_ALL SAVE_VEC, \nvec, 32
-	UPPERS_ZERO \nvec
+	UPPERS_ZERO \nvec, 32
 	setz %r13b			/* r13: every upper half was zero */
 	vzeroupper			/* C code may use legacy SSE */
-	mov %rbx, %rsi
 	call ukp_opt_dispatch
 	test %r13b, %r13b
 	jz 9f
 	/* uppers all zero: back to the clean state the probed code may be
-	 * in.  Loading ymm would leave it dirty, and on this AMD EPYC
+	 * in.  Loading ymm would leave it dirty, and on an AMD EPYC
 	 * legacy-SSE code after that pays ~120 ns per hit. */
 	vzeroupper
-	VEC_ALL LOAD_VEC128, \nvec, 16
+	VEC_ALL LOAD_VEC_CLEAN, \nvec, 32
 	jmp 6f
 9:
 	VEC_ALL LOAD_VEC, \nvec, 32
 	jmp 6f
-5:
+4:	VS_AREA \nvec, 64
+	VS_HEAD
+	CALL_ZMM \nvec, call ukp_opt_dispatch
+	jmp 6f
+5:	VS_AREA \nvec, 16
+	VS_HEAD
 	VEC_ALL SAVE_VEC, \nvec, 16
-	mov %rbx, %rsi
 	call ukp_opt_dispatch
 	VEC_ALL LOAD_VEC, \nvec, 16
 6:
-	.else
-	mov %rbx, %rsi
-	call ukp_opt_dispatch
 	.endif
 	/* the probed code's MXCSR (modes and exception flags: reading it
 	 * again to compare costs more than loading it), and its x87 control
@@ -407,6 +514,7 @@ ukp_opt_tramp_begin:
 	OPT_TRAMP ukp_opt_tramp_none, VS_NONE, 0
 	OPT_TRAMP ukp_opt_tramp_args, VS_ARGS, 8
 	OPT_TRAMP ukp_opt_tramp_all16, VS_ALL16, 16
+	OPT_TRAMP ukp_opt_tramp_all32, VS_ALL32, 32
 	OPT_TRAMP ukp_opt_tramp_xsave, VS_XSAVE, 0
 
 /*
@@ -749,44 +857,37 @@ ukp_nofault_fixup:
  * and the x87 control word saved around it; %rbx = the frame to come
  * back to.  Argument registers for \fn are set already. */
 .macro FT_CALL_VEC fn
-	cmpl $2, ukp_vec_level(%rip)
-	jae 7f
-	sub $(32+32*8), %rsp
-	and $-32, %rsp
+	cmpl $1, ukp_vec_level(%rip)
+	jb 5f
+	ja 7f
+	VS_AREA 8, 32
 	stmxcsr 0(%rsp)
 	fnstcw 4(%rsp)
-	cmpl $0, ukp_vec_level(%rip)
-	je 5f
 	VEC_ALL SAVE_VEC, 8, 32
-	UPPERS_ZERO 8
+	UPPERS_ZERO 8, 32
 	setz 16(%rsp)			/* every upper half was zero */
 	vzeroupper			/* C code may use legacy SSE */
 	call \fn
 	cmpb $0, 16(%rsp)
 	je 9f
 	vzeroupper			/* back to the clean upper state */
-	VEC_ALL LOAD_VEC128, 8, 16
+	VEC_ALL LOAD_VEC_CLEAN, 8, 32
 	jmp 6f
 9:	VEC_ALL LOAD_VEC, 8, 32
 	jmp 6f
-5:	VEC_ALL SAVE_VEC, 8, 16
+7:	VS_AREA 8, 64			/* AVX-512: zmm0-7 */
+	stmxcsr 0(%rsp)
+	fnstcw 4(%rsp)
+	CALL_ZMM 8, call \fn
+	jmp 6f
+5:	VS_AREA 8, 16
+	stmxcsr 0(%rsp)
+	fnstcw 4(%rsp)
+	VEC_ALL SAVE_VEC, 8, 16
 	call \fn
 	VEC_ALL LOAD_VEC, 8, 16
 6:	ldmxcsr 0(%rsp)
 	fldcw 4(%rsp)
-	jmp 8f
-7:	push %rdi			/* AVX-512: the whole state */
-	push %rsi
-	push %rdx
-	XSAVE_ALL
-	mov -8(%rbx), %rdi		/* (pushed just below the frame) */
-	mov -16(%rbx), %rsi
-	mov -24(%rbx), %rdx
-	call \fn
-	mov %eax, %r12d
-	XRSTOR_ALL
-	mov %r12d, %eax
-8:
 .endm
 
 	.globl ukp_ftrace_tramp_begin

@@ -351,6 +351,14 @@ ukp_kret_lean_ret:
 	jmp 3f
 2:	vmovdqu64 %zmm0, VS_V0(%rsp)
 	vmovdqu64 %zmm1, VS_V1(%rsp)
+	vporq %zmm1, %zmm0, %zmm2	/* zmm2-3: dead at a return */
+	vextracti64x4 $1, %zmm2, %ymm3	/* bits 256-511 */
+	vextracti128 $1, %ymm2, %xmm2	/* bits 128-255 */
+	vpor %xmm3, %xmm2, %xmm2
+	vextracti128 $1, %ymm3, %xmm3	/* bits 384-511 */
+	vpor %xmm3, %xmm2, %xmm2
+	vptest %xmm2, %xmm2
+	setz %r12b			/* r12b: both upper parts zero */
 	vzeroupper
 3:	stmxcsr VS_MXCSR(%rsp)
 	fnstcw VS_FCW(%rsp)
@@ -404,15 +412,15 @@ ukp_kret_lean_ret:
 	movups VS_V0(%rsp), %xmm0
 	movups VS_V1(%rsp), %xmm1
 	jmp 13f
-11:	cmp $1, %eax
-	jne 12f
-	test %r12b, %r12b
+11:	test %r12b, %r12b
 	jz 14f
 	vzeroupper			/* clean uppers: keep the state clean */
 	vmovdqu VS_V0(%rsp), %xmm0
 	vmovdqu VS_V1(%rsp), %xmm1
 	jmp 13f
-14:	vmovdqu VS_V0(%rsp), %ymm0
+14:	cmp $1, %eax
+	jne 12f
+	vmovdqu VS_V0(%rsp), %ymm0
 	vmovdqu VS_V1(%rsp), %ymm1
 	jmp 13f
 12:	vmovdqu64 VS_V0(%rsp), %zmm0

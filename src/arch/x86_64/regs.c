@@ -16,6 +16,13 @@ unsigned long ukp_xsave_size __attribute__((visibility("hidden")));
 /* Widest vector registers the OS enables: 0 SSE, 1 AVX (ymm), 2 AVX-512. */
 int ukp_vec_level __attribute__((visibility("hidden")));
 
+/* Read by entry.S: the opmasks are 64 bits wide (AVX512BW), not 16. */
+unsigned char ukp_kmask_bw __attribute__((visibility("hidden")));
+
+/* Read by entry.S: XSAVEC, which leaves out components in their initial
+ * state (the AVX-512 ones, in a program that never used them). */
+unsigned char ukp_xsavec __attribute__((visibility("hidden")));
+
 static unsigned long long xgetbv0(void)
 {
 	unsigned lo, hi;
@@ -33,8 +40,10 @@ void ukp_arch_init(void)
 		if ((xcr0 & 6) == 6)
 			ukp_vec_level = 1;
 		if ((xcr0 & 0xe6) == 0xe6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
-		    (b & bit_AVX512F))
+		    (b & bit_AVX512F)) {
 			ukp_vec_level = 2;
+			ukp_kmask_bw = !!(b & bit_AVX512BW);
+		}
 	}
 
 	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
@@ -42,6 +51,8 @@ void ukp_arch_init(void)
 		ukp_xsave_size = b;	/* size for the features in XCR0 */
 	else
 		ukp_xsave_size = 0;
+	/* XSAVEC's compacted area is no larger than the standard one */
+	ukp_xsavec = ukp_xsave_size && __get_cpuid_count(0xd, 1, &a, &b, &c, &d) && (a & 2);
 }
 
 #define G(r) uc->uc_mcontext.gregs[REG_##r]

@@ -315,6 +315,7 @@ void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void)
 	case UKP_VSAVE_NONE: return ukp_opt_tramp_none;
 	case UKP_VSAVE_ARGS: return ukp_opt_tramp_args;
 	case UKP_VSAVE_ALL16: return ukp_opt_tramp_all16;
+	case UKP_VSAVE_ALL32: return ukp_opt_tramp_all32;
 	default: return ukp_opt_tramp_xsave;
 	}
 }
@@ -325,6 +326,7 @@ const char *ukp_arch_vsave_name(enum ukp_vsave v)
 	case UKP_VSAVE_NONE: return "no vector registers";
 	case UKP_VSAVE_ARGS: return "vector registers 0-7";
 	case UKP_VSAVE_ALL16: return "vector registers 0-15";
+	case UKP_VSAVE_ALL32: return "vector registers 0-31 and opmasks";
 	default: return "the whole extended state (XSAVE)";
 	}
 }
