@@ -116,6 +116,14 @@ struct ukp_thread {
 	 * that one longjmps past it or the thread ends there (kret.c) */
 	struct ukp_kinst *kret_orphan;
 	unsigned long kret_orphan_sp;
+	/* one free kretprobe instance the thread keeps for its next call
+	 * of that kretprobe (kc_k; NULL: none), so a call and its return
+	 * take no locked instruction (~7 ns each on a Xeon).  Only the
+	 * thread's outermost hit touches it, and only while kc_steal is 0;
+	 * another thread takes it with ukp_kc_take() (sync.c) */
+	struct ukp_kret *kc_k;
+	struct ukp_kinst *kc_inst;
+	_Atomic int kc_steal;
 };
 
 /* sync.c; inline below because every hit takes these */
@@ -181,6 +189,10 @@ void ukp_anon_read_lock(void);
 void ukp_anon_read_unlock(void);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
+/* Another thread's kept instance of kretprobe k (see kc_k), or NULL;
+ * *busy set if a thread keeping one was inside a hit, so it could not be
+ * taken.  Called inside a hit too (an entry that found none free). */
+struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy);
 /* Returns once every call that was inside an ftrace stub has left it. */
 void ukp_ftrace_synchronize(void);
 void ukp_sync_init(void);
@@ -437,5 +449,7 @@ int ukp_opt_ask_nops(const unsigned long *a, size_t n);
 
 /* Tests: act as if the process ran with a CET shadow stack. */
 extern int ukp_kret_test_shstk;
+/* Tests: unregistered kretprobes whose memory is not freed yet */
+unsigned ukp_kret_nzombies(void);
 
 #endif

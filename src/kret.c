@@ -32,6 +32,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -201,6 +202,9 @@ UKP_OFF(struct kretprobe, handler, RP_HANDLER, 8);
 UKP_OFF(struct ukp_thread, lean_kret, T_LEAN_KRET, 4);
 UKP_OFF(struct ukp_thread, kret_slot, T_KRET_SLOT, 8);
 UKP_OFF(struct ukp_thread, kret_errp, T_KRET_ERRP, 8);
+UKP_OFF(struct ukp_thread, kc_k, T_KC_K, 8);
+UKP_OFF(struct ukp_thread, kc_inst, T_KC_INST, 8);
+UKP_OFF(struct ukp_thread, kc_steal, T_KC_STEAL, 4);
 _Static_assert(UKP_ARCH_KRET_DROP_LEN == 5, "ukp_opt_tramp_kret's cont");
 
 /* unregistered kretprobes with calls still in flight, under ukp_lock */
@@ -208,12 +212,19 @@ static struct ukp_kret *zombies;
 
 /*
  * Any call still in flight?  Only once it is dead and the grace period is
- * over: then instances are only given back (pushed), never taken, so the
- * free stack read from its top is a stable list, and a push is the last
- * thing a call does with the kretprobe's memory.
+ * over: then instances are only given back (pushed, or kept by a thread:
+ * taken back here), never taken, so the free stack read from its top is
+ * a stable list, and a push is the last thing a call does with the
+ * kretprobe's memory.
  */
 static bool kret_busy(struct ukp_kret *k)
 {
+	/* instances threads keep (none is kept once dead) back first */
+	bool busy = false;
+	for (struct ukp_kinst *in; (in = ukp_kc_take(k, &busy));)
+		inst_push(k, in);
+	if (busy)
+		return true;
 	uint64_t top = atomic_load_explicit(&k->free_top, memory_order_acquire);
 	unsigned nfree = 0;
 	for (uint32_t i1 = (uint32_t)top; i1 && nfree <= k->n; nfree++)
@@ -230,6 +241,16 @@ static void kret_free_locked(struct ukp_kret *k)
 	}
 	free(k->mem);
 	free(k);
+}
+
+unsigned ukp_kret_nzombies(void)
+{
+	unsigned n = 0;
+	ukp_lock_registry();
+	for (struct ukp_kret *k = zombies; k; k = k->zombie_next)
+		n++;
+	pthread_mutex_unlock(&ukp_lock);
+	return n;
 }
 
 static void reap_zombies_locked(void)
@@ -311,6 +332,14 @@ static void orphan_back(struct ukp_thread *t)
 
 void ukp_kret_thread_gone(struct ukp_thread *t)
 {
+	/* the instance it keeps, once no one is taking it (briefly) */
+	while (atomic_exchange(&t->kc_steal, 1))
+		sched_yield();
+	if (t->kc_k) {
+		inst_push(t->kc_k, t->kc_inst);
+		t->kc_k = NULL;
+	}
+	atomic_store_explicit(&t->kc_steal, 0, memory_order_release);
 	free_deferred(t);
 	if (t->kret_orphan)
 		orphan_back(t);
@@ -358,7 +387,18 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 		return 0;
 	if (t->kret_deferred)
 		free_deferred(t);
-	struct ukp_kinst *in = inst_pop(k);
+	/* the one this thread keeps, a free one, or one another keeps */
+	struct ukp_kinst *in = NULL;
+	if (t->kc_k == k && !atomic_load_explicit(&t->kc_steal, memory_order_relaxed)) {
+		in = t->kc_inst;
+		t->kc_k = NULL;
+	}
+	if (!in)
+		in = inst_pop(k);
+	if (!in) {
+		bool busy = false;
+		in = ukp_kc_take(k, &busy);
+	}
 	if (!in) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;

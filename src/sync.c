@@ -70,6 +70,8 @@ static void fork_child(void)
 	unsigned used = atomic_load(&pool_used);
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);
+		if (t)		/* a claim of a taker that is not here */
+			atomic_store(&t->kc_steal, 0);
 		if (t && t != self) {
 			ukp_kret_thread_gone(t);
 			atomic_store(&t->seq, 0);
@@ -248,6 +250,46 @@ void ukp_synchronize(void)
 		sched_yield();
 	/* readers that left did all their loads before we free */
 	barrier_all_readers();
+}
+
+/*
+ * A thread keeps one free kretprobe instance (kc_k, kc_inst) with plain
+ * loads and stores, inside a hit, after it saw kc_steal 0.  The taker
+ * claims kc_steal, then membarrier makes the owner's state visible and
+ * orders its next loads: an owner seen outside a hit here sees kc_steal 1
+ * in its next one and leaves the cache alone; one seen inside may be
+ * using it, and is left alone (*busy).  The asymmetric fence keeps the
+ * owner's side free of locked instructions.
+ */
+struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
+{
+	struct ukp_thread *me = self;
+	unsigned used = atomic_load(&pool_used);
+
+	for (unsigned i = 0; i < used; i++) {
+		struct ukp_thread *t = block(i);
+		if (!t || __atomic_load_n(&t->kc_k, __ATOMIC_RELAXED) != k)
+			continue;
+		if (t == me && (me->nest || (atomic_load(&me->seq) & 1)))
+			continue;	/* our own: the caller looked */
+		if (atomic_exchange(&t->kc_steal, 1)) {
+			*busy = true;	/* another taker, or the thread's exit */
+			continue;
+		}
+		barrier_all_readers();
+		struct ukp_kinst *in = NULL;
+		unsigned long s = atomic_load(&t->seq);
+		if (t != me && ((s & 1) || __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))) {
+			*busy = true;
+		} else if (t->kc_k == k) {
+			in = t->kc_inst;
+			t->kc_k = NULL;
+		}
+		atomic_store_explicit(&t->kc_steal, 0, memory_order_release);
+		if (in)
+			return in;
+	}
+	return NULL;
 }
 
 /*

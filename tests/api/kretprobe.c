@@ -73,6 +73,10 @@
  *   maxactive_one_concurrent_threads_nmissed   N threads held inside by a
  *                         barrier: nmissed N-1, one entry, one handler
  *   maxactive_default_covers_blocked_threads
+ *   kept_instances_serve_calls_that_need_them  a thread keeps a free
+ *                         instance for its next call; a call needing every
+ *                         instance gets it, in this thread, in a fork
+ *                         child, and after that thread ended: no nmissed
  *   recursion_lifo_and_missed_depth            depth D, maxactive D+1 then
  *                         (D+1)/2
  *   register_kretprobes_all_or_none            8 at once; a bad one
@@ -124,6 +128,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <semaphore.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ukprobes.h>
@@ -1804,6 +1809,77 @@ UKT_CASE(recursion_lifo_and_missed_depth)
 			}
 		}
 		kr_unreg(&rh);
+	}
+}
+
+/* ---- instances a thread keeps ----------------------------------------------------------------- */
+
+/*
+ * A thread whose call returns keeps the instance for its next call when
+ * another one is free; a call that finds none free takes one a thread
+ * keeps.  keeper() makes one call of kr_rec(0) and then waits outside
+ * any probe; kr_rec(d) needs d + 1 instances at once.
+ */
+static sem_t keep_done, keep_go;
+
+static void *keeper(void *arg)
+{
+	(void)arg;
+	long r = kr_rec(0);
+	sem_post(&keep_done);
+	while (sem_wait(&keep_go) && errno == EINTR)
+		;
+	return (void *)r;
+}
+
+UKT_CASE(kept_instances_serve_calls_that_need_them)
+{
+	for (int opt = 0; opt < 2; opt++) {
+		/* maxactive 3: the keeper's return leaves two free, so it
+		 * keeps its instance; kr_rec(2) then needs all three */
+		struct kretprobe rp = { .kp.addr = (void *)kr_rec, .handler = count_ret,
+					.maxactive = 3 };
+		kr_reg(&rp, opt);
+		nret = 0;
+		UKT_EQ(sem_init(&keep_done, 0, 0), 0);
+		UKT_EQ(sem_init(&keep_go, 0, 0), 0);
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, keeper, NULL), 0);
+		while (sem_wait(&keep_done) && errno == EINTR)
+			;
+		UKT_EQ(nret, 1);
+
+		/* a fork child (only this thread in it) has all three too */
+		fflush(NULL);
+		pid_t pid = fork();
+		UKT_ASSERT(pid >= 0);
+		if (pid == 0) {
+			long before = nret;
+			int ok = kr_rec(2) == sumsq(2) && rp.nmissed == 0 && nret == before + 3;
+			_exit(ok ? 0 : 1);
+		}
+		int st;
+		UKT_EQ(waitpid(pid, &st, 0), pid);
+		UKT_ASSERT(WIFEXITED(st));
+		UKT_EQ(WEXITSTATUS(st), 0);
+
+		/* and so does this thread, the keeper still there */
+		for (int round = 0; round < 3; round++) {
+			UKT_EQ(kr_rec(2), sumsq(2));
+			UKT_EQ(rp.nmissed, 0);
+		}
+		UKT_EQ(nret, 1 + 3 * 3);
+		sem_post(&keep_go);
+		void *r;
+		UKT_EQ(pthread_join(th, &r), 0);
+		UKT_EQ((long)r, 0);
+
+		/* the keeper gone: what it kept is back */
+		UKT_EQ(kr_rec(2), sumsq(2));
+		UKT_EQ(rp.nmissed, 0);
+		kr_unreg(&rp);
+		sem_destroy(&keep_done);
+		sem_destroy(&keep_go);
 	}
 }
 

@@ -33,6 +33,11 @@
  *                         not
  *   kret_maxactive_contention   maxactive 1 shared by 4 threads: every call
  *                         is a return or a miss, exactly
+ *   kret_kept_instances_contention   maxactive 2 and 3 shared by 4
+ *                         threads, which keep a free instance for their
+ *                         next call and take the ones others keep: the
+ *                         same exact counts, right results, and the
+ *                         entry data of each return its own call's
  */
 #include <errno.h>
 #include <pthread.h>
@@ -649,5 +654,52 @@ UKT_CASE_T(kret_maxactive_contention, 30)
 		UKT_EQ(rp.kp.nmissed, 0);
 		UKT_ASSERT(mc_returns > 0);
 	}
+	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
+static unsigned long kc_returns;
+
+static int kc_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	(void)regs;
+	__atomic_fetch_add(&kc_returns, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+UKT_CASE_T(kret_kept_instances_contention, 40)
+{
+	for (int opt = 1; opt >= 0; opt--)
+		for (int max = 2; max <= 3; max++)
+			for (int ent = 0; ent < 2; ent++) {
+				/* with an entry handler the entry runs in C;
+				 * without, optimised, in kret.S's fast path */
+				struct kretprobe rp = {
+					.kp.addr = (kprobe_opcode_t *)kf2,
+					.handler = ent ? mc_ret : kc_ret,
+					.entry_handler = ent ? mc_entry : NULL,
+					.data_size = sizeof(struct call_data), .maxactive = max };
+				mc_entries = mc_returns = kc_returns = 0;
+				UKT_EQ(kprobes_set_optimization(opt), 0);
+				UKT_EQ(register_kretprobe(&rp), 0);
+				wait_for_kprobe_optimizer();
+				start_workers(3);
+				double end = ukt_now() + CHURN_SECONDS / 8;
+				while (ukt_now() < end)
+					usleep(10000);
+				unsigned long calls[NFUNC];
+				stop_workers(calls);
+				unregister_kretprobe(&rp);
+				unsigned long rets = ent ? mc_returns : kc_returns;
+				printf("  optimization %d, maxactive %d, entry handler %d: %lu calls, "
+				       "%lu returns, %d missed\n", opt, max, ent, calls[2], rets,
+				       rp.nmissed);
+				expect_no_errors();
+				if (ent)
+					UKT_EQ(mc_entries, mc_returns);
+				UKT_EQ(rets + (unsigned long)rp.nmissed, calls[2]);
+				UKT_EQ(rp.kp.nmissed, 0);
+				UKT_ASSERT(rets > 0);
+			}
 	UKT_EQ(kprobes_set_optimization(1), 0);
 }

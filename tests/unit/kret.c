@@ -39,6 +39,10 @@
  *                         entry (before or after the kretprobe's) sets
  *                         regs->r11, which the return probes' detour uses:
  *                         every result and count stays exact
+ *   kept_instance_comes_back_at_unregister  a thread keeps a free instance
+ *                         for its next call and waits outside any probe:
+ *                         unregistering takes it back, so the kretprobe's
+ *                         memory is freed at once (no zombie left)
  *   fork_child_sharing_slot_memory  fork with the fd table full, so the
  *                         child cannot make the slot memory its own (slots.c)
  *                         and shares the detours with the parent: the
@@ -52,6 +56,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -553,4 +558,47 @@ UKT_CASE(fork_child_sharing_slot_memory)
 		free(x[i]);
 	close(pfd[0]);
 	close(go[1]);
+}
+
+static sem_t kc_done, kc_go;
+static struct ukp_thread *kc_block;
+
+static void *kc_keeper(void *arg)
+{
+	(void)arg;
+	long r = u_kd(2.0, 1);		/* 17: keeps its instance */
+	kc_block = ukp_self;
+	sem_post(&kc_done);
+	while (sem_wait(&kc_go) && errno == EINTR)
+		;
+	return (void *)r;
+}
+
+UKT_CASE(kept_instance_comes_back_at_unregister)
+{
+	struct kretprobe rp = { .kp.addr = (void *)u_kd, .handler = count_ret, .maxactive = 4 };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(ukp_kret_nzombies(), 0);
+	UKT_EQ(sem_init(&kc_done, 0, 0), 0);
+	UKT_EQ(sem_init(&kc_go, 0, 0), 0);
+	returns = 0;
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, kc_keeper, NULL), 0);
+	while (sem_wait(&kc_done) && errno == EINTR)
+		;
+	UKT_EQ(returns, 1);
+	/* the keeper's block keeps an instance of it */
+	UKT_ASSERT(kc_block != NULL);
+	UKT_ASSERT(kc_block->kc_k == rp.__ukp_priv[0]);
+	unregister_kretprobe(&rp);
+	/* taken back from the thread waiting outside any probe: freed now */
+	UKT_EQ(ukp_kret_nzombies(), 0);
+	UKT_ASSERT(kc_block->kc_k == NULL);
+	sem_post(&kc_go);
+	void *r;
+	UKT_EQ(pthread_join(th, &r), 0);
+	UKT_EQ((long)r, 17);
+	sem_destroy(&kc_done);
+	sem_destroy(&kc_go);
 }

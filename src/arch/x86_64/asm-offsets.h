@@ -30,6 +30,9 @@
 #define T_LEAN_KRET 2392
 #define T_FT_IN 2336
 #define T_FT_OUT 2344
+#define T_KC_K 2432
+#define T_KC_INST 2440
+#define T_KC_STEAL 2448
 /* struct ukp_site, struct ukp_plist */
 #define S_RESUME 192
 #define L_LEAN1 6

@@ -698,7 +698,16 @@ ukp_opt_tramp_kret:
 	and $31, %r10d
 	cmp $16, %r10d
 	je 89f
-1:	/* inst_pop(): the free stack's top, tag << 32 | index + 1 */
+1:	/* the instance this thread keeps for k, if no one is taking it
+	 * (sync.c: ukp_kc_take): no locked instruction */
+	cmp T_KC_K(%rsi), %r8
+	jne 5f
+	cmpl $0, T_KC_STEAL(%rsi)
+	jne 5f
+	mov T_KC_INST(%rsi), %rcx
+	movq $0, T_KC_K(%rsi)
+	jmp 6f
+5:	/* inst_pop(): the free stack's top, tag << 32 | index + 1 */
 	mov K_FREE_TOP(%r8), %rax
 2:	test %eax, %eax
 	jz 89f				/* none free: nmissed, in C */
@@ -713,7 +722,7 @@ ukp_opt_tramp_kret:
 	or %r10, %r9
 	lock cmpxchg %r9, K_FREE_TOP(%r8)
 	jne 2b				/* rax: the top now */
-	/* ours: fill it in as kret_entry does */
+6:	/* ours: fill it in as kret_entry does */
 	mov KT_SP0(%rsp), %r9
 	mov %rdx, KI_SIZE+RI_RP(%rcx)
 	mov %r9, KI_SIZE+RI_RET_ADDR(%rcx)

@@ -300,9 +300,21 @@ ukp_kret_common:
 	cmp KI_SIZE+RI_RET_ADDR(%r15), %rax
 	jne 27f				/* sent elsewhere: kret_finish in C */
 	/* on to the caller (or the next stub of a chain): the slot's ra,
-	 * at PT_SIZE(%rbx) from the start */
-	mov KI_SELF(%r15), %ecx		/* inst_push(): the last use of k */
+	 * at PT_SIZE(%rbx) from the start.  The instance: kept by the
+	 * thread for its next call if it keeps none, no one is taking it
+	 * (sync.c: ukp_kc_take) and another one is free for other threads
+	 * (so a thread never keeps the last one); else pushed */
 	mov K_FREE_TOP(%rbp), %rax
+	cmpq $0, T_KC_K(%r12)
+	jne 29f
+	cmpl $0, T_KC_STEAL(%r12)
+	jne 29f
+	test %eax, %eax
+	jz 29f
+	mov %r15, T_KC_INST(%r12)
+	mov %rbp, T_KC_K(%r12)		/* the last use of k */
+	jmp 30f
+29:	mov KI_SELF(%r15), %ecx		/* inst_push(): the last use of k */
 28:	mov %eax, KI_NEXT_FREE(%r15)
 	mov %rax, %rdx
 	shr $32, %rdx
@@ -311,7 +323,7 @@ ukp_kret_common:
 	or %rcx, %rdx
 	lock cmpxchg %rdx, K_FREE_TOP(%rbp)
 	jne 28b
-	HIT_UNLOCK %r12
+30:	HIT_UNLOCK %r12
 	test %r8, %r8			/* errno back (not for a leaf) */
 	jz 13f
 	mov %r9d, (%r8)
