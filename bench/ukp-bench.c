@@ -187,6 +187,22 @@
 #define VEC16_LOAD L1(0) L1(1) L1(2) L1(3) L1(4) L1(5) L1(6) L1(7) \
 	L1(8) L1(9) L1(10) L1(11) L1(12) L1(13) L1(14) L1(15)
 
+/* "floorz": the same on AVX-512, where a detour must keep zmm0-31 and the
+ * opmasks (kmovw: AVX512F alone; the width costs nothing here) */
+#define Z1(i) "	vmovdqu64 %zmm" #i ", " #i "*64+64(%rsp)\n"
+#define ZL1(i) "	vmovdqu64 " #i "*64+64(%rsp), %zmm" #i "\n"
+#define K1(i) "	kmovw %k" #i ", 2112+" #i "*8(%rsp)\n"
+#define KL1(i) "	kmovw 2112+" #i "*8(%rsp), %k" #i "\n"
+#define ZMM32 Z1(0) Z1(1) Z1(2) Z1(3) Z1(4) Z1(5) Z1(6) Z1(7) Z1(8) Z1(9) \
+	Z1(10) Z1(11) Z1(12) Z1(13) Z1(14) Z1(15) Z1(16) Z1(17) Z1(18) Z1(19) \
+	Z1(20) Z1(21) Z1(22) Z1(23) Z1(24) Z1(25) Z1(26) Z1(27) Z1(28) Z1(29) \
+	Z1(30) Z1(31) K1(0) K1(1) K1(2) K1(3) K1(4) K1(5) K1(6) K1(7)
+#define ZMM32_LOAD ZL1(0) ZL1(1) ZL1(2) ZL1(3) ZL1(4) ZL1(5) ZL1(6) ZL1(7) \
+	ZL1(8) ZL1(9) ZL1(10) ZL1(11) ZL1(12) ZL1(13) ZL1(14) ZL1(15) ZL1(16) \
+	ZL1(17) ZL1(18) ZL1(19) ZL1(20) ZL1(21) ZL1(22) ZL1(23) ZL1(24) \
+	ZL1(25) ZL1(26) ZL1(27) ZL1(28) ZL1(29) ZL1(30) ZL1(31) KL1(0) KL1(1) \
+	KL1(2) KL1(3) KL1(4) KL1(5) KL1(6) KL1(7)
+
 /* A global 32-bit constant in .rodata: sizes and offsets of the code. */
 #define DATA_LONG(name, expr)						\
 	"	.pushsection .rodata, \"a\", @progbits\n"		\
@@ -269,6 +285,30 @@ __asm__(
 		    FLAGS_RESTORE
 		    "	lea 128+8(%rsp), %rsp\n"
 		    "	ret\n")
+	UKPB_TARGET(ukpb_tgt_floorz, 6,
+		    "	call ukpb_floorz_stub\n" LEA_RET)
+	UKPB_TARGET(ukpb_floorz_stub, 6,
+		    "	lea -128(%rsp), %rsp\n"
+		    "	pushfq\n"
+		    PUSH_GPRS
+		    "	mov %rsp, %rbx\n"
+		    "	sub $(64+64*32+64), %rsp\n"
+		    "	and $-64, %rsp\n"
+		    "	stmxcsr 0(%rsp)\n"
+		    "	fnstcw 4(%rsp)\n"
+		    ZMM32
+		    "	vzeroupper\n"
+		    CLD_IF_DF
+		    "	mov %rbx, %rdi\n"
+		    "	call ukpb_floor_empty\n"
+		    ZMM32_LOAD
+		    "	ldmxcsr 0(%rsp)\n"
+		    "	fldcw 4(%rsp)\n"
+		    "	mov %rbx, %rsp\n"
+		    POP_GPRS
+		    FLAGS_RESTORE
+		    "	lea 128+8(%rsp), %rsp\n"
+		    "	ret\n")
 	UKPB_TARGET(ukpb_tgt_int3, 6, "	int3\n" LEA_RET)
 	/* alone on its page: the kernel swaps the page for a copy */
 	UKPB_TARGET(ukpb_tgt_uprobe, 12, LEA_RET)
@@ -314,6 +354,7 @@ typedef long (*target_fn)(long);
 long ukpb_tgt_call(long);
 long ukpb_tgt_floor(long);
 long ukpb_tgt_floorv(long);
+long ukpb_tgt_floorz(long);
 long ukpb_tgt_int3(long);
 long ukpb_tgt_uprobe(long);
 long ukpb_tgt_uprobe5(long);
@@ -420,6 +461,17 @@ static void int3_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig, (void)si, (void)uc;
 	int3_hits++;	/* the kernel left rip after the int3 */
+}
+
+static int avx512_setup(struct row *r, char *msg)
+{
+	(void)r;
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx512f")) {
+		msgf(msg, "no AVX-512 here");
+		return ST_NA;
+	}
+	return 0;
 }
 
 static int int3_setup(struct row *r, char *msg)
@@ -1215,6 +1267,10 @@ static struct row rows[] = {
 	{ .name = "floorv", .target = ukpb_tgt_floorv, .mult = CALL_MULT,
 	  .what = "floor + what a detour calling any C must keep: ymm0-15, "
 		  "MXCSR, x87 control word" },
+	{ .name = "floorz", .target = ukpb_tgt_floorz, .mult = CALL_MULT,
+	  .what = "floor + what such a detour keeps on AVX-512: zmm0-31, k0-7, "
+		  "MXCSR, x87 control word",
+	  .setup = avx512_setup },
 	{ .name = "int3", .target = ukpb_tgt_int3, .mult = 1,
 	  .flags = ROW_CHILD,
 	  .what = "int3 + SIGTRAP handler that returns, in a clean child",
@@ -1732,6 +1788,11 @@ static void print_table(void)
 		if (upr5)
 			printf(", %.3fx uprobe5 (%.0f ns)", r->med / upr5->med,
 			       upr5->med);
+		/* the vector rows: against the floor keeping all vector
+		 * state by moves at this CPU's width */
+		const struct row *fv = valid("floorz") ? valid("floorz") : valid("floorv");
+		if (fv && (!strcmp(r->name, "ov") || !strcmp(r->name, "omv")))
+			printf(", %.2fx %s (%.1f ns)", r->med / fv->med, fv->name, fv->med);
 		printf("\n");
 	}
 	/* return probes: against the optimised entry alone and the kernel's
