@@ -119,7 +119,8 @@ struct ukp_thread {
 	/* one free kretprobe instance the thread keeps for its next call
 	 * of that kretprobe (kc_k; NULL: none), so a call and its return
 	 * take no locked instruction (~7 ns each on a Xeon).  Only the
-	 * thread's outermost hit touches it, and only while kc_steal is 0;
+	 * thread's outermost hit touches it, and only after it loaded
+	 * kc_steal (first) and found 0;
 	 * another thread takes it with ukp_kc_take() (sync.c) */
 	struct ukp_kret *kc_k;
 	struct ukp_kinst *kc_inst;

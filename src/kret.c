@@ -219,7 +219,9 @@ static struct ukp_kret *zombies;
  */
 static bool kret_busy(struct ukp_kret *k)
 {
-	/* instances threads keep (none is kept once dead) back first */
+	/* instances threads keep back first (a return that passed the
+	 * dead check before it was set may keep one after: then it is not
+	 * free, and the count below says busy) */
 	bool busy = false;
 	for (struct ukp_kinst *in; (in = ukp_kc_take(k, &busy));)
 		inst_push(k, in);
@@ -335,9 +337,10 @@ void ukp_kret_thread_gone(struct ukp_thread *t)
 	/* the instance it keeps, once no one is taking it (briefly) */
 	while (atomic_exchange(&t->kc_steal, 1))
 		sched_yield();
-	if (t->kc_k) {
-		inst_push(t->kc_k, t->kc_inst);
+	struct ukp_kret *kk = t->kc_k;
+	if (kk) {		/* off the thread first: a fork child redoes this */
 		t->kc_k = NULL;
+		inst_push(kk, t->kc_inst);
 	}
 	atomic_store_explicit(&t->kc_steal, 0, memory_order_release);
 	free_deferred(t);
@@ -389,7 +392,7 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 		free_deferred(t);
 	/* the one this thread keeps, a free one, or one another keeps */
 	struct ukp_kinst *in = NULL;
-	if (t->kc_k == k && !atomic_load_explicit(&t->kc_steal, memory_order_relaxed)) {
+	if (!atomic_load_explicit(&t->kc_steal, memory_order_acquire) && t->kc_k == k) {
 		in = t->kc_inst;
 		t->kc_k = NULL;
 	}

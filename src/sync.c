@@ -254,7 +254,8 @@ void ukp_synchronize(void)
 
 /*
  * A thread keeps one free kretprobe instance (kc_k, kc_inst) with plain
- * loads and stores, inside a hit, after it saw kc_steal 0.  The taker
+ * loads and stores, inside a hit, after it saw kc_steal 0 (loaded
+ * first: a 0 the taker stored comes after its kc_k = NULL).  The taker
  * claims kc_steal, then membarrier makes the owner's state visible and
  * orders its next loads: an owner seen outside a hit here sees kc_steal 1
  * in its next one and leaves the cache alone; one seen inside may be
@@ -272,6 +273,11 @@ struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 			continue;
 		if (t == me && (me->nest || (atomic_load(&me->seq) & 1)))
 			continue;	/* our own: the caller looked */
+		if (t != me && ((atomic_load(&t->seq) & 1) ||
+				__atomic_load_n(&t->nest, __ATOMIC_RELAXED))) {
+			*busy = true;	/* seen inside a hit already: no barrier */
+			continue;
+		}
 		if (atomic_exchange(&t->kc_steal, 1)) {
 			*busy = true;	/* another taker, or the thread's exit */
 			continue;

@@ -700,9 +700,9 @@ ukp_opt_tramp_kret:
 	je 89f
 1:	/* the instance this thread keeps for k, if no one is taking it
 	 * (sync.c: ukp_kc_take): no locked instruction */
-	cmp T_KC_K(%rsi), %r8
+	cmpl $0, T_KC_STEAL(%rsi)	/* first: then kc_k is current */
 	jne 5f
-	cmpl $0, T_KC_STEAL(%rsi)
+	cmp T_KC_K(%rsi), %r8
 	jne 5f
 	mov T_KC_INST(%rsi), %rcx
 	movq $0, T_KC_K(%rsi)
