@@ -154,14 +154,9 @@ $(B)/solibs/%.so: tests/solibs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $<
 
-$(B)/bench/%: bench/%.c bench/floor.h $(SO)
+$(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
-
-# the floorz row's target, an object of its own (bench/lib/floorz.c says why)
-$(B)/bench/libukpb-floorz.so: bench/lib/floorz.c bench/floor.h
-	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $<
 
 # the ftrace bench's target, three ways (bench/ft/target.c says which)
 $(B)/bench/ft/pfe.o: bench/ft/target.c
@@ -196,7 +191,7 @@ $(B)/examples/%.so: examples/preload/%.c $(SO)
 
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)
-bench-bins: $(BENCH_BINS) $(B)/bench/ukp-ftrace-bench-pg $(B)/bench/libukpb-floorz.so $(TOOL_BINS)
+bench-bins: $(BENCH_BINS) $(B)/bench/ukp-ftrace-bench-pg $(TOOL_BINS)
 tools: $(TOOL_BINS)
 examples: $(EX_BINS) $(EX_PRELOAD)
 

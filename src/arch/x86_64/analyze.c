@@ -337,7 +337,6 @@ struct objscan {
 	size_t njt;
 	struct ulv jt_targets;
 	bool unwind_ok;
-	bool hi_vec;			/* code may use zmm16-31 or k0-7 */
 	struct objscan *next;
 };
 
@@ -390,63 +389,6 @@ static bool writes_reg(const struct dinsn *di, ZydisRegister r)
  *	... ; cmp $max,%eI ; ja default
  * Appends the table's targets and returns 0, or -1 when not proven.
  */
-/*
- * State only AVX-512 code touches: zmm16-31 (EVEX encodings alone reach
- * them) and the opmasks (EVEX, or VEX k-instructions), and what saves or
- * loads the whole state.  An object none of whose code does this keeps no
- * value there: across a call into it from elsewhere the ABI keeps none
- * (caller-saved, and never arguments), so inside it they are dead.
- */
-static bool insn_uses_hi_vec(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *op)
-{
-	if (d->encoding == ZYDIS_INSTRUCTION_ENCODING_EVEX ||
-	    d->encoding == ZYDIS_INSTRUCTION_ENCODING_MVEX)
-		return true;
-	switch (d->mnemonic) {
-	case ZYDIS_MNEMONIC_XSAVE: case ZYDIS_MNEMONIC_XSAVE64:
-	case ZYDIS_MNEMONIC_XSAVEC: case ZYDIS_MNEMONIC_XSAVEC64:
-	case ZYDIS_MNEMONIC_XSAVEOPT: case ZYDIS_MNEMONIC_XSAVEOPT64:
-	case ZYDIS_MNEMONIC_XSAVES: case ZYDIS_MNEMONIC_XSAVES64:
-	case ZYDIS_MNEMONIC_XRSTOR: case ZYDIS_MNEMONIC_XRSTOR64:
-	case ZYDIS_MNEMONIC_XRSTORS: case ZYDIS_MNEMONIC_XRSTORS64:
-		return true;
-	default:
-		break;
-	}
-	for (unsigned i = 0; i < d->operand_count; i++)
-		if (op[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-		    ZydisRegisterGetClass(op[i].reg.value) == ZYDIS_REGCLASS_MASK)
-			return true;
-	return false;
-}
-
-/* Code that may start in [lo, hi) and is not decoded as a function's
- * (outside every known one: _init, _fini, padding; or a function that
- * does not decode to its end): decoded at every byte that can start such
- * an instruction (EVEX 62, VEX c4/c5, 0f of xsave/xrstor), reading on up
- * to limit, so a misread boundary cannot hide one; data read as one only
- * makes the answer yes. */
-static bool bytes_use_hi_vec(unsigned long lo, unsigned long hi, unsigned long limit)
-{
-	unsigned long end = hi + ZYDIS_MAX_INSTRUCTION_LENGTH < limit ?
-			    hi + ZYDIS_MAX_INSTRUCTION_LENGTH : limit;
-	uint8_t *code = read_code(lo, end);
-	if (!code)
-		return true;
-	bool yes = false;
-	ZydisDecodedInstruction d;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	for (unsigned long p = lo; p < hi && !yes; p++) {
-		uint8_t b = code[p - lo];
-		if (b != 0x62 && b != 0xc4 && b != 0xc5 && b != 0x0f)
-			continue;
-		if (ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + (p - lo), end - p, &d, op)))
-			yes = insn_uses_hi_vec(&d, op);
-	}
-	free(code);
-	return yes;
-}
-
 static int read_jump_table(struct objscan *os, const uint8_t *code,
 			   unsigned long lo, unsigned long hi,
 			   const unsigned long *starts, size_t k)
@@ -672,12 +614,8 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 			if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code + (pc - lo), hi - pc,
 							       &d, op))) {
 				taint(os, lo, hi, TAINT_UNDECODABLE);
-				if (bytes_use_hi_vec(pc, hi, od->exec_hi))
-					os->hi_vec = true;
 				break;
 			}
-			if (!os->hi_vec && insn_uses_hi_vec(&d, op))
-				os->hi_vec = true;
 			for (int m = 0; m < 2; m++)
 				if (d.raw.imm[m].is_relative)
 					ulv_add(&os->targets, pc + d.length +
@@ -697,15 +635,6 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 			pc += d.length;
 		}
 		free(code);
-	}
-	/* ...and the code between them, if there is any */
-	unsigned long at = od->exec_lo;
-	for (size_t i = 0; i <= os->nranges && !os->hi_vec; i++) {
-		unsigned long lo = i < os->nranges ? os->ranges[i].lo : od->exec_hi;
-		if (lo > at && bytes_use_hi_vec(at, lo, od->exec_hi))
-			os->hi_vec = true;
-		if (i < os->nranges && os->ranges[i].hi > at)
-			at = os->ranges[i].hi;
 	}
 	for (size_t j = 0; od->refs_known && j < od->ncoderefs; j++)
 		ulv_add(&os->targets, od->coderefs[j]);	/* ...and by data */
@@ -1047,14 +976,11 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 	 * the return value, a caller compiled with IPA-RA may keep its own
 	 * values in registers this function never writes (so the ABI's "only
 	 * the arguments are live at entry" does not hold for local
-	 * functions).  zmm16-31 and the opmasks only where the object has
-	 * code that uses them (objscan.hi_vec).  The x87 stack: st0-1 when
-	 * the function uses the x87 at all (a C handler keeps the x87 stack
-	 * balanced, so values the ABI parks there across our code survive it
-	 * otherwise). */
-	bool hv = ukp_vec_level >= 2 && os->hi_vec;
-	struct vm all = { (hv ? VM_ALLVEC | VM_ALLK : 0xffffULL) | VM_X87,
-			  hv ? VM_ALLVEC : 0xffffULL };
+	 * functions).  The x87 stack: st0-1 when the function uses the x87
+	 * at all (a C handler keeps the x87 stack balanced, so values the
+	 * ABI parks there across our code survive it otherwise). */
+	struct vm all = { (ukp_vec_level >= 2 ? VM_ALLVEC | VM_ALLK : 0xffffULL) | VM_X87,
+			  ukp_vec_level >= 2 ? VM_ALLVEC : 0xffffULL };
 	struct vm retuse = all;
 	if (!x87_used)
 		retuse.lo &= ~VM_X87;
