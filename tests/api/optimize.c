@@ -54,6 +54,9 @@
  *                         two rounding modes, subnormals (FTZ/DAZ)
  *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
  *   vectors_live_in_avx512_loop_survive_handler   zmm0-31 and k1-7 live
+ *   zmm0_15_live_survive_handler   zmm0-15 live whole, 16-31 and the
+ *                         masks written after the probe: the detour saves
+ *                         0-15 zmm-wide, and all 512 bits come through
  *                         mid-loop; the handler loads garbage into all
  *   double_arguments_at_entry_survive_handler     xmm0-7 at a C entry
  *   caller_xmm_values_kept_across_call_survive    gcc's IPA-RA keeps values
@@ -349,6 +352,29 @@ __asm__(
 	" kmovw %k4,1030(%rcx)\n kmovw %k5,1032(%rcx)\n kmovw %k6,1034(%rcx)\n"
 	" kmovw %k7,1036(%rcx)\n vzeroupper\n ret\n"
 	".size o_zloop,.-o_zloop\n"
+
+	/* zmm0-15 whole live across the probe (loaded 64 bytes each, stored
+	 * after it); zmm16-31 and k0-7 written after it, before the ret, so
+	 * dead there: the detour saves registers 0-15 zmm-wide, not 32.
+	 * o_zdef(const void *in, void *out): 16 x 64 bytes each */
+	".p2align 4\n"
+	".globl o_zdef\n.type o_zdef,@function\n"
+	"o_zdef:\n"
+	".irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15\n"
+	" vmovdqu64 64*\\n(%rdi), %zmm\\n\n"
+	".endr\n"
+	".globl o_zdef_probe\no_zdef_probe: nopl 0x0(%rax,%rax,1)\n"
+	".irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15\n"
+	" vmovdqu64 %zmm\\n, 64*\\n(%rsi)\n"
+	".endr\n"
+	".irp n, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31\n"
+	" vmovdqu64 (%rdi), %zmm\\n\n"
+	".endr\n"
+	".irp k, 0, 1, 2, 3, 4, 5, 6, 7\n"
+	" kmovw %eax, %k\\k\n"
+	".endr\n"
+	" vzeroupper\n ret\n"
+	".size o_zdef,.-o_zdef\n"
 
 	/* the region of an entry probe is xor (2) + add (3); the loop jumps
 	 * back to +2, inside it */
@@ -1570,6 +1596,45 @@ UKT_CASE(vectors_live_in_avx512_loop_survive_handler)
 	UKT_EQ(handler_errors, 0);
 	unregister_kprobe(&kh);
 	unregister_kprobe(&km);
+}
+
+void o_zdef(const void *in, void *out);
+extern char o_zdef_probe[];
+
+/* zmm0-15 live at the probe, zmm16-31 and the masks dead: all 512 bits
+ * of the sixteen come through a handler that dirties every register */
+UKT_CASE(zmm0_15_live_survive_handler)
+{
+	if (!have_avx512()) {
+		printf("  no AVX-512 here: nothing to test\n");
+		return;
+	}
+	static uint64_t in[128], out[128];
+	dirty_init();
+	for (int i = 0; i < 128; i++)
+		in[i] = xs();
+	struct kprobe kp = { .addr = (void *)o_zdef_probe, .pre_handler = dirty_pre };
+	for (int opt = 0; opt < 2; opt++) {
+		UKT_EQ(kprobes_set_optimization(opt), 0);
+		UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		if (opt)
+			UKT_EXPECT_OPTIMIZED(&kp);
+		for (int round = 0; round < 3; round++) {
+			memset(out, 0, sizeof(out));
+			o_zdef(in, out);
+			for (int i = 0; i < 128; i++)
+				if (out[i] != in[i])
+					UKT_FAIL("%s: zmm%d bits %d-%d: %#llx, want %#llx",
+						 opt ? "optimized" : "breakpoint", i / 8, i % 8 * 64,
+						 i % 8 * 64 + 63, (unsigned long long)out[i],
+						 (unsigned long long)in[i]);
+		}
+		unregister_kprobe(&kp);
+	}
+	UKT_EQ(hits, 6);
+	UKT_EQ(handler_errors, 0);
+	UKT_EQ(kprobes_set_optimization(1), 0);
 }
 
 /* eight double arguments, live in xmm0-7 at the entry */

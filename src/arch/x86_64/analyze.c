@@ -760,6 +760,11 @@ static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *
 		struct vm bits = { 0, 0 };
 		bool partial = false;
 		ZydisRegister regs[3] = { ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE };
+		/* EVEX's write-mask field naming k0 means "no mask": Zydis
+		 * lists k0 as read, the CPU reads no opmask */
+		if (o->encoding == ZYDIS_OPERAND_ENCODING_MASK &&
+		    d->avx.mask.mode == ZYDIS_MASK_MODE_DISABLED)
+			continue;
 		if (o->type == ZYDIS_OPERAND_TYPE_REGISTER)
 			regs[0] = o->reg.value;
 		else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY) {
