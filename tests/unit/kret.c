@@ -39,6 +39,12 @@
  *                         entry (before or after the kretprobe's) sets
  *                         regs->r11, which the return probes' detour uses:
  *                         every result and count stays exact
+ *   kept_instance_checked_before_it_is_read  the assembly entry loads the
+ *                         thread's kc_steal before its kc_k (the other
+ *                         order let a taker and the keeper both have the
+ *                         instance: sync.c, ukp_kc_take); read from the
+ *                         trampoline's code, as no schedule can be forced
+ *                         between two adjacent loads without a debugger
  *   kept_instance_comes_back_at_unregister  a thread keeps a free instance
  *                         for its next call and waits outside any probe:
  *                         unregistering takes it back, so the kretprobe's
@@ -55,6 +61,7 @@
  *                         entry and return in both
  */
 #include <errno.h>
+#include <Zydis/Zydis.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/resource.h>
@@ -601,4 +608,35 @@ UKT_CASE(kept_instance_comes_back_at_unregister)
 	UKT_EQ((long)r, 17);
 	sem_destroy(&kc_done);
 	sem_destroy(&kc_go);
+}
+
+UKT_CASE(kept_instance_checked_before_it_is_read)
+{
+	ZydisDecoder dec;
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	const uint8_t *pc = (const uint8_t *)(uintptr_t)ukp_opt_tramp_kret;
+	const uint8_t *end = (const uint8_t *)ukp_opt_tramp_end;
+	long steal_at = -1, k_at = -1, inst_at = -1;
+	for (long i = 0; pc < end; i++) {
+		ZydisDecodedInstruction d;
+		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+		UKT_ASSERT(ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, pc, (size_t)(end - pc), &d, op)));
+		for (unsigned j = 0; j < d.operand_count_visible; j++) {
+			if (op[j].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+			    !(op[j].actions & ZYDIS_OPERAND_ACTION_MASK_READ))
+				continue;
+			long disp = (long)op[j].mem.disp.value;
+			if (disp == T_KC_STEAL && steal_at < 0)
+				steal_at = i;
+			if (disp == T_KC_K && k_at < 0)
+				k_at = i;
+			if (disp == T_KC_INST && inst_at < 0)
+				inst_at = i;
+		}
+		pc += d.length;
+	}
+	UKT_ASSERT(steal_at >= 0 && k_at >= 0 && inst_at >= 0);
+	if (!(steal_at < k_at && k_at < inst_at))
+		UKT_FAIL("ukp_opt_tramp_kret reads kc_steal at instruction %ld, kc_k at %ld, "
+			 "kc_inst at %ld: kc_steal must come first", steal_at, k_at, inst_at);
 }
