@@ -312,16 +312,22 @@ ukp_post_trampoline_end:
 52:
 .endm
 
-/* Vector registers 0..nvec-1 (8, 16, 32) saved zmm-wide in a VS_AREA
- * around \call, and for 32 the opmasks; clean upper state kept clean.
- * Uses labels 41-42 (and KMASKS'). */
-.macro CALL_ZMM nvec, call:vararg
-	VEC_ALL SAVE_VEC, \nvec, 64
+/*
+ * Vector registers 0..nvec-1 (8, 16; 32 at w 64) saved w (32: ymm, 64:
+ * zmm) bytes wide in a VS_AREA around \call, and for 32 the opmasks.
+ * If every upper part was zero, they come back through VEX.128 loads
+ * after a vzeroupper: the clean upper state the probed code may be in.
+ * Loading ymm/zmm would leave it dirty, and on an AMD EPYC legacy-SSE
+ * code after that pays ~120 ns per hit.  Uses labels 41-42 (and
+ * KMASKS').
+ */
+.macro CALL_VEC nvec, w, call:vararg
+	VEC_ALL SAVE_VEC, \nvec, \w
 	.if \nvec == 32
 	KMASKS save
-	UPPERS_ZERO 16, 64
+	UPPERS_ZERO 16, \w
 	.else
-	UPPERS_ZERO \nvec, 64
+	UPPERS_ZERO \nvec, \w
 	.endif
 	setz 16(%rsp)			/* every upper part was zero */
 	vzeroupper			/* C code may use legacy SSE */
@@ -332,9 +338,9 @@ ukp_post_trampoline_end:
 	cmpb $0, 16(%rsp)
 	je 41f
 	vzeroupper			/* back to the clean upper state */
-	VEC_ALL LOAD_VEC_CLEAN, \nvec, 64
+	VEC_ALL LOAD_VEC_CLEAN, \nvec, \w
 	jmp 42f
-41:	VEC_ALL LOAD_VEC, \nvec, 64
+41:	VEC_ALL LOAD_VEC, \nvec, \w
 42:
 .endm
 
@@ -437,32 +443,18 @@ ukp_post_trampoline_end:
 	.elseif \vs == VS_ALL32
 	VS_AREA 32, 64			/* analyze.c: AVX-512 only */
 	VS_HEAD
-	CALL_ZMM 32, call ukp_opt_dispatch
+	CALL_VEC 32, 64, call ukp_opt_dispatch
 	.else
 	cmpl $1, ukp_vec_level(%rip)
 	jb 5f
 	ja 4f
 	VS_AREA \nvec, 32
 	VS_HEAD
-	VEC_ALL SAVE_VEC, \nvec, 32
-	UPPERS_ZERO \nvec, 32
-	setz %r13b			/* r13: every upper half was zero */
-	vzeroupper			/* C code may use legacy SSE */
-	call ukp_opt_dispatch
-	test %r13b, %r13b
-	jz 9f
-	/* uppers all zero: back to the clean state the probed code may be
-	 * in.  Loading ymm would leave it dirty, and on an AMD EPYC
-	 * legacy-SSE code after that pays ~120 ns per hit. */
-	vzeroupper
-	VEC_ALL LOAD_VEC_CLEAN, \nvec, 32
-	jmp 6f
-9:
-	VEC_ALL LOAD_VEC, \nvec, 32
+	CALL_VEC \nvec, 32, call ukp_opt_dispatch
 	jmp 6f
 4:	VS_AREA \nvec, 64
 	VS_HEAD
-	CALL_ZMM \nvec, call ukp_opt_dispatch
+	CALL_VEC \nvec, 64, call ukp_opt_dispatch
 	jmp 6f
 5:	VS_AREA \nvec, 16
 	VS_HEAD
@@ -872,22 +864,12 @@ ukp_nofault_fixup:
 	VS_AREA 8, 32
 	stmxcsr 0(%rsp)
 	fnstcw 4(%rsp)
-	VEC_ALL SAVE_VEC, 8, 32
-	UPPERS_ZERO 8, 32
-	setz 16(%rsp)			/* every upper half was zero */
-	vzeroupper			/* C code may use legacy SSE */
-	call \fn
-	cmpb $0, 16(%rsp)
-	je 9f
-	vzeroupper			/* back to the clean upper state */
-	VEC_ALL LOAD_VEC_CLEAN, 8, 32
-	jmp 6f
-9:	VEC_ALL LOAD_VEC, 8, 32
+	CALL_VEC 8, 32, call \fn
 	jmp 6f
 7:	VS_AREA 8, 64			/* AVX-512: zmm0-7 */
 	stmxcsr 0(%rsp)
 	fnstcw 4(%rsp)
-	CALL_ZMM 8, call \fn
+	CALL_VEC 8, 64, call \fn
 	jmp 6f
 5:	VS_AREA 8, 16
 	stmxcsr 0(%rsp)
