@@ -1115,24 +1115,12 @@ static bool have_avx(void)
 	return __builtin_cpu_supports("avx");
 }
 
-#define YMM_KEPT(p, cb, fl)						\
-	if (!have_avx()) {						\
-		fprintf(stderr, "  (no AVX: nothing to check)\n");	\
-		return;							\
-	}								\
-	static uint64_t in[32], out[32];				\
-	for (int i = 0; i < 32; i++)					\
-		in[i] = 0x0101010101010101ULL * (uint64_t)(i + 1) ^ 0x8000000000000000ULL; \
-	struct ftrace_ops ops = { .func = cb, .flags = fl };		\
-	UKT_EQ(set_f(&ops, S(p, other_one), 1), 0);			\
-	UKT_EQ(register_ftrace_function(&ops), 0);			\
-	UKT_EQ(ftt_call_ymm((void *)FT_CAT(p, other_one), in, out), 105); \
-	UKT_EQ(hits, 1);						\
-	for (int i = 0; i < 32; i++)					\
-		if (out[i] != in[i])					\
-			UKT_FAIL("ymm%d bits %d-%d: %#llx, want %#llx", i / 4, \
-				 i % 4 * 64, i % 4 * 64 + 63,		\
-				 (unsigned long long)out[i], (unsigned long long)in[i]);
+/* Vector registers 0-7 whole through a call of fn traced by an ops with
+ * callback cb and flags fl: q qwords each (4: ymm, 8: zmm), loaded by
+ * ftt_call_ymm or ftt_call_zmm, skipped without the CPU feature. */
+static void vec_args_kept(const char *name, void *fn, ftrace_func_t cb, unsigned long fl, int q);
+#define YMM_KEPT(p, cb, fl) vec_args_kept(S(p, other_one), (void *)FT_CAT(p, other_one), cb, fl, 4);
+#define ZMM_KEPT(p, cb, fl) vec_args_kept(S(p, other_one), (void *)FT_CAT(p, other_one), cb, fl, 8);
 #define YMM_AVX(p) YMM_KEPT(p, ymm_clobber_cb, 0)
 #define YMM_SSE(p) YMM_KEPT(p, xmm_clobber_cb, 0)
 #define YMM_LIBM(p) YMM_KEPT(p, libm_cb, 0)
@@ -1190,24 +1178,29 @@ static bool have_avx512(void)
 	return __builtin_cpu_supports("avx512f");
 }
 
-#define ZMM_KEPT(p, cb, fl)						\
-	if (!have_avx512()) {						\
-		fprintf(stderr, "  (no AVX-512: nothing to check)\n");	\
-		return;							\
-	}								\
-	static uint64_t in[64], out[64];				\
-	for (int i = 0; i < 64; i++)					\
-		in[i] = 0x0101010101010101ULL * (uint64_t)(i + 1) ^ 0x8000000000000000ULL; \
-	struct ftrace_ops ops = { .func = cb, .flags = fl };		\
-	UKT_EQ(set_f(&ops, S(p, other_one), 1), 0);			\
-	UKT_EQ(register_ftrace_function(&ops), 0);			\
-	UKT_EQ(ftt_call_zmm((void *)FT_CAT(p, other_one), in, out), 105); \
-	UKT_EQ(hits, 1);						\
-	for (int i = 0; i < 64; i++)					\
-		if (out[i] != in[i])					\
-			UKT_FAIL("zmm%d bits %d-%d: %#llx, want %#llx", i / 8, \
-				 i % 8 * 64, i % 8 * 64 + 63,		\
-				 (unsigned long long)out[i], (unsigned long long)in[i]);
+static void vec_args_kept(const char *name, void *fn, ftrace_func_t cb, unsigned long fl, int q)
+{
+	static uint64_t in[64], out[64];
+	static struct ftrace_ops ops;	/* registered until the case ends */
+	const char *r = q == 8 ? "zmm" : "ymm";
+	if (q == 8 ? !have_avx512() : !have_avx()) {
+		fprintf(stderr, "  (no %s: nothing to check)\n", q == 8 ? "AVX-512" : "AVX");
+		return;
+	}
+	for (int i = 0; i < 8 * q; i++)
+		in[i] = 0x0101010101010101ULL * (uint64_t)(i + 1) ^ 0x8000000000000000ULL;
+	ops = (struct ftrace_ops){ .func = cb, .flags = fl };
+	UKT_EQ(set_f(&ops, name, 1), 0);
+	UKT_EQ(register_ftrace_function(&ops), 0);
+	UKT_EQ((q == 8 ? ftt_call_zmm : ftt_call_ymm)(fn, in, out), 105);
+	UKT_EQ(hits, 1);
+	for (int i = 0; i < 8 * q; i++)
+		if (out[i] != in[i])
+			UKT_FAIL("%s%d bits %d-%d: %#llx, want %#llx", r, i / q, i % q * 64,
+				 i % q * 64 + 63, (unsigned long long)out[i],
+				 (unsigned long long)in[i]);
+}
+
 #define ZMM_AVX512(p) ZMM_KEPT(p, zmm_clobber_cb, 0)
 #define ZMM_LIBM(p) ZMM_KEPT(p, libm_cb, 0)
 #define ZMM_REGS_AVX512(p) ZMM_KEPT(p, zmm_clobber_cb, FTRACE_OPS_FL_SAVE_REGS)
