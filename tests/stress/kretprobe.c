@@ -628,35 +628,6 @@ static int mc_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-UKT_CASE_T(kret_maxactive_contention, 30)
-{
-	for (int opt = 1; opt >= 0; opt--) {
-		struct kretprobe rp = { .kp.addr = (kprobe_opcode_t *)kf2, .handler = mc_ret,
-					.entry_handler = mc_entry,
-					.data_size = sizeof(struct call_data), .maxactive = 1 };
-		mc_entries = mc_returns = 0;
-		UKT_EQ(kprobes_set_optimization(opt), 0);
-		UKT_EQ(register_kretprobe(&rp), 0);
-		wait_for_kprobe_optimizer();
-		UKT_EQ(!!(ukt_probe_flags(&rp.kp) & KPROBE_FLAG_OPTIMIZED), opt);
-		start_workers(3);	/* kf0, kf1, kf2 */
-		double end = ukt_now() + CHURN_SECONDS / 3;
-		while (ukt_now() < end)
-			usleep(10000);
-		unsigned long calls[NFUNC];
-		stop_workers(calls);
-		unregister_kretprobe(&rp);
-		printf("  optimization %d: %lu calls, %lu returns, %d missed\n", opt, calls[2],
-		       mc_returns, rp.nmissed);
-		expect_no_errors();
-		UKT_EQ(mc_entries, mc_returns);
-		UKT_EQ(mc_returns + (unsigned long)rp.nmissed, calls[2]);
-		UKT_EQ(rp.kp.nmissed, 0);
-		UKT_ASSERT(mc_returns > 0);
-	}
-	UKT_EQ(kprobes_set_optimization(1), 0);
-}
-
 static unsigned long kc_returns;
 
 static int kc_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -667,39 +638,51 @@ static int kc_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* A kretprobe on kf2 with maxactive max, optimised or not, with an entry
+ * handler (its entry runs in C) or without (optimised: in the assembly),
+ * while the workers call kf0..kf2 for the given time: every call is a
+ * return or a miss, exactly, and every result right. */
+static void contention_round(int opt, int max, int ent, double seconds)
+{
+	struct kretprobe rp = { .kp.addr = (kprobe_opcode_t *)kf2,
+				.handler = ent ? mc_ret : kc_ret,
+				.entry_handler = ent ? mc_entry : NULL,
+				.data_size = sizeof(struct call_data), .maxactive = max };
+	mc_entries = mc_returns = kc_returns = 0;
+	UKT_EQ(kprobes_set_optimization(opt), 0);
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(!!(ukt_probe_flags(&rp.kp) & KPROBE_FLAG_OPTIMIZED), opt);
+	start_workers(3);	/* kf0, kf1, kf2 */
+	double end = ukt_now() + seconds;
+	while (ukt_now() < end)
+		usleep(10000);
+	unsigned long calls[NFUNC];
+	stop_workers(calls);
+	unregister_kretprobe(&rp);
+	unsigned long rets = ent ? mc_returns : kc_returns;
+	printf("  optimization %d, maxactive %d, entry handler %d: %lu calls, %lu returns, "
+	       "%d missed\n", opt, max, ent, calls[2], rets, rp.nmissed);
+	expect_no_errors();
+	if (ent)
+		UKT_EQ(mc_entries, mc_returns);
+	UKT_EQ(rets + (unsigned long)rp.nmissed, calls[2]);
+	UKT_EQ(rp.kp.nmissed, 0);
+	UKT_ASSERT(rets > 0);
+}
+
+UKT_CASE_T(kret_maxactive_contention, 30)
+{
+	for (int opt = 1; opt >= 0; opt--)
+		contention_round(opt, 1, 1, CHURN_SECONDS / 3);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
 UKT_CASE_T(kret_kept_instances_contention, 40)
 {
 	for (int opt = 1; opt >= 0; opt--)
 		for (int max = 2; max <= 3; max++)
-			for (int ent = 0; ent < 2; ent++) {
-				/* with an entry handler the entry runs in C;
-				 * without, optimised, in kret.S's fast path */
-				struct kretprobe rp = {
-					.kp.addr = (kprobe_opcode_t *)kf2,
-					.handler = ent ? mc_ret : kc_ret,
-					.entry_handler = ent ? mc_entry : NULL,
-					.data_size = sizeof(struct call_data), .maxactive = max };
-				mc_entries = mc_returns = kc_returns = 0;
-				UKT_EQ(kprobes_set_optimization(opt), 0);
-				UKT_EQ(register_kretprobe(&rp), 0);
-				wait_for_kprobe_optimizer();
-				start_workers(3);
-				double end = ukt_now() + CHURN_SECONDS / 8;
-				while (ukt_now() < end)
-					usleep(10000);
-				unsigned long calls[NFUNC];
-				stop_workers(calls);
-				unregister_kretprobe(&rp);
-				unsigned long rets = ent ? mc_returns : kc_returns;
-				printf("  optimization %d, maxactive %d, entry handler %d: %lu calls, "
-				       "%lu returns, %d missed\n", opt, max, ent, calls[2], rets,
-				       rp.nmissed);
-				expect_no_errors();
-				if (ent)
-					UKT_EQ(mc_entries, mc_returns);
-				UKT_EQ(rets + (unsigned long)rp.nmissed, calls[2]);
-				UKT_EQ(rp.kp.nmissed, 0);
-				UKT_ASSERT(rets > 0);
-			}
+			for (int ent = 0; ent < 2; ent++)
+				contention_round(opt, max, ent, CHURN_SECONDS / 8);
 	UKT_EQ(kprobes_set_optimization(1), 0);
 }
