@@ -203,6 +203,31 @@
 	ZL1(25) ZL1(26) ZL1(27) ZL1(28) ZL1(29) ZL1(30) ZL1(31) KL1(0) KL1(1) \
 	KL1(2) KL1(3) KL1(4) KL1(5) KL1(6) KL1(7)
 
+/* floorv's and floorz's stub: the floor's, with a save area of area
+ * bytes aligned to align below the registers, MXCSR and the x87 control
+ * word in its first 8, and save/load around the empty C call */
+#define VEC_FLOOR_STUB(area, align, save, load)			\
+	"	lea -128(%rsp), %rsp\n"				\
+	"	pushfq\n"						\
+	PUSH_GPRS							\
+	"	mov %rsp, %rbx\n"					\
+	"	sub $(" area "), %rsp\n"				\
+	"	and $-" align ", %rsp\n"				\
+	"	stmxcsr 0(%rsp)\n"					\
+	"	fnstcw 4(%rsp)\n"					\
+	save								\
+	CLD_IF_DF							\
+	"	mov %rbx, %rdi\n"					\
+	"	call ukpb_floor_empty\n"				\
+	load								\
+	"	ldmxcsr 0(%rsp)\n"					\
+	"	fldcw 4(%rsp)\n"					\
+	"	mov %rbx, %rsp\n"					\
+	POP_GPRS							\
+	FLAGS_RESTORE							\
+	"	lea 128+8(%rsp), %rsp\n"				\
+	"	ret\n"
+
 /* A global 32-bit constant in .rodata: sizes and offsets of the code. */
 #define DATA_LONG(name, expr)						\
 	"	.pushsection .rodata, \"a\", @progbits\n"		\
@@ -265,50 +290,12 @@ __asm__(
 	UKPB_TARGET(ukpb_tgt_floorv, 6,
 		    "	call ukpb_floorv_stub\n" LEA_RET)
 	UKPB_TARGET(ukpb_floorv_stub, 6,
-		    "	lea -128(%rsp), %rsp\n"
-		    "	pushfq\n"
-		    PUSH_GPRS
-		    "	mov %rsp, %rbx\n"
-		    "	sub $(32+32*16), %rsp\n"
-		    "	and $-32, %rsp\n"
-		    "	stmxcsr 0(%rsp)\n"
-		    "	fnstcw 4(%rsp)\n"
-		    VEC16("vmovdqu %%ymm", ", ", "(%rsp)")
-		    CLD_IF_DF
-		    "	mov %rbx, %rdi\n"
-		    "	call ukpb_floor_empty\n"
-		    VEC16_LOAD
-		    "	ldmxcsr 0(%rsp)\n"
-		    "	fldcw 4(%rsp)\n"
-		    "	mov %rbx, %rsp\n"
-		    POP_GPRS
-		    FLAGS_RESTORE
-		    "	lea 128+8(%rsp), %rsp\n"
-		    "	ret\n")
+		    VEC_FLOOR_STUB("32+32*16", "32", VEC16("vmovdqu %%ymm", ", ", "(%rsp)"),
+				   VEC16_LOAD))
 	UKPB_TARGET(ukpb_tgt_floorz, 6,
 		    "	call ukpb_floorz_stub\n" LEA_RET)
 	UKPB_TARGET(ukpb_floorz_stub, 6,
-		    "	lea -128(%rsp), %rsp\n"
-		    "	pushfq\n"
-		    PUSH_GPRS
-		    "	mov %rsp, %rbx\n"
-		    "	sub $(64+64*32+64), %rsp\n"
-		    "	and $-64, %rsp\n"
-		    "	stmxcsr 0(%rsp)\n"
-		    "	fnstcw 4(%rsp)\n"
-		    ZMM32
-		    "	vzeroupper\n"
-		    CLD_IF_DF
-		    "	mov %rbx, %rdi\n"
-		    "	call ukpb_floor_empty\n"
-		    ZMM32_LOAD
-		    "	ldmxcsr 0(%rsp)\n"
-		    "	fldcw 4(%rsp)\n"
-		    "	mov %rbx, %rsp\n"
-		    POP_GPRS
-		    FLAGS_RESTORE
-		    "	lea 128+8(%rsp), %rsp\n"
-		    "	ret\n")
+		    VEC_FLOOR_STUB("64+64*32+64", "64", ZMM32 "	vzeroupper\n", ZMM32_LOAD))
 	UKPB_TARGET(ukpb_tgt_int3, 6, "	int3\n" LEA_RET)
 	/* alone on its page: the kernel swaps the page for a copy */
 	UKPB_TARGET(ukpb_tgt_uprobe, 12, LEA_RET)
