@@ -1461,9 +1461,57 @@ static void loop_run(loop_fn fn, double out[2][32])
 	}
 }
 
+/*
+ * dirty_pre probes at head and mid; check(ctx, path) runs the probed loop
+ * in both rounding modes and compares with the unprobed results: through
+ * the breakpoints once, then through the jumps three times.  Each run
+ * hits each probe iters times per mode.
+ */
+static void two_probes_both_paths(char *head, char *mid, int iters,
+				  void (*check)(void *ctx, const char *path), void *ctx)
+{
+	struct kprobe kh = { .addr = (void *)head, .pre_handler = dirty_pre };
+	struct kprobe km = { .addr = (void *)mid, .pre_handler = dirty_pre };
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	UKT_EQ(register_kprobe(&kh), 0);
+	UKT_EQ(register_kprobe(&km), 0);
+	check(ctx, "breakpoint");
+	UKT_EQ(hits, 2 * 2 * iters);
+	UKT_EQ(handler_errors, 0);
+
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kh);
+	UKT_EXPECT_OPTIMIZED(&km);
+	for (int round = 0; round < 3; round++)
+		check(ctx, "optimized");
+	UKT_EQ(hits, 4 * 2 * 2 * iters);
+	UKT_EQ(handler_errors, 0);
+	unregister_kprobe(&kh);
+	unregister_kprobe(&km);
+}
+
+struct vloop_check {
+	loop_fn fn;
+	double (*ref)[32];
+	int nout;
+};
+
+static void vloop_check(void *ctx, const char *path)
+{
+	struct vloop_check *c = ctx;
+	double got[2][32];
+	char what[64];
+	loop_run(c->fn, got);
+	snprintf(what, sizeof(what), "%s, to nearest", path);
+	expect_same_doubles(got[0], c->ref[0], c->nout, what);
+	snprintf(what, sizeof(what), "%s, toward zero", path);
+	expect_same_doubles(got[1], c->ref[1], c->nout, what);
+}
+
 static void vector_loop_case(loop_fn fn, char *head, char *mid, int lanes)
 {
-	double ref[2][32], got[2][32];
+	double ref[2][32];
 	int nout = 8 * lanes, iters = VN / nout;
 
 	dirty_init();
@@ -1473,30 +1521,8 @@ static void vector_loop_case(loop_fn fn, char *head, char *mid, int lanes)
 	UKT_ASSERT(memcmp(ref[0], ref[1], nout * sizeof(double)));
 	UKT_ASSERT(ref[0][nout - 1] != 0.0 && fabs(ref[0][nout - 1]) < 0x1p-1022);
 
-	struct kprobe kh = { .addr = (void *)head, .pre_handler = dirty_pre };
-	struct kprobe km = { .addr = (void *)mid, .pre_handler = dirty_pre };
-	UKT_EQ(kprobes_set_optimization(0), 0);
-	UKT_EQ(register_kprobe(&kh), 0);
-	UKT_EQ(register_kprobe(&km), 0);
-	loop_run(fn, got);		/* breakpoints */
-	expect_same_doubles(got[0], ref[0], nout, "breakpoint, to nearest");
-	expect_same_doubles(got[1], ref[1], nout, "breakpoint, toward zero");
-	UKT_EQ(hits, 2 * 2 * iters);
-	UKT_EQ(handler_errors, 0);
-
-	UKT_EQ(kprobes_set_optimization(1), 0);
-	wait_for_kprobe_optimizer();
-	UKT_EXPECT_OPTIMIZED(&kh);
-	UKT_EXPECT_OPTIMIZED(&km);
-	for (int round = 0; round < 3; round++) {
-		loop_run(fn, got);	/* jumps */
-		expect_same_doubles(got[0], ref[0], nout, "optimized, to nearest");
-		expect_same_doubles(got[1], ref[1], nout, "optimized, toward zero");
-	}
-	UKT_EQ(hits, 4 * 2 * 2 * iters);
-	UKT_EQ(handler_errors, 0);
-	unregister_kprobe(&kh);
-	unregister_kprobe(&km);
+	struct vloop_check c = { fn, ref, nout };
+	two_probes_both_paths(head, mid, iters, vloop_check, &c);
 }
 
 UKT_CASE(vectors_live_in_sse_loop_survive_handler)
@@ -1546,6 +1572,23 @@ static void expect_same_zout(const struct zout *got, const struct zout *want, co
 			UKT_FAIL("%s: k%d %#x, want %#x", what, k, got->k[k], want->k[k]);
 }
 
+struct zloop_check {
+	const struct zin *in;
+	const struct zout *ref;
+};
+
+static void zloop_check(void *ctx, const char *path)
+{
+	struct zloop_check *c = ctx;
+	struct zout got[2];
+	char what[64];
+	zloop_run(c->in, got);
+	snprintf(what, sizeof(what), "%s, to nearest", path);
+	expect_same_zout(&got[0], &c->ref[0], what);
+	snprintf(what, sizeof(what), "%s, toward zero", path);
+	expect_same_zout(&got[1], &c->ref[1], what);
+}
+
 /* zmm0-31 and k1-k7 live at both probe points, a handler that loads
  * garbage into all of them (and calls memcpy, printf...): the detour
  * keeps them whole, on the breakpoint and the jump path alike */
@@ -1556,7 +1599,7 @@ UKT_CASE(vectors_live_in_avx512_loop_survive_handler)
 		return;
 	}
 	static struct zin in;
-	struct zout ref[2], got[2];
+	struct zout ref[2];
 	dirty_init();
 	vector_data(8);
 	for (int i = 0; i < 64; i++) {	/* zmm7 only ever sees subnormals */
@@ -1571,31 +1614,8 @@ UKT_CASE(vectors_live_in_avx512_loop_survive_handler)
 	UKT_ASSERT(memcmp(ref[0].v + 64, in.add, 64 * sizeof(double)));
 	UKT_ASSERT(ref[0].v[63] != 0.0 && fabs(ref[0].v[63]) < 0x1p-1022);
 
-	struct kprobe kh = { .addr = (void *)o_zloop_head, .pre_handler = dirty_pre };
-	struct kprobe km = { .addr = (void *)o_zloop_mid, .pre_handler = dirty_pre };
-	UKT_EQ(kprobes_set_optimization(0), 0);
-	UKT_EQ(register_kprobe(&kh), 0);
-	UKT_EQ(register_kprobe(&km), 0);
-	zloop_run(&in, got);		/* breakpoints */
-	expect_same_zout(&got[0], &ref[0], "breakpoint, to nearest");
-	expect_same_zout(&got[1], &ref[1], "breakpoint, toward zero");
-	int iters = VN / 64;
-	UKT_EQ(hits, 2 * 2 * iters);
-	UKT_EQ(handler_errors, 0);
-
-	UKT_EQ(kprobes_set_optimization(1), 0);
-	wait_for_kprobe_optimizer();
-	UKT_EXPECT_OPTIMIZED(&kh);
-	UKT_EXPECT_OPTIMIZED(&km);
-	for (int round = 0; round < 3; round++) {
-		zloop_run(&in, got);	/* jumps */
-		expect_same_zout(&got[0], &ref[0], "optimized, to nearest");
-		expect_same_zout(&got[1], &ref[1], "optimized, toward zero");
-	}
-	UKT_EQ(hits, 4 * 2 * 2 * iters);
-	UKT_EQ(handler_errors, 0);
-	unregister_kprobe(&kh);
-	unregister_kprobe(&km);
+	struct zloop_check c = { &in, ref };
+	two_probes_both_paths(o_zloop_head, o_zloop_mid, VN / 64, zloop_check, &c);
 }
 
 void o_zdef(const void *in, void *out);
