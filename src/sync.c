@@ -262,6 +262,12 @@ void ukp_synchronize(void)
  * using it, and is left alone (*busy).  The asymmetric fence keeps the
  * owner's side free of locked instructions.
  */
+/* t inside a hit (either lock): seq odd, or nest set */
+static bool in_hit(struct ukp_thread *t)
+{
+	return (atomic_load(&t->seq) & 1) || __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE);
+}
+
 struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 {
 	struct ukp_thread *me = self;
@@ -271,11 +277,11 @@ struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 		struct ukp_thread *t = block(i);
 		if (!t || __atomic_load_n(&t->kc_k, __ATOMIC_RELAXED) != k)
 			continue;
-		if (t == me && (me->nest || (atomic_load(&me->seq) & 1)))
-			continue;	/* our own: the caller looked */
-		if (t != me && ((atomic_load(&t->seq) & 1) ||
-				__atomic_load_n(&t->nest, __ATOMIC_RELAXED))) {
-			*busy = true;	/* seen inside a hit already: no barrier */
+		/* our own, inside this hit: the caller looked; another
+		 * thread seen inside a hit already: no barrier for it */
+		if (in_hit(t)) {
+			if (t != me)
+				*busy = true;
 			continue;
 		}
 		if (atomic_exchange(&t->kc_steal, 1)) {
@@ -284,8 +290,7 @@ struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 		}
 		barrier_all_readers();
 		struct ukp_kinst *in = NULL;
-		unsigned long s = atomic_load(&t->seq);
-		if (t != me && ((s & 1) || __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))) {
+		if (t != me && in_hit(t)) {
 			*busy = true;
 		} else if (t->kc_k == k) {
 			in = t->kc_inst;
