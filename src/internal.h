@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <ukprobes.h>
 #include "arch/x86_64/arch.h"
+#include "arch/x86_64/asm-offsets.h"
 
 #define UKP_HIDDEN __attribute__((visibility("hidden")))
 
@@ -67,10 +68,13 @@ struct kret_slot {
 extern struct kret_slot ukp_kret_ra[] __attribute__((visibility("hidden")));
 
 struct ukp_thread {
-	_Atomic unsigned long seq;	/* odd inside the C hit path; moves on
-				   at every exit (sync.c) */
-	unsigned nest;			/* hit-path nesting (signals in handlers) */
-	int in_handler;			/* recursion guard: nmissed */
+	/* The read lock (sync.c), one word the hand-written hit paths take
+	 * with one store (hitpath.h): nest, in_handler and the grace
+	 * period epoch seen on entry, all copied from ukp_gp */
+	uint16_t nest;			/* hit-path nesting (signals in handlers) */
+	uint16_t in_handler;		/* recursion guard: nmissed */
+	_Atomic uint32_t seq;		/* ukp_gp's epoch at the outermost entry */
+	unsigned long spare;
 	pid_t tid;
 	_Atomic int free;
 	struct kprobe *cur;		/* probe whose handler runs now */
@@ -132,9 +136,15 @@ extern __thread struct ukp_thread *ukp_self
 	__attribute__((tls_model("initial-exec")));
 extern int ukp_fast_readers	/* membarrier does the readers' fence */
 	__attribute__((visibility("hidden")));
-/* ...and the hand-written hit paths may run (hitpath.h): not in a fork
- * child that shares slot memory with its parent (slots.c) */
-extern int ukp_fast_hits __attribute__((visibility("hidden")));
+/* The grace period word (sync.c).  Bits 32-63: the epoch, moved on by
+ * each grace period; bits 0-31: what a hand-written hit path stores into
+ * its thread's nest and in_handler (1, 1) when it takes the read lock,
+ * unless UKP_GP_NOFAST or UKP_GP_NOKNOB is set: then the C path decides.
+ * NOFAST: the readers are not fenced by membarrier, or this is a fork
+ * child sharing slot memory with its parent (slots.c); NOKNOB:
+ * kprobes_set_enabled(0). */
+extern _Atomic unsigned long ukp_gp __attribute__((visibility("hidden")));
+void ukp_gp_flag(unsigned long flag, bool set);
 struct ukp_thread *ukp_thread_attach(void);
 
 /* attaches on first use (NULL: it could not) */
@@ -158,31 +168,27 @@ static inline unsigned long ukp_kret_rec_sp(const struct ukp_thread *t)
 	return t->lean_kret == 2 ? (unsigned long)t->cur_regs & ~15UL : t->lean_sp;
 }
 
-/* Enter/leave the hit path: readers of sites' probe lists. */
+/* Enter/leave the hit path: readers of sites' probe lists.  nest before
+ * the epoch's load, the epoch's load before any list's (sync.c). */
 static inline void ukp_read_lock(struct ukp_thread *t)
 {
 	if (t->nest++ == 0) {
-		/* only this thread writes seq.  Without membarrier, xchg is
-		 * the full barrier that orders the odd seq before any load of
-		 * a probe list; with it, the writer's membarrier does that */
-		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
-		if (ukp_fast_readers) {
-			atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
+		/* Without membarrier the fence orders the nest store before
+		 * the loads; with it, the writer's membarrier does that */
+		if (ukp_fast_readers)
 			atomic_signal_fence(memory_order_seq_cst);
-		} else {
-			atomic_exchange_explicit(&t->seq, s + 1, memory_order_seq_cst);
-		}
+		else
+			atomic_thread_fence(memory_order_seq_cst);
+		unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
+		atomic_store_explicit(&t->seq, (uint32_t)(g >> 32), memory_order_relaxed);
 	}
 }
 
-/* seq to the next even value: from odd (this lock's), or from even (a
- * lock HIT_LOCK took, which a C path may end: hitpath.h) */
+/* every list load done before nest 0 shows (from either kind of lock:
+ * a C path may end one HIT_LOCK took, hitpath.h) */
 static inline void ukp_read_unlock(struct ukp_thread *t)
 {
-	if (--t->nest == 0) {
-		unsigned long s = atomic_load_explicit(&t->seq, memory_order_relaxed);
-		atomic_store_explicit(&t->seq, (s + 2) & ~1UL, memory_order_release);
-	}
+	__atomic_store_n(&t->nest, (uint16_t)(t->nest - 1), __ATOMIC_RELEASE);
 }
 /* A hit with no thread block (nested in the block's own attach): enough
  * of a reader to count nmissed on the site's list. */

@@ -942,6 +942,7 @@ int kprobes_set_enabled(int on)
 			ukp_opt_collect_site_locked(&u, r->site);
 	ukp_opt_unoptimize_locked(&u);
 	ukp_knob_enabled = !!on;
+	ukp_gp_flag(UKP_GP_NOKNOB, !on);
 	for (struct rec *r = rec_head; r && !err; r = r->next)
 		err = site_update_locked(r->site, &pk);
 	if (!err)

@@ -71,7 +71,7 @@ static void fork_child(void)
 			 * them are off, the C paths read the site's */
 			c->used = CHUNK_SIZE;
 			c->shared = true;
-			ukp_fast_hits = 0;
+			ukp_gp_flag(UKP_GP_NOFAST, true);
 			ukp_log("fork child: cannot copy the slot memory at %#lx: %s; optimised "
 				"probes take the slower C path here",
 				c->base, strerror(errno));

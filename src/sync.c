@@ -51,8 +51,7 @@ static void thread_exit(void *arg)
 	struct ukp_thread *t = arg;
 	ukp_kret_thread_gone(t);	/* its calls in flight never return */
 	/* a thread that dies inside a handler (pthread_exit) leaves it */
-	atomic_store(&t->seq, (atomic_load(&t->seq) + 1) & ~1UL);
-	t->nest = 0;
+	__atomic_store_n(&t->nest, 0, __ATOMIC_RELEASE);
 	t->in_handler = 0;
 	__atomic_store_n(&t->ft_out, t->ft_in, __ATOMIC_RELEASE);
 	t->ft_rdepth = 0;
@@ -74,7 +73,7 @@ static void fork_child(void)
 			atomic_store(&t->kc_steal, 0);
 		if (t && t != self) {
 			ukp_kret_thread_gone(t);
-			atomic_store(&t->seq, 0);
+			t->nest = 0;
 			t->ft_out = t->ft_in;
 			atomic_store(&t->free, 1);
 		}
@@ -92,13 +91,25 @@ static void fork_child(void)
  */
 int ukp_fast_readers;
 #define fast_readers ukp_fast_readers
-int ukp_fast_hits;	/* hitpath.h: the hand-written hit paths may run */
+/* the hand-written hit paths are off until membarrier is registered */
+#define GP_EPOCH (1UL << 32)
+_Atomic unsigned long ukp_gp = GP_EPOCH | UKP_GP_LOCK | UKP_GP_NOFAST;
+
+void ukp_gp_flag(unsigned long flag, bool set)
+{
+	if (set)
+		atomic_fetch_or(&ukp_gp, flag);
+	else
+		atomic_fetch_and(&ukp_gp, ~flag);
+}
 
 void ukp_sync_init(void)
 {
 	if (ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-			    0, 0, 0, 0, 0) == 0)
-		fast_readers = ukp_fast_hits = 1;
+			    0, 0, 0, 0, 0) == 0) {
+		fast_readers = 1;
+		ukp_gp_flag(UKP_GP_NOFAST, false);
+	}
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 	pthread_atfork(NULL, NULL, fork_child);
 }
@@ -210,37 +221,34 @@ static void barrier_all_readers(void)
 		ukp_raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0);
 }
 
+/*
+ * The read lock (ukp_read_lock, HIT_LOCK in hitpath.h) sets nest, then
+ * loads ukp_gp and keeps its epoch in seq, then loads probe lists; the
+ * hand-written paths store all three fields at once, after the load.
+ * The writer has unlinked the old list; it moves the epoch on with a
+ * locked add, so a reader that loads the new epoch loads the new list
+ * after it (loads are not reordered on x86).  membarrier then orders
+ * every running reader: one that loaded the old list before it shows
+ * its nest; one after it sees the new list.  A thread is done when seen
+ * with nest 0, or with a seq at the new epoch or past it (a later entry).
+ * Without membarrier the reader's full fence between its nest store and
+ * its loads pairs with the locked add.
+ */
 void ukp_synchronize(void)
 {
 	struct ukp_thread *me = self;
 	unsigned used = atomic_load(&pool_used);
+	uint32_t e = (uint32_t)((atomic_fetch_add(&ukp_gp, GP_EPOCH) + GP_EPOCH) >> 32);
 
-	/* order the writer's unlink before reading any seq, and every
-	 * reader's seq store before its loads */
-	atomic_thread_fence(memory_order_seq_cst);
 	barrier_all_readers();
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);
 		if (!t || t == me)
 			continue;
-		/*
-		 * Inside: seq odd, or nest set with seq still even.  The C
-		 * reader sets nest before making seq odd and clears it
-		 * before making seq even again, so for it the second is a
-		 * hit in a signal handler that came in between: its nest++
-		 * leaves seq alone (entering) or makes it even (leaving)
-		 * while it reads a probe list.  The hand-written hit paths
-		 * (hitpath.h) only set nest, and leave with seq on to the
-		 * next even value.  Done: seq moved on, or nest 0 with seq
-		 * even.
-		 */
-		unsigned long s = atomic_load(&t->seq);
-		if (!(s & 1) && !__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))
-			continue;
-		for (unsigned spin = 0; atomic_load(&t->seq) == s; spin++) {
-			if (atomic_load(&t->free))
-				break;
-			if (!(s & 1) && !__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE))
+		for (unsigned spin = 0;; spin++) {
+			if (!__atomic_load_n(&t->nest, __ATOMIC_ACQUIRE) ||
+			    (int32_t)(atomic_load(&t->seq) - e) >= 0 ||
+			    atomic_load(&t->free))
 				break;
 			backoff(spin);
 		}
@@ -262,10 +270,10 @@ void ukp_synchronize(void)
  * using it, and is left alone (*busy).  The asymmetric fence keeps the
  * owner's side free of locked instructions.
  */
-/* t inside a hit (either lock): seq odd, or nest set */
+/* t inside a hit (either lock) */
 static bool in_hit(struct ukp_thread *t)
 {
-	return (atomic_load(&t->seq) & 1) || __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE) != 0;
 }
 
 struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)

@@ -28,9 +28,9 @@
 #include "arch/x86_64/asm-offsets.h"
 
 /* what entry.S's lean fast path reads, where it reads it */
-UKP_OFF(struct ukp_thread, seq, T_SEQ, 8);
-UKP_OFF(struct ukp_thread, nest, T_NEST, 4);
-UKP_OFF(struct ukp_thread, in_handler, T_IN_HANDLER, 4);
+UKP_OFF(struct ukp_thread, nest, T_NEST, 2);
+UKP_OFF(struct ukp_thread, in_handler, T_IN_HANDLER, 2);
+UKP_OFF(struct ukp_thread, seq, T_SEQ, 4);
 UKP_OFF(struct ukp_thread, cur, T_CUR, 8);
 UKP_OFF(struct ukp_thread, cur_regs, T_CUR_REGS, 8);
 UKP_OFF(struct ukp_thread, cur_jb, T_CUR_JB, 8);

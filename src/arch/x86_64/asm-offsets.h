@@ -9,10 +9,16 @@
 #ifndef UKP_ASM_OFFSETS_H
 #define UKP_ASM_OFFSETS_H
 
+/* ukp_gp (sync.c, internal.h): what HIT_LOCK stores at T_NEST (nest 1,
+ * in_handler 1, the epoch above), unless a flag says the C path decides */
+#define UKP_GP_LOCK 0x10001
+#define UKP_GP_NOFAST 2
+#define UKP_GP_NOKNOB 4
+
 /* struct ukp_thread (internal.h) */
-#define T_SEQ 0
-#define T_NEST 8
-#define T_IN_HANDLER 12
+#define T_NEST 0
+#define T_IN_HANDLER 2
+#define T_SEQ 4
 #define T_CUR 24
 #define T_CUR_REGS 32
 #define T_CUR_JB 40

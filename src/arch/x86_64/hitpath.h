@@ -16,28 +16,25 @@
 	mov %fs:(\reg), \reg
 .endm
 
-/* t's read lock (nest 1) and in_handler = 1 at once, in one store, so
- * from here a nested hit (a signal's) only counts nmissed and leaves the
- * thread's hit record alone; to out instead if t is inside already or
- * the fast paths are off (readers not fenced by membarrier, or a fork
- * child sharing slot memory: ukp_fast_hits): then the C path decides.
- * seq stays even: sync.c takes nest set for inside, and a seq that moved
- * on for a thread that left since (HIT_UNLOCK).  The C lock's seq++ (odd)
- * is one read-modify-write more, ~0.3 ns of a return probe's 25. */
-.macro HIT_LOCK t, scratch, out
-	cmpq $0, T_NEST(\t)		/* nest and in_handler, both 0 */
+/* t's read lock (nest 1), in_handler = 1 and the epoch (seq), copied
+ * from ukp_gp in one store (sync.c), so from here a nested hit (a
+ * signal's) only counts nmissed and leaves the thread's hit record
+ * alone; to out instead if t is inside already or one of the flags off
+ * is set in ukp_gp: then the C path decides.  A signal's hit between
+ * the check and the store has left by the store (a full one: nest 0). */
+.macro HIT_LOCK t, scratch, out, off=UKP_GP_NOFAST|UKP_GP_NOKNOB
+	cmpl $0, T_NEST(\t)		/* nest and in_handler, both 0 */
 	jne \out
-	cmpl $0, ukp_fast_hits(%rip)
-	je \out
-	movabs $0x100000001, \scratch
+	mov ukp_gp(%rip), \scratch
+	test $\off, \scratch
+	jnz \out
 	mov \scratch, T_NEST(\t)
 .endm
 
-/* in_handler 0 and the read lock left: nest 0, then seq on to the next
- * even value (ukp_read_unlock() does the same from either kind of lock) */
+/* in_handler 0 and the read lock left, in one store (the epoch stays:
+ * nest 0 says outside) */
 .macro HIT_UNLOCK t
-	movq $0, T_NEST(\t)
-	addq $2, T_SEQ(\t)
+	movl $0, T_NEST(\t)
 .endm
 
 /* SF ZF AF PF CF and OF back from the flags word saved at off(%rsp),

@@ -265,7 +265,7 @@ ukp_kret_common:
 	jne 24f
 	cmpl $0, T_INTERNAL(%r12)
 	jne 24f
-	HIT_LOCK %r12, %rax, 24f
+	HIT_LOCK %r12, %rax, 24f, UKP_GP_NOFAST
 	cmpl $0, K_DEAD(%rbp)
 	jne 25f
 	mov K_RP(%rbp), %rdi
