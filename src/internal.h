@@ -86,7 +86,9 @@ struct ukp_thread {
 	struct ukp_pending pending[UKP_PENDING_DEPTH];
 	int in_hook;
 	const struct ukp_site *in_post;	/* post dispatch of this site running */
-	int internal;			/* ukprobes' own thread: no handlers */
+	int internal;			/* ukprobes' own thread: no handlers
+				   (and in_handler 1 for good, so the
+				   hand-written paths send it to C) */
 	int *errno_p;			/* this thread's errno */
 	/* the lean hit running handlers (trap.c), where a fault a handler
 	 * takes resumes: the trampoline's frame (found from cur_regs; a

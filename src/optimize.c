@@ -809,8 +809,13 @@ static void *optimizer(void *arg)
 	(void)arg;
 	opt_tid = (pid_t)syscall(SYS_gettid);
 	struct ukp_thread *self = ukp_thread_self();
-	if (self)
-		self->internal = 1;	/* probes it hits run no handler */
+	/* probes it hits run no handler: the C paths test internal, and
+	 * in_handler 1 keeps it out of the hand-written ones (HIT_LOCK), as
+	 * if always inside a handler; no C path it takes clears it */
+	if (self) {
+		self->internal = 1;
+		self->in_handler = 1;
+	}
 	pthread_mutex_lock(&ukp_lock);
 	for (;;) {
 		while (!nqueue)

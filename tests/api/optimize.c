@@ -35,6 +35,9 @@
  *   redirect_to_another_function_optimized   ip changed, return 1: honoured
  *   redirect_to_return_address_skips_the_function
  *   recursion_counts_nmissed_optimized
+ *   optimizer_thread_runs_no_handlers   an optimised probe on nanosleep,
+ *                         where the optimizer thread sleeps before each
+ *                         batch: only the test's own calls reach it
  *   fault_in_handler_goes_to_fault_handler_optimized
  *   unhandled_fault_in_handler_reaches_program_handler_optimized
  *   program_signal_handler_fault_on_its_stack_is_the_programs   a
@@ -1170,6 +1173,50 @@ UKT_CASE(recursion_counts_nmissed_optimized)
 		UKT_EQ(hits, i);
 		UKT_EQ(kp.nmissed, i);
 	}
+	unregister_kprobe(&kp);
+}
+
+/* ukprobes' own thread (the optimizer) sleeps in nanosleep between
+ * batches: a probe there runs no handler for it, on any path */
+static __thread int test_thread;
+static atomic_int own_hits, foreign_hits;
+static int thread_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	if (test_thread)
+		atomic_fetch_add_explicit(&own_hits, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&foreign_hits, 1, memory_order_relaxed);
+	return 0;
+}
+
+UKT_CASE(optimizer_thread_runs_no_handlers)
+{
+	struct kprobe kp = { .symbol_name = "nanosleep", .pre_handler = thread_pre };
+	struct kprobe wake = { .addr = (void *)o_chain, .pre_handler = seen_pre };
+	struct timespec ts = { 0, 1000 };
+
+	test_thread = 1;
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	int own = atomic_load(&own_hits);
+	UKT_EQ(nanosleep(&ts, NULL), 0);
+	UKT_EQ(atomic_load(&own_hits), own + 1);
+	/* each registration wakes the optimizer, which sleeps before its
+	 * batch: through the optimized probe */
+	for (int i = 0; i < 5; i++) {
+		UKT_EQ(register_kprobe(&wake), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&wake);
+		unregister_kprobe(&wake);
+		memset(&wake, 0, sizeof(wake));
+		wake.addr = (void *)o_chain;
+		wake.pre_handler = seen_pre;
+	}
+	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(atomic_load(&foreign_hits), 0);
+	UKT_EQ(kp.nmissed, 0);
 	unregister_kprobe(&kp);
 }
 

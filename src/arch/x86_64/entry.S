@@ -517,9 +517,9 @@ ukp_opt_tramp_begin:
  * saves everything and dispatches again.
  *
  * The fast path, ukp_opt_dispatch_lean for the common case written out:
- * a thread block, not nested, not ukprobes' own thread, one live probe
- * with a pre_handler on a lean list; readers fenced by membarrier, knob
- * on (HIT_LOCK tests these two).  Every general register is in pt_regs already, so
+ * a thread block, one live probe with a pre_handler on a lean list; not
+ * nested, not ukprobes' own thread, readers fenced by membarrier, knob
+ * on (HIT_LOCK tests these).  Every general register is in pt_regs already, so
  * the callee-saved ones are free: r12 = t, r13 = the list.  Anything else
  * (or anything found changed after taking the read lock) goes to the C
  * dispatch.  ukp_opt_tramp_lean_leaf takes only lists whose pre_handler
@@ -551,8 +551,6 @@ ukp_opt_tramp_begin:
 	cmpb $0, L_LEAN1(%r13)		/* one probe, handlers proven lean */
 	je .Llean_c_unlock
 	.endif
-	cmpl $0, T_INTERNAL(%r12)
-	jne .Llean_c_unlock
 	mov L_P(%r13), %rdi		/* p */
 	mov KP_PRE_HANDLER(%rdi), %rax
 	test %rax, %rax
@@ -664,8 +662,6 @@ ukp_opt_tramp_kret:
 	jz 89f
 	cmpb $0, L_KRET1(%rdx)
 	je 89f
-	cmpl $0, T_INTERNAL(%rsi)
-	jne 89f
 	cmpq $0, T_KRET_DEFERRED(%rsi)
 	jne 89f
 	mov L_KRET(%rdx), %r8		/* k, from the list: a load sooner */

@@ -263,8 +263,6 @@ ukp_kret_common:
 	jz 24f
 	cmp T_KRET_TOP(%r12), %r15	/* unlinked with one store */
 	jne 24f
-	cmpl $0, T_INTERNAL(%r12)
-	jne 24f
 	HIT_LOCK %r12, %rax, 24f, UKP_GP_NOFAST
 	cmpl $0, K_DEAD(%rbp)
 	jne 25f
