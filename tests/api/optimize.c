@@ -35,6 +35,8 @@
  *   redirect_to_another_function_optimized   ip changed, return 1: honoured
  *   redirect_to_return_address_skips_the_function
  *   recursion_counts_nmissed_optimized
+ *   probe_without_pre_handler_optimized   only a fault_handler: runs
+ *                         nothing, the calls' results unchanged
  *   optimizer_thread_runs_no_handlers   an optimised probe on nanosleep,
  *                         where the optimizer thread sleeps before each
  *                         batch: only the test's own calls reach it
@@ -1173,6 +1175,28 @@ UKT_CASE(recursion_counts_nmissed_optimized)
 		UKT_EQ(hits, i);
 		UKT_EQ(kp.nmissed, i);
 	}
+	unregister_kprobe(&kp);
+}
+
+/* a probe with no pre_handler (only a fault_handler) is optimised and
+ * runs nothing: no handler to call on any path */
+static int never_fault(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)p; (void)r; (void)trapnr;
+	fault_hits++;
+	return 0;
+}
+
+UKT_CASE(probe_without_pre_handler_optimized)
+{
+	struct kprobe kp = { .addr = (void *)o_chain, .fault_handler = never_fault };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(o_chain(i), i + 3);
+	UKT_EQ(kp.nmissed, 0);
+	UKT_EQ(fault_hits, 0);
 	unregister_kprobe(&kp);
 }
 
