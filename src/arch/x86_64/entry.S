@@ -347,8 +347,8 @@ ukp_post_trampoline_end:
 /* pt_regs of the probe point; rdi = the site, rbx = pt_regs */
 .macro OPT_ENTRY
 	SAVE_GPRS
-	mov PT_SIZE(%rsp), %rax		/* R */
-	mov -27(%rax), %rdi		/* the site; its first field: addr */
+	mov PT_SIZE(%rsp), %r13		/* R, kept (r13 is saved) */
+	mov -27(%r13), %rdi		/* the site; its first field: addr */
 	mov (%rdi), %rax
 	mov %rax, PT_IP(%rsp)
 	movq $0x33, PT_CS(%rsp)
@@ -520,7 +520,7 @@ ukp_opt_tramp_begin:
  * a thread block, one live probe with a pre_handler on a lean list; not
  * nested, not ukprobes' own thread, readers fenced by membarrier, knob
  * on (HIT_LOCK tests these).  Every general register is in pt_regs already, so
- * the callee-saved ones are free: r12 = t, r13 = the list.  Anything else
+ * the callee-saved ones are free: r12 = t, r13 = R (OPT_ENTRY), then the list.  Anything else
  * (or anything found changed after taking the read lock) goes to the C
  * dispatch.  ukp_opt_tramp_lean_leaf takes only lists whose pre_handler
  * is a leaf (lean1 2), which cannot change errno: it neither saves nor
@@ -540,8 +540,7 @@ ukp_opt_tramp_begin:
 	test %r12, %r12
 	jz .Llean_c
 	HIT_LOCK %r12, %rax, .Llean_c
-	mov PT_SIZE(%rbx), %r13		/* R */
-	mov -35(%r13), %r13		/* the list (the detour's copy) */
+	mov -35(%r13), %r13		/* the list (the detour's copy; r13 = R) */
 	test %r13, %r13
 	jz .Llean_c_unlock
 	.if \leaf
