@@ -192,6 +192,32 @@ static inline void ukp_read_unlock(struct ukp_thread *t)
 {
 	__atomic_store_n(&t->nest, (uint16_t)(t->nest - 1), __ATOMIC_RELEASE);
 }
+/* Out of every read lock the thread holds, for the program's own handler
+ * of a fault in a handler (trap.c: it may longjmp away), and back in as
+ * it was: with the epoch of the outermost entry, whose hit goes on with
+ * the lists it loaded then, never a newer one.  (A writer that saw nest
+ * 0 meanwhile may have freed them: the hit abandons its list.) */
+struct ukp_read_saved {
+	uint16_t nest;
+	uint32_t seq;
+};
+
+static inline struct ukp_read_saved ukp_read_leave(struct ukp_thread *t)
+{
+	struct ukp_read_saved r = {
+		t->nest, atomic_load_explicit(&t->seq, memory_order_relaxed),
+	};
+	__atomic_store_n(&t->nest, 0, __ATOMIC_RELEASE);
+	return r;
+}
+
+static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r)
+{
+	/* seq first: a writer that sees the nest sees this seq */
+	atomic_store_explicit(&t->seq, r.seq, memory_order_relaxed);
+	__atomic_store_n(&t->nest, r.nest, __ATOMIC_RELEASE);
+}
+
 /* A hit with no thread block (nested in the block's own attach): enough
  * of a reader to count nmissed on the site's list. */
 void ukp_anon_read_lock(void);

@@ -186,7 +186,7 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 
 	t->in_handler = 1;
 	t->abandon = 0;
-	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
+	for (unsigned i = 0; !t->abandon && i < l->n; i++) {	/* abandoned: l may be gone */
 		struct kprobe *p = l->p[i];
 		if (!probe_live(p))
 			continue;
@@ -241,7 +241,7 @@ static void run_post(struct ukp_thread *t, const struct ukp_plist *l,
 {
 	t->in_handler = 1;
 	t->abandon = 0;
-	for (unsigned i = 0; i < l->n && !t->abandon; i++) {
+	for (unsigned i = 0; !t->abandon && i < l->n; i++) {
 		struct kprobe *p = l->p[i];
 		if (p->post_handler && probe_live(p) && (!only || pending_has(only, p)))
 			call_handler(t, p, regs, false);
@@ -308,18 +308,23 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		struct ukp_pending live = { .site = s, .n = 0 };
 		t->cur_uc = uc;	/* a jprobe reads the vector arguments there */
 		unsigned jdepth = t->jdepth;
-		int redirected = run_pre(t, l, &regs, l->any_post ? &live : NULL);
+		bool any_post = l->any_post;
+		int redirected = run_pre(t, l, &regs, any_post ? &live : NULL);
 		t->cur_uc = NULL;
+		/* a handler's fault went to the program's handler, and l
+		 * may be gone since: no post_handlers for this hit */
+		if (t->abandon)
+			any_post = false;
 		/* a jprobe sent the thread to its entry function: the probed
 		 * instruction runs after jprobe_return, through the post slot
 		 * when the other probes here have post_handlers */
-		if (redirected && t->jdepth > jdepth && l->any_post && s->slot_post)
+		if (redirected && t->jdepth > jdepth && any_post && s->slot_post)
 			pending_push(t, &live);
 		if (!redirected) {
-			if (l->any_post && s->slot_post) {
+			if (any_post && s->slot_post) {
 				pending_push(t, &live);
 				resume = (unsigned long)s->slot_post;
-			} else if (l->any_post && ukp_arch_emulate_branch(&s->insn, &regs) == 0) {
+			} else if (any_post && ukp_arch_emulate_branch(&s->insn, &regs) == 0) {
 				run_post(t, l, &regs, &live);
 				resume = regs.ip;
 			}
@@ -444,8 +449,9 @@ int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len
 			count_missed(l);
 		} else {
 			struct ukp_pending live = { .site = s, .n = 0 };
-			ret = run_pre(t, l, regs, l->any_post ? &live : NULL);
-			if (!ret && l->any_post) {
+			bool any_post = l->any_post;
+			ret = run_pre(t, l, regs, any_post ? &live : NULL);
+			if (!ret && any_post && !t->abandon) {	/* abandoned: l may be gone */
 				regs->ip = s->addr + len;
 				run_post(t, l, regs, &live);
 				regs->ip = s->addr;
@@ -556,9 +562,11 @@ static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
  * A fault inside a handler that its fault_handler did not take: the
  * program sees it as if no probe were there, at the probed instruction
  * with the probed thread's registers.  The program's handler may
- * longjmp away, so the thread leaves the hit path first; if it returns,
- * the faulting handler is abandoned and the probed code goes on with the
- * registers the program's handler left.
+ * longjmp away, so the thread leaves the hit path first (a grace period
+ * may end meanwhile and free the hit's probe list); if it returns, the
+ * faulting handler is abandoned, with the rest of the hit's handlers and
+ * its post_handlers (no list is read again), and the probed code goes on
+ * with the registers the program's handler left.
  */
 /*
  * Put back the vector/x87 state the kernel saved when the fault was
@@ -604,7 +612,6 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 				    ucontext_t *uc)
 {
 	ucontext_t pc = *uc;
-	unsigned nest = t->nest;
 	struct resume_rec r = {
 		t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list, t->lean_i,
 		t->lean_errno, t->lean_kret, t->kret_slot, t->kret_errp,
@@ -616,16 +623,14 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	t->cur_jb = NULL;	/* (then a later hit's fault must not find this
 				   one's: the lean fast paths leave it NULL) */
 	t->in_handler = 0;
-	t->nest = 1;
 	if (r.lean_kret) {
 		t->kret_orphan = r.kret_slot->inst;
 		t->kret_orphan_sp = ukp_arch_uc_sp(uc);
 	}
-	ukp_read_unlock(t);
+	struct ukp_read_saved rs = ukp_read_leave(t);
 	chain(sig, si, &pc);
-	ukp_read_lock(t);
+	ukp_read_back(t, rs);
 	t->kret_orphan = NULL;	/* resumed: the rest of the return frees it */
-	t->nest = nest;
 	t->cur_regs = r.cur_regs;
 	t->cur_jb = r.cur_jb;
 	t->lean_sp = r.lean_sp;

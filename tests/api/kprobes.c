@@ -601,6 +601,48 @@ UKT_CASE(unhandled_fault_in_handler_reaches_program_handler)
 	unregister_kprobe(&kp);
 }
 
+/* a program handler that returns: the thread goes on where the fault
+ * was, here the probed instruction with the probed registers */
+static void prog_handler_returns(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	prog_sig = sig;
+	prog_addr = (unsigned long)si->si_addr;
+}
+
+UKT_CASE(handler_fault_back_from_program_handler_skips_rest_of_hit)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_handler_returns;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct kprobe a = { .addr = (void *)t_add, .pre_handler = pre_faults,
+			    .fault_handler = fault_pass };
+	struct kprobe b = { .addr = (void *)t_add, .pre_handler = count_pre,
+			    .post_handler = count_post };
+	struct kprobe c = { .addr = (void *)t_add, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&b), 0);	/* handlers run in this order */
+	UKT_EQ(register_kprobe(&a), 0);
+	UKT_EQ(register_kprobe(&c), 0);
+	UKT_EQ(t_add(2, 3), 5);		/* the probed code went on */
+	UKT_EQ(prog_sig, SIGSEGV);
+	UKT_EQ(prog_addr, 0x18);
+	UKT_EQ(fault_hits, 1);
+	/* b's pre ran, a's ran and faulted; c's pre and b's post_handler
+	 * were skipped: the list may have been freed meanwhile */
+	UKT_EQ(hits, 2);
+	UKT_EQ(post_hits, 0);
+	UKT_EQ(a.nmissed + b.nmissed + c.nmissed, 0);
+	/* the next hit runs normally */
+	unregister_kprobe(&a);
+	UKT_EQ(t_add(4, 5), 9);
+	UKT_EQ(hits, 4);
+	UKT_EQ(post_hits, 1);
+	unregister_kprobe(&b);
+	unregister_kprobe(&c);
+}
+
 UKT_CASE(fault_in_out_of_line_copy_looks_unprobed)
 {
 	install_prog_handler(SIGSEGV);
