@@ -237,8 +237,10 @@ static void barrier_all_readers(void)
 void ukp_synchronize(void)
 {
 	struct ukp_thread *me = self;
-	unsigned used = atomic_load(&pool_used);
 	uint32_t e = (uint32_t)((atomic_fetch_add(&ukp_gp, GP_EPOCH) + GP_EPOCH) >> 32);
+	/* after the locked add: a block handed out since (a locked add
+	 * too) belongs to a thread whose loads come after it */
+	unsigned used = atomic_load(&pool_used);
 
 	barrier_all_readers();
 	for (unsigned i = 0; i < used; i++) {
@@ -325,9 +327,9 @@ struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 void ukp_ftrace_synchronize(void)
 {
 	struct ukp_thread *me = self;
-	unsigned used = atomic_load(&pool_used);
 
 	atomic_thread_fence(memory_order_seq_cst);
+	unsigned used = atomic_load(&pool_used);	/* after the fence */
 	barrier_all_readers();
 	for (unsigned i = 0; i < used; i++) {
 		struct ukp_thread *t = block(i);

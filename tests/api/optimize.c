@@ -40,6 +40,7 @@
  *   optimizer_thread_runs_no_handlers   an optimised probe on nanosleep,
  *                         where the optimizer thread sleeps before each
  *                         batch: only the test's own calls reach it
+ *   optimizer_thread_runs_no_return_handlers   the same with a kretprobe
  *   fault_in_handler_goes_to_fault_handler_optimized
  *   unhandled_fault_in_handler_reaches_program_handler_optimized
  *   program_signal_handler_fault_on_its_stack_is_the_programs   a
@@ -1204,26 +1205,37 @@ UKT_CASE(probe_without_pre_handler_optimized)
  * batches: a probe there runs no handler for it, on any path */
 static __thread int test_thread;
 static atomic_int own_hits, foreign_hits;
-static int thread_pre(struct kprobe *p, struct pt_regs *r)
+static void count_thread(void)
 {
-	(void)p; (void)r;
 	if (test_thread)
 		atomic_fetch_add_explicit(&own_hits, 1, memory_order_relaxed);
 	else
 		atomic_fetch_add_explicit(&foreign_hits, 1, memory_order_relaxed);
+}
+
+static int thread_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	count_thread();
 	return 0;
 }
 
-UKT_CASE(optimizer_thread_runs_no_handlers)
+static int thread_ret(struct kretprobe_instance *ri, struct pt_regs *r)
 {
-	struct kprobe kp = { .symbol_name = "nanosleep", .pre_handler = thread_pre };
+	(void)ri; (void)r;
+	count_thread();
+	return 0;
+}
+
+/* kp: the optimised probe on nanosleep (a kprobe's, or a kretprobe's) */
+static void optimizer_sleeps_through(struct kprobe *kp)
+{
 	struct kprobe wake = { .addr = (void *)o_chain, .pre_handler = seen_pre };
 	struct timespec ts = { 0, 1000 };
 
 	test_thread = 1;
-	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(kp);
 	int own = atomic_load(&own_hits);
 	UKT_EQ(nanosleep(&ts, NULL), 0);
 	UKT_EQ(atomic_load(&own_hits), own + 1);
@@ -1238,10 +1250,26 @@ UKT_CASE(optimizer_thread_runs_no_handlers)
 		wake.addr = (void *)o_chain;
 		wake.pre_handler = seen_pre;
 	}
-	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(kp);
 	UKT_EQ(atomic_load(&foreign_hits), 0);
+}
+
+UKT_CASE(optimizer_thread_runs_no_handlers)
+{
+	struct kprobe kp = { .symbol_name = "nanosleep", .pre_handler = thread_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	optimizer_sleeps_through(&kp);
 	UKT_EQ(kp.nmissed, 0);
 	unregister_kprobe(&kp);
+}
+
+UKT_CASE(optimizer_thread_runs_no_return_handlers)
+{
+	struct kretprobe rp = { .kp.symbol_name = "nanosleep", .handler = thread_ret };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	optimizer_sleeps_through(&rp.kp);
+	UKT_EQ(rp.nmissed, 0);
+	unregister_kretprobe(&rp);
 }
 
 /* ---- faults in handlers ---------------------------------------------------------- */
