@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ukprobes.h>
 #include "arch/x86_64/arch.h"
@@ -211,11 +212,21 @@ static inline struct ukp_read_saved ukp_read_leave(struct ukp_thread *t)
 	return r;
 }
 
-static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r)
+/* nest, in_handler and seq back in one store (as HIT_LOCK takes them): a
+ * signal's hit between two stores would find nest 0 and leave its own
+ * epoch in seq */
+static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r,
+				 uint16_t in_handler)
 {
-	/* seq first: a writer that sees the nest sees this seq */
-	atomic_store_explicit(&t->seq, r.seq, memory_order_relaxed);
-	__atomic_store_n(&t->nest, r.nest, __ATOMIC_RELEASE);
+	_Static_assert(offsetof(struct ukp_thread, nest) == 0 &&
+		       offsetof(struct ukp_thread, in_handler) == 2 &&
+		       offsetof(struct ukp_thread, seq) == 4, "the read lock word");
+	uint64_t w = r.nest | (uint64_t)in_handler << 16 | (uint64_t)r.seq << 32;
+	__atomic_store_n((uint64_t *)(void *)t, w, __ATOMIC_RELEASE);
+	if (!ukp_fast_readers)	/* the store before any later list load */
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* A hit with no thread block (nested in the block's own attach): enough

@@ -312,9 +312,14 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		int redirected = run_pre(t, l, &regs, any_post ? &live : NULL);
 		t->cur_uc = NULL;
 		/* a handler's fault went to the program's handler, and l
-		 * may be gone since: no post_handlers for this hit */
-		if (t->abandon)
+		 * may be gone since: no post_handlers for this hit; and the
+		 * optimizer may have put its jump over the site meanwhile:
+		 * where to resume is read again (under the lock taken back) */
+		if (t->abandon) {
 			any_post = false;
+			r = atomic_load_explicit(&s->resume, memory_order_acquire);
+			resume = (unsigned long)(r ? r : s->slot);
+		}
 		/* a jprobe sent the thread to its entry function: the probed
 		 * instruction runs after jprobe_return, through the post slot
 		 * when the other probes here have post_handlers */
@@ -629,7 +634,9 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	}
 	struct ukp_read_saved rs = ukp_read_leave(t);
 	chain(sig, si, &pc);
-	ukp_read_back(t, rs);
+	/* in_handler 1 at once: a signal's hit from here on only counts
+	 * nmissed and leaves the record being put back alone */
+	ukp_read_back(t, rs, 1);
 	t->kret_orphan = NULL;	/* resumed: the rest of the return frees it */
 	t->cur_regs = r.cur_regs;
 	t->cur_jb = r.cur_jb;
@@ -640,7 +647,6 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	t->lean_kret = r.lean_kret;
 	t->kret_slot = r.kret_slot;
 	t->kret_errp = r.kret_errp;
-	t->in_handler = 1;
 	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);
 	fpu_restore(&pc);

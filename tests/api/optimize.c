@@ -43,6 +43,10 @@
  *   optimizer_thread_runs_no_return_handlers   the same with a kretprobe
  *   fault_in_handler_goes_to_fault_handler_optimized
  *   unhandled_fault_in_handler_reaches_program_handler_optimized
+ *   site_optimized_while_program_handles_handler_fault   a breakpoint
+ *                         hit's handler faults; the program's handler
+ *                         waits until the site is optimised and returns:
+ *                         the probed code goes on correctly
  *   program_signal_handler_fault_on_its_stack_is_the_programs   a
  *                         handler (optimised kprobe pre, or return) sends
  *                         its thread SIGUSR1; the program's SIGUSR1
@@ -1357,6 +1361,45 @@ UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
 	UKT_EQ(o_chain(2), 5);
 	UKT_EQ(hits, before + 2);
 	UKT_EQ(kp.nmissed, 0);
+	unregister_kprobe(&kp);
+}
+
+/* The program's handler of a handler's fault runs outside the hit: the
+ * optimizer may put its jump over the site meanwhile.  The abandoned hit
+ * then goes on through the detour, not the slot it had picked, whose
+ * jump back lands inside the new jump. */
+static struct kprobe *volatile wait_kp;
+static void prog_waits_for_optimizer(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (sig != SIGSEGV || si->si_addr != (void *)0x18)
+		_exit(3);	/* not the handler's fault: the code went wrong */
+	prog_sig = sig;
+	prog_addr = (unsigned long)si->si_addr;
+	struct timespec ts = { 0, 1000000 };
+	for (int i = 0; i < 10000 && !(wait_kp->flags & KPROBE_FLAG_OPTIMIZED); i++)
+		nanosleep(&ts, NULL);
+}
+
+UKT_CASE(site_optimized_while_program_handles_handler_fault)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_waits_for_optimizer;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(sigaction(SIGILL, &sa, NULL), 0);
+	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_faults,
+			     .fault_handler = fault_pass };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_kp = &kp;
+	UKT_EXPECT_NOT_OPTIMIZED(&kp);	/* queued: this hit traps */
+	UKT_EQ(o_chain(2), 5);
+	UKT_EQ(prog_sig, SIGSEGV);
+	UKT_EQ(prog_addr, 0x18);
+	UKT_EXPECT_OPTIMIZED(&kp);	/* by the time the hit went on */
+	UKT_EQ(o_chain(3), 6);
+	UKT_EQ(fault_hits, 2);
 	unregister_kprobe(&kp);
 }
 

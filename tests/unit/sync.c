@@ -128,7 +128,7 @@ static void *fault_reader(void *arg)
 	struct ukp_read_saved rs = ukp_read_leave(t);
 	ukp_read_lock(t);
 	ukp_read_unlock(t);
-	ukp_read_back(t, rs);		/* the nested hit goes on, */
+	ukp_read_back(t, rs, 0);	/* the nested hit goes on, */
 	ukp_read_unlock(t);		/* and leaves */
 	atomic_store(&step, 3);		/* the outer hit is still in */
 	wait_step(4);
