@@ -171,17 +171,22 @@ static inline unsigned long ukp_kret_rec_sp(const struct ukp_thread *t)
 	return t->lean_kret == 2 ? (unsigned long)t->cur_regs & ~15UL : t->lean_sp;
 }
 
+/* A reader's store of nest before its next loads: without membarrier a
+ * full fence; with it, the writer's membarrier orders them */
+static inline void ukp_reader_fence(void)
+{
+	if (ukp_fast_readers)
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Enter/leave the hit path: readers of sites' probe lists.  nest before
  * the epoch's load, the epoch's load before any list's (sync.c). */
 static inline void ukp_read_lock(struct ukp_thread *t)
 {
 	if (t->nest++ == 0) {
-		/* Without membarrier the fence orders the nest store before
-		 * the loads; with it, the writer's membarrier does that */
-		if (ukp_fast_readers)
-			atomic_signal_fence(memory_order_seq_cst);
-		else
-			atomic_thread_fence(memory_order_seq_cst);
+		ukp_reader_fence();
 		unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
 		atomic_store_explicit(&t->seq, (uint32_t)(g >> 32), memory_order_relaxed);
 	}
@@ -223,10 +228,7 @@ static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r,
 		       offsetof(struct ukp_thread, seq) == 4, "the read lock word");
 	uint64_t w = r.nest | (uint64_t)in_handler << 16 | (uint64_t)r.seq << 32;
 	__atomic_store_n((uint64_t *)(void *)t, w, __ATOMIC_RELEASE);
-	if (!ukp_fast_readers)	/* the store before any later list load */
-		atomic_thread_fence(memory_order_seq_cst);
-	else
-		atomic_signal_fence(memory_order_seq_cst);
+	ukp_reader_fence();	/* the store before any later list load */
 }
 
 /* A hit with no thread block (nested in the block's own attach): enough
