@@ -59,6 +59,7 @@ struct ukt_case {
 
 #include <unistd.h>
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <ukprobes.h>
@@ -129,6 +130,16 @@ static inline void ukt_list_to(char *buf, size_t n)
 }
 
 /* p->flags as another thread (the optimizer) last wrote them */
+/* the program's own SA_SIGINFO handler for sig: sigaction's answer */
+static inline int ukt_install_handler(int sig, void (*h)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = h;
+	sa.sa_flags = SA_SIGINFO;
+	return sigaction(sig, &sa, NULL);
+}
+
 static inline unsigned ukt_probe_flags(const struct kprobe *p)
 {
 	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);

@@ -571,11 +571,7 @@ static void prog_handler(int sig, siginfo_t *si, void *ctx)
 
 static void install_prog_handler(int sig)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(sig, &sa, NULL);
+	ukt_install_handler(sig, prog_handler);
 }
 
 UKT_CASE(unhandled_fault_in_handler_reaches_program_handler)
@@ -612,11 +608,7 @@ static void prog_handler_returns(int sig, siginfo_t *si, void *ctx)
 
 UKT_CASE(handler_fault_back_from_program_handler_skips_rest_of_hit)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_handler_returns;
-	sa.sa_flags = SA_SIGINFO;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_install_handler(SIGSEGV, prog_handler_returns), 0);
 	struct kprobe a = { .addr = (void *)t_add, .pre_handler = pre_faults,
 			    .fault_handler = fault_pass };
 	struct kprobe b = { .addr = (void *)t_add, .pre_handler = count_pre,
@@ -723,11 +715,7 @@ static void prog_trap(int sig, siginfo_t *si, void *ctx)
 
 UKT_CASE(sigtrap_not_ours_reaches_program_handler)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_trap;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGTRAP, &sa, NULL);
+	ukt_install_handler(SIGTRAP, prog_trap);
 	struct kprobe kp = { .addr = (void *)t_add, .pre_handler = count_pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ(t_int3(), 7);			/* the program's own int3 */
@@ -819,11 +807,7 @@ UKT_CASE(dlopen_after_start_and_dlclose_makes_gone)
  */
 UKT_CASE(trap_on_a_removed_probe_resumes_correctly)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_trap;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGTRAP, &sa, NULL);
+	ukt_install_handler(SIGTRAP, prog_trap);
 	struct kprobe kp = { .addr = (void *)t_sub, .pre_handler = count_pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ(t_sub(9, 4), 5);

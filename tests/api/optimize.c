@@ -1336,11 +1336,7 @@ static void prog_handler(int sig, siginfo_t *si, void *ctx)
 
 UKT_CASE(unhandled_fault_in_handler_reaches_program_handler_optimized)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGSEGV, &sa, NULL);
+	ukt_install_handler(SIGSEGV, prog_handler);
 	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_faults,
 			     .fault_handler = fault_pass };
 	UKT_EQ(register_kprobe(&kp), 0);
@@ -1383,12 +1379,8 @@ static void prog_waits_for_optimizer(int sig, siginfo_t *si, void *ctx)
 
 UKT_CASE(site_optimized_while_program_handles_handler_fault)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = prog_waits_for_optimizer;
-	sa.sa_flags = SA_SIGINFO;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
-	UKT_EQ(sigaction(SIGILL, &sa, NULL), 0);
+	UKT_EQ(ukt_install_handler(SIGSEGV, prog_waits_for_optimizer), 0);
+	UKT_EQ(ukt_install_handler(SIGILL, prog_waits_for_optimizer), 0);
 	struct kprobe kp = { .addr = (void *)o_chain, .pre_handler = pre_faults,
 			     .fault_handler = fault_pass };
 	UKT_EQ(register_kprobe(&kp), 0);
