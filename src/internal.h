@@ -132,6 +132,13 @@ struct ukp_thread {
 	struct ukp_kret *kc_k;
 	struct ukp_kinst *kc_inst;
 	_Atomic int kc_steal;
+	/* the handler running now was reached through an ftrace stub's
+	 * call (ukp_kprobe_ftrace_hit), which counted it in (ft_in) */
+	int ft_hit;
+	struct ukp_kinst *kret_entry;	/* whose entry_handler runs (kret.c) */
+	/* hits whose handler's fault the program's handlers are taking,
+	 * innermost first (trap.c: records on those handlers' stacks) */
+	struct ukp_fault_rec *fault_rec;
 };
 
 /* sync.c; inline below because every hit takes these */
@@ -198,6 +205,29 @@ static inline void ukp_read_unlock(struct ukp_thread *t)
 {
 	__atomic_store_n(&t->nest, (uint16_t)(t->nest - 1), __ATOMIC_RELEASE);
 }
+/*
+ * A C hit path holds in_handler from before its first list load to its
+ * unlock, as HIT_LOCK does (hitpath.h): a signal's hit meanwhile only
+ * counts nmissed (the kernel's kprobe_running() rule), so no handler of
+ * that hit can fault, leave the read lock for the program's handler and
+ * let a writer free the list this hit is reading.  Returns what it found
+ * (1: nested), for ukp_hit_unlock.
+ */
+static inline uint16_t ukp_hit_hold(struct ukp_thread *t)
+{
+	uint16_t nested = t->in_handler;
+	t->in_handler = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	return nested;
+}
+
+static inline void ukp_hit_unlock(struct ukp_thread *t, uint16_t nested)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->in_handler = nested;
+	ukp_read_unlock(t);
+}
+
 /* Out of every read lock the thread holds, for the program's own handler
  * of a fault in a handler (trap.c: it may longjmp away), and back in as
  * it was: with the epoch of the outermost entry, whose hit goes on with
@@ -235,6 +265,10 @@ static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r,
  * of a reader to count nmissed on the site's list. */
 void ukp_anon_read_lock(void);
 void ukp_anon_read_unlock(void);
+/* longjmp (kret.c) to sp: the hits it leaves give back what they hold,
+ * the ones it goes back into take it again (trap.c) */
+void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp);
+void ukp_kret_inst_left(struct ukp_kinst *in);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
 /* Another thread's kept instance of kretprobe k (see kc_k), or NULL;

@@ -346,6 +346,10 @@ void ukp_kret_thread_gone(struct ukp_thread *t)
 	free_deferred(t);
 	if (t->kret_orphan)
 		orphan_back(t);
+	if (t->kret_entry) {	/* it died in an entry_handler */
+		ukp_kret_inst_left(t->kret_entry);
+		t->kret_entry = NULL;
+	}
 	while (t->kret_top)
 		inst_drop(t, t->kret_top);
 	t->jdepth = 0;
@@ -377,6 +381,37 @@ static inline void prime(struct kprobe *p, struct ukp_kinst *in, struct pt_regs 
 	} else {
 		sl->primed = 0;
 	}
+}
+
+/*
+ * The entry_handler, with a recovery point of its own: a fault in it that
+ * is taken (by the kretprobe's fault_handler, or by the program's handler
+ * returning) resumes here as if it had returned 0, and the return is
+ * probed (API.md).  While it runs, t->kret_entry holds the instance, so
+ * a longjmp out of it (trap.c) gives that back.
+ */
+static __attribute__((noinline)) int call_entry_handler(struct ukp_thread *t,
+							struct kretprobe *rp,
+							struct ukp_kinst *in,
+							struct pt_regs *regs)
+{
+	struct ukp_jmpbuf jb, *outer = t->cur_jb;
+	int r = 0;
+
+	t->kret_entry = in;
+	t->cur_jb = &jb;
+	if (ukp_setjmp(&jb) == 0)
+		r = rp->entry_handler(pub_of(in), regs);
+	t->cur_jb = outer;
+	t->kret_entry = NULL;
+	return r;
+}
+
+/* An instance whose entry_handler or return handler a longjmp left
+ * (trap.c): that call is never finished. */
+void ukp_kret_inst_left(struct ukp_kinst *in)
+{
+	inst_push(in->k, in);
 }
 
 static inline __attribute__((always_inline)) int
@@ -415,7 +450,7 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 		real = slot_of((unsigned)j)->ra;
 	ri->ret_addr = (kprobe_opcode_t *)real;
 	ri->task = t->tid;
-	if (call_entry && rp->entry_handler && rp->entry_handler(ri, regs)) {
+	if (call_entry && rp->entry_handler && call_entry_handler(t, rp, in, regs)) {
 		inst_push(k, in);
 		return 0;
 	}
@@ -461,7 +496,7 @@ unsigned long ukp_kret_return_resume(struct ukp_thread *t) __attribute__((visibi
 /* after the handler (or without one): on to where the call goes, give the
  * instance back, leave the hit path */
 static inline __attribute__((always_inline)) unsigned long kret_finish(struct ukp_thread *t, struct kret_slot *s,
-				 struct pt_regs *regs, int nested, int *errp, int saved_errno)
+				 struct pt_regs *regs, uint16_t nested, int *errp, int saved_errno)
 {
 	struct ukp_kinst *in = s->inst;
 	struct kretprobe_instance *ri = pub_of(in);
@@ -477,9 +512,7 @@ static inline __attribute__((always_inline)) unsigned long kret_finish(struct uk
 			inst_drop(t, o);
 	}
 	inst_push(in->k, in);		/* the last use of k's memory */
-	atomic_signal_fence(memory_order_seq_cst);
-	t->in_handler = nested;
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	if (errp)
 		*errp = saved_errno;
 	return to;
@@ -501,9 +534,7 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs, unsigne
 	int *errp = k->leaf ? NULL : t->errno_p;
 	int saved_errno = errp ? *errp : 0;
 	ukp_read_lock(t);
-	int nested = t->in_handler;
-	t->in_handler = 1;	/* a signal's hit leaves the list alone */
-	atomic_signal_fence(memory_order_seq_cst);
+	uint16_t nested = ukp_hit_hold(t);	/* a signal's hit leaves the list alone */
 	unlink_inst(t, in);
 	if (!atomic_load_explicit(&k->dead, memory_order_acquire)) {
 		struct kretprobe *rp = k->rp;
@@ -615,10 +646,8 @@ static void longjmp_reclaim(const void *env)
 	unsigned long sp = ((const unsigned long *)env)[6], guard;
 	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
 	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
-	/* out of a return handler (past its trampoline's frame): a later
-	 * fault is no longer that handler's */
-	if (t->lean_kret && sp > ukp_kret_rec_sp(t))
-		t->lean_kret = 0;
+	if (t->fault_rec || (t->cur && t->nest))
+		ukp_hit_longjmp(t, sp);
 	if (!t->kret_top && !t->kret_deferred && !t->kret_orphan)
 		return;
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
@@ -639,7 +668,7 @@ static void longjmp_reclaim(const void *env)
 		   sp >= (unsigned long)as.ss_sp && sp < (unsigned long)as.ss_sp + as.ss_size)) {
 		if (sp > o->sp)
 			orphan_back(t);
-		else if (sp > t->kret_orphan_sp)
+		else if (sp >= t->kret_orphan_sp)	/* the faulting frame's own setjmp too */
 			t->kret_orphan = NULL;
 	}
 	while (t->kret_top && t->kret_top->sp >= here && t->kret_top->sp < sp)

@@ -184,7 +184,6 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 {
 	int ret = 0;
 
-	t->in_handler = 1;
 	t->abandon = 0;
 	for (unsigned i = 0; !t->abandon && i < l->n; i++) {	/* abandoned: l may be gone */
 		struct kprobe *p = l->p[i];
@@ -200,7 +199,6 @@ static int run_pre(struct ukp_thread *t, const struct ukp_plist *l,
 			break;
 		}
 	}
-	t->in_handler = 0;
 	return ret;
 }
 
@@ -239,14 +237,12 @@ static bool pending_has(const struct ukp_pending *e, const struct kprobe *p)
 static void run_post(struct ukp_thread *t, const struct ukp_plist *l,
 		     struct pt_regs *regs, const struct ukp_pending *only)
 {
-	t->in_handler = 1;
 	t->abandon = 0;
 	for (unsigned i = 0; !t->abandon && i < l->n; i++) {
 		struct kprobe *p = l->p[i];
 		if (p->post_handler && probe_live(p) && (!only || pending_has(only, p)))
 			call_handler(t, p, regs, false);
 	}
-	t->in_handler = 0;
 }
 
 static void count_missed(const struct ukp_plist *l)
@@ -294,11 +290,12 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		s->hook();
 		t->in_hook = 0;
 	}
+	uint16_t nested = ukp_hit_hold(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (!l || !l->n || !ukp_knob_enabled || t->internal) {
 		/* ukprobes' own threads (the optimizer) are not the program */
 		ukp_arch_uc_set_ip(uc, resume);
-	} else if (t->in_handler) {
+	} else if (nested) {
 		count_missed(l);
 		ukp_arch_uc_set_ip(uc, resume);
 	} else {
@@ -337,7 +334,7 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		}
 		ukp_arch_regs_to_uc(uc, &regs);
 	}
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	errno = saved_errno;
 	return true;
 }
@@ -394,10 +391,11 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 	const struct ukp_site *outer = t->in_post;
 	t->in_post = s;		/* the optimizer must not patch under us */
 	ukp_read_lock(t);
+	uint16_t nested = ukp_hit_hold(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (l && ukp_knob_enabled)
+	if (l && ukp_knob_enabled && !nested)	/* nested: its pre was missed */
 		run_post(t, l, regs, &hit);
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	t->in_post = outer;
 	errno = saved_errno;
 }
@@ -419,14 +417,15 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	int *errp = t->errno_p;		/* no call per hit to find errno */
 	int saved_errno = *errp;
 	ukp_read_lock(t);
+	uint16_t nested = ukp_hit_hold(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {
-		if (t->in_handler)
+		if (nested)
 			count_missed(l);
 		else
 			ret = run_pre(t, l, regs, NULL);
 	}
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	*errp = saved_errno;
 	return ret;
 }
@@ -448,22 +447,25 @@ int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len
 	}
 	int saved_errno = *t->errno_p;
 	ukp_read_lock(t);
+	uint16_t nested = ukp_hit_hold(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {
-		if (t->in_handler) {
+		if (nested) {
 			count_missed(l);
 		} else {
 			struct ukp_pending live = { .site = s, .n = 0 };
 			bool any_post = l->any_post;
+			t->ft_hit = 1;	/* a longjmp out settles its call */
 			ret = run_pre(t, l, regs, any_post ? &live : NULL);
 			if (!ret && any_post && !t->abandon) {	/* abandoned: l may be gone */
 				regs->ip = s->addr + len;
 				run_post(t, l, regs, &live);
 				regs->ip = s->addr;
 			}
+			t->ft_hit = 0;
 		}
 	}
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	*t->errno_p = saved_errno;
 	return ret;
 }
@@ -516,17 +518,14 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
 	if (!t)
 		return 2;	/* attaching calls libc */
 	ukp_read_lock(t);
+	uint16_t nested = ukp_hit_hold(t);	/* and the record below */
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && !l->gpr_only) {
 		ret = 2;
 	} else if (l && l->n && ukp_knob_enabled && !t->internal) {
-		if (t->in_handler) {
+		if (nested) {
 			count_missed(l);
 		} else {
-			/* in_handler first: a signal's nested hit from here on
-			 * only counts nmissed, and leaves the record alone */
-			t->in_handler = 1;
-			atomic_signal_fence(memory_order_seq_cst);
 			t->lean_errno = *t->errno_p;
 			t->lean_kret = 0;
 			t->lean_list = l;
@@ -534,10 +533,10 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
 			t->cur_jb = NULL;	/* faults resume on the frame */
 			t->abandon = 0;
 			ret = lean_run(t, l, regs, 0);
-			lean_done(t);
+			lean_done(t);	/* in_handler 0: nested was */
 		}
 	}
-	ukp_read_unlock(t);
+	ukp_hit_unlock(t, nested);
 	return ret;
 }
 
@@ -598,10 +597,20 @@ static void fpu_restore(const ucontext_t *uc)
 		__asm__ volatile("fxrstor64 (%0)" :: "r"(fp) : "memory");
 }
 
-/* Where the faulting hit goes on (fault_resume): kept across the
- * program's handler, which may hit probes of its own and so overwrite
- * the thread block's copy. */
-struct resume_rec {
+/*
+ * A hit whose handler's fault the program's handler is taking: where the
+ * hit goes on (fault_resume), kept across the program's handler, which
+ * may hit probes of its own and so overwrite the thread block's copy;
+ * and what a longjmp out of that handler must settle (ukp_hit_longjmp).
+ * On handler_fault_unhandled's stack, listed from the thread block.
+ */
+struct ukp_fault_rec {
+	struct ukp_fault_rec *prev;	/* an outer one (a fault in a hit
+					   in the program's handler of it) */
+	unsigned long fault_sp;		/* the fault's sp */
+	unsigned long hit_sp;		/* the hit's frame (its pt_regs) */
+	struct ukp_read_saved rs;	/* the read lock it left */
+	struct kprobe *p;		/* the handler's probe */
 	struct pt_regs *cur_regs;
 	struct ukp_jmpbuf *cur_jb;
 	unsigned long lean_sp;
@@ -609,17 +618,44 @@ struct resume_rec {
 	unsigned lean_i;
 	int lean_errno;
 	int lean_kret;
+	int ft_hit;
 	struct kret_slot *kret_slot;
 	int *kret_errp;
+	struct ukp_kinst *kret_entry;
+	const struct ukp_site *in_post;
 };
+
+/* Back into the hit of r: the read lock it left, in_handler 1 (a
+ * signal's hit from here on only counts nmissed and leaves what is put
+ * back here alone), and the record of where it goes on; the hit runs
+ * no more handlers (its list may be gone). */
+static void fault_rec_back(struct ukp_thread *t, const struct ukp_fault_rec *r)
+{
+	ukp_read_back(t, r->rs, 1);
+	t->cur_regs = r->cur_regs;
+	t->cur_jb = r->cur_jb;
+	t->lean_sp = r->lean_sp;
+	t->lean_list = r->lean_list;
+	t->lean_i = r->lean_i;
+	t->lean_errno = r->lean_errno;
+	t->lean_kret = r->lean_kret;
+	t->ft_hit = r->ft_hit;
+	t->kret_entry = r->kret_entry;
+	t->in_post = r->in_post;
+	t->kret_slot = r->kret_slot;
+	t->kret_errp = r->kret_errp;
+	t->abandon = 1;
+}
 
 static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si,
 				    ucontext_t *uc)
 {
 	ucontext_t pc = *uc;
-	struct resume_rec r = {
-		t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list, t->lean_i,
-		t->lean_errno, t->lean_kret, t->kret_slot, t->kret_errp,
+	struct ukp_fault_rec r = {
+		t->fault_rec, ukp_arch_uc_sp(uc), (unsigned long)t->cur_regs,
+		{ 0, 0 }, t->cur, t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list,
+		t->lean_i, t->lean_errno, t->lean_kret, t->ft_hit, t->kret_slot,
+		t->kret_errp, t->kret_entry, t->in_post,
 	};
 
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
@@ -627,30 +663,92 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	t->lean_kret = 0;	/* the program's handler may longjmp away */
 	t->cur_jb = NULL;	/* (then a later hit's fault must not find this
 				   one's: the lean fast paths leave it NULL) */
+	t->ft_hit = 0;
+	t->kret_entry = NULL;
 	t->in_handler = 0;
 	if (r.lean_kret) {
 		t->kret_orphan = r.kret_slot->inst;
-		t->kret_orphan_sp = ukp_arch_uc_sp(uc);
+		t->kret_orphan_sp = r.fault_sp;
 	}
-	struct ukp_read_saved rs = ukp_read_leave(t);
+	r.rs = ukp_read_leave(t);
+	t->fault_rec = &r;
+	atomic_signal_fence(memory_order_seq_cst);
 	chain(sig, si, &pc);
-	/* in_handler 1 at once: a signal's hit from here on only counts
-	 * nmissed and leaves the record being put back alone */
-	ukp_read_back(t, rs, 1);
+	t->fault_rec = r.prev;
+	fault_rec_back(t, &r);
 	t->kret_orphan = NULL;	/* resumed: the rest of the return frees it */
-	t->cur_regs = r.cur_regs;
-	t->cur_jb = r.cur_jb;
-	t->lean_sp = r.lean_sp;
-	t->lean_list = r.lean_list;
-	t->lean_i = r.lean_i;
-	t->lean_errno = r.lean_errno;
-	t->lean_kret = r.lean_kret;
-	t->kret_slot = r.kret_slot;
-	t->kret_errp = r.kret_errp;
-	t->abandon = 1;		/* the list may be gone: stop after this one */
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);
 	fpu_restore(&pc);
 	fault_resume(t);
+}
+
+/*
+ * The hits a longjmp to sp leaves, and those it goes back into: first the
+ * handler running now (one the program's signal handler left, a SIGALRM
+ * timeout say), then those whose faults the program's handlers are
+ * taking.  A hit is left when sp is above its frame on the same stack, or
+ * its frame is on the alternate signal stack the thread is leaving; it
+ * gives back its read lock and its ftrace stub's call.  A target between
+ * a fault and its hit's frame is back inside the handler (a setjmp of
+ * its own): the hit takes its lock back and runs no further handler.
+ */
+void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
+{
+	stack_t ss;
+	unsigned long lo = 0, hi = 0;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+		lo = (unsigned long)ss.ss_sp;
+		hi = lo + ss.ss_size;
+	}
+	bool sp_alt = sp >= lo && sp < hi;
+#define ALT(a) ((a) >= lo && (a) < hi)
+	if (t->cur && t->nest) {
+		unsigned long f = (unsigned long)t->cur_regs;
+		if (ALT(f) == sp_alt ? sp <= f : !ALT(f))
+			return;		/* inside the handler */
+		t->cur = NULL;
+		t->cur_jb = NULL;
+		if (t->lean_kret)	/* a return handler: its instance */
+			ukp_kret_inst_left(t->kret_slot->inst);
+		t->lean_kret = 0;
+		if (t->ft_hit)
+			__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
+		t->ft_hit = 0;
+		if (t->kret_entry)
+			ukp_kret_inst_left(t->kret_entry);
+		t->kret_entry = NULL;
+		t->cur_uc = NULL;
+		/* a post dispatch's site: the optimizer may patch it now */
+		t->in_post = t->fault_rec ? t->fault_rec->in_post : NULL;
+		t->in_handler = 0;
+		ukp_read_unlock(t);
+	}
+	struct ukp_fault_rec *r;
+	while ((r = t->fault_rec)) {
+		bool left;
+		if (ALT(r->hit_sp) != sp_alt) {
+			if (!ALT(r->hit_sp))
+				return;	/* on the handler's alternate stack */
+			left = true;
+		} else if (sp < r->fault_sp) {
+			return;		/* still in the program's handler (its
+					   frames are below the red zone) */
+		} else {
+			left = sp > r->hit_sp;
+		}
+		t->fault_rec = r->prev;
+		if (!left) {
+			fault_rec_back(t, r);
+			t->cur = r->p;
+			return;
+		}
+		if (r->ft_hit)
+			__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
+		if (r->kret_entry)
+			ukp_kret_inst_left(r->kret_entry);
+		t->in_post = r->prev ? r->prev->in_post : NULL;
+	}
+#undef ALT
 }
 
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
@@ -671,9 +769,9 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 		struct pt_regs regs;
 		int trapnr = ukp_arch_trapnr(uc, sig);
 		ukp_read_lock(t);
+		uint16_t nested = ukp_hit_hold(t);
 		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 		ukp_arch_regs_from_uc(&regs, uc);
-		t->in_handler = 1;
 		for (unsigned i = 0; l && i < l->n && !handled; i++) {
 			struct kprobe *p = l->p[i];
 			if (!p->fault_handler || !probe_live(p))
@@ -682,8 +780,7 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 			handled = p->fault_handler(p, &regs, trapnr);
 			t->in_fault = 0;
 		}
-		t->in_handler = 0;
-		ukp_read_unlock(t);
+		ukp_hit_unlock(t, nested);
 		if (handled) {
 			ukp_arch_regs_to_uc(uc, &regs);
 			/* unchanged ip: run the instruction again, out of line */

@@ -39,6 +39,15 @@
  *                         faults; the kretprobe's fault_handler takes it: the
  *                         caller gets the changed value, errno is kept, and
  *                         with maxactive 1 no instance is lost (200 calls)
+ *   entry_handler_fault_taken_by_fault_handler, _program_handler_returns,
+ *   entry_handler_fault_program_handler_longjmps_away  an entry_handler
+ *                         that faults is abandoned as if it had returned
+ *                         0: the return is probed (maxactive 1, 100 calls,
+ *                         none missed); a longjmp away gives the instance
+ *                         back
+ *   return_handler_left_by_a_signal_handlers_longjmp  a SIGUSR2 handler
+ *                         longjmps out of a running return handler: its
+ *                         instance comes back (maxactive 1), later hits run
  *   handler_fault_in_a_thread_then_unregister  a thread's return handler
  *                         (and, alone, a kprobe's pre_handler on the same
  *                         function) faults on the thread's second call (the
@@ -1074,6 +1083,121 @@ UKT_CASE(return_handler_fault_taken_by_fault_handler)
 		kr_unreg(&rp);
 		UKT_EQ(kr_long(3), 3 ^ 0x5a5a5a5a5a5aL);
 		UKT_EQ(nret, 200);
+	}
+}
+
+/* entry_handler_fault_*: an entry_handler that faults while ef_armed */
+static volatile int ef_armed, ef_sig_mode;	/* 1: return, 2: longjmp */
+static sigjmp_buf ef_env;
+static atomic_int nsig;
+
+static int entry_faults(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	nentry++;
+	if (ef_armed)
+		*bad_ptr = 1;
+	return 0;
+}
+
+static int count_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+
+static void ef_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)si; (void)uc;
+	nsig++;
+	if (ef_sig_mode == 2)
+		siglongjmp(ef_env, 1);
+}
+
+/* mode 0: the kretprobe's fault_handler takes the fault; 1: the program's
+ * handler does and returns; 2: it longjmps away, out of the call */
+static void entry_fault_case(int mode)
+{
+	UKT_EQ(ukt_install_handler(SIGSEGV, ef_signal), 0);
+	ef_sig_mode = mode;
+	for (int opt = 0; opt < 2; opt++) {
+		nret = 0;
+		nentry = 0;
+		nfault = 0;
+		nsig = 0;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = count_ret,
+					.entry_handler = entry_faults, .maxactive = 1 };
+		if (mode == 0)
+			rp.kp.fault_handler = take_fault;
+		kr_reg(&rp, opt);
+		ef_armed = 1;
+		for (volatile long i = 0; i < 100; i++) {
+			if (mode == 2 && sigsetjmp(ef_env, 1))
+				continue;	/* the call never happened */
+			errno = 4321;
+			long got = kr_long(i);
+			UKT_EQ(errno, 4321);
+			if (got != (i ^ 0x5a5a5a5a5a5aL))
+				UKT_FAIL("%s: kr_long(%ld) = %ld", path_name(opt), i, got);
+		}
+		ef_armed = 0;
+		UKT_EQ(nentry, 100);
+		UKT_EQ(nfault, mode == 0 ? 100 : 0);
+		UKT_EQ(nsig, mode == 0 ? 0 : 100);
+		/* as if the entry_handler had returned 0: each return probed,
+		 * and with maxactive 1 no instance was lost */
+		UKT_EQ(nret, mode == 2 ? 0 : 100);
+		UKT_EQ(kr_long(7), 7 ^ 0x5a5a5a5a5a5aL);
+		UKT_EQ(nret, mode == 2 ? 1 : 101);
+		UKT_EQ(rp.nmissed, 0);
+		UKT_EQ(rp.kp.nmissed, 0);
+		kr_unreg(&rp);
+	}
+}
+
+UKT_CASE(entry_handler_fault_taken_by_fault_handler)
+{
+	entry_fault_case(0);
+}
+
+UKT_CASE(entry_handler_fault_program_handler_returns)
+{
+	entry_fault_case(1);
+}
+
+UKT_CASE(entry_handler_fault_program_handler_longjmps_away)
+{
+	entry_fault_case(2);
+}
+
+/* return_handler_left_by_longjmp: the program's signal handler longjmps
+ * out of a running return handler, whose call is then never finished */
+static int ret_raises(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	if (++nret == 1)
+		raise(SIGUSR2);
+	return 0;
+}
+
+UKT_CASE(return_handler_left_by_a_signal_handlers_longjmp)
+{
+	UKT_EQ(ukt_install_handler(SIGUSR2, ef_signal), 0);
+	ef_sig_mode = 2;
+	for (int opt = 0; opt < 2; opt++) {
+		nret = 0;
+		nsig = 0;
+		struct kretprobe rp = { .kp.addr = (void *)kr_long, .handler = ret_raises,
+					.maxactive = 1 };
+		kr_reg(&rp, opt);
+		if (!sigsetjmp(ef_env, 1)) {
+			kr_long(1);
+			UKT_FAIL("%s: the handler came back", path_name(opt));
+		}
+		UKT_EQ(nsig, 1);
+		UKT_EQ(nret, 1);
+		/* the instance is back, and the thread outside every hit */
+		UKT_EQ(kr_long(7), 7 ^ 0x5a5a5a5a5a5aL);
+		UKT_EQ(nret, 2);
+		UKT_EQ(rp.nmissed, 0);
+		UKT_EQ(rp.kp.nmissed, 0);
+		kr_unreg(&rp);
 	}
 }
 

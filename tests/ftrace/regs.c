@@ -9,6 +9,10 @@
 #include <errno.h>
 #include <fenv.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1366,3 +1370,76 @@ UKT_CASE(far_leaf_callback_keeps_every_entry_register)
 	UKT_EQ(unregister_ftrace_function(&ops), 0);
 	dlclose(h);
 }
+
+/*
+ * A kprobe on a patch site runs inside its stub's call, which a grace
+ * period waits for.  A longjmp out of the handler's hit (by the program's
+ * handler of a fault in it, or by a signal handler of the program that
+ * interrupted it) leaves that call for good: grace periods must not wait
+ * for it, and the probe goes on working.
+ */
+static sigjmp_buf lj_jb;
+static volatile int lj_jumps, lj_calls;
+static int *volatile lj_bad = (int *)0x18;
+static int lj_fault(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	lj_calls++;
+	return lj_calls == 1 ? *lj_bad : 0;	/* the first hit faults */
+}
+static int lj_signal(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p; (void)regs;
+	if (++lj_calls == 1)
+		raise(SIGUSR1);	/* its handler longjmps out of this one */
+	return 0;
+}
+static void lj_handler(int sig) { (void)sig; lj_jumps++; siglongjmp(lj_jb, 1); }
+
+static atomic_int lj_done;
+static void *lj_unregister_ops(void *ops)
+{
+	UKT_EQ(unregister_ftrace_function(ops), 0);
+	lj_done = 1;
+	return NULL;
+}
+
+static void lj_case(int (*fn)(int, int), int (*mul)(int, int), int sig,
+		    int (*pre)(struct kprobe *, struct pt_regs *))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lj_handler;
+	UKT_EQ(sigaction(sig, &sa, NULL), 0);
+	struct kprobe kp = { .addr = (void *)fn, .pre_handler = pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(ukt_probe_flags(&kp), KPROBE_FLAG_FTRACE);
+	if (!sigsetjmp(lj_jb, 1)) {
+		fn(1, 1);
+		UKT_FAIL("the handler came back");
+	}
+	UKT_EQ(lj_jumps, 1);
+	UKT_EQ(lj_calls, 1);
+	/* an ftrace grace period, from another thread: it must end */
+	struct ftrace_ops ops = { .func = plain_cb };
+	UKT_EQ(ftrace_set_filter_ip(&ops, UL(mul), 0, 0), 0);
+	UKT_EQ(register_ftrace_function(&ops), 0);
+	UKT_EQ(mul(3, 4), 12);
+	UKT_EQ(plain_hits, 1);
+	pthread_t t;
+	UKT_EQ(pthread_create(&t, NULL, lj_unregister_ops, &ops), 0);
+	for (double t0 = ukt_now(); !lj_done && ukt_now() - t0 < 20;)
+		usleep(1000);
+	UKT_EQ(lj_done, 1);
+	pthread_join(t, NULL);
+	/* this thread is outside every hit: the probe runs again */
+	UKT_EQ(fn(2, 3), 5);
+	UKT_EQ(lj_calls, 2);
+	UKT_EQ(kp.nmissed, 0);
+	unregister_kprobe(&kp);
+}
+
+#define LJ_FAULT(p) lj_case(FT_CAT(p, add), FT_CAT(p, mul), SIGSEGV, lj_fault);
+BOTH(kprobe_on_site_longjmp_from_program_fault_handler, LJ_FAULT)
+#define LJ_SIGNAL(p) lj_case(FT_CAT(p, add), FT_CAT(p, mul), SIGUSR1, lj_signal);
+BOTH(kprobe_on_site_longjmp_from_program_signal_handler, LJ_SIGNAL)
