@@ -75,7 +75,9 @@ struct ukp_thread {
 	uint16_t nest;			/* hit-path nesting (signals in handlers) */
 	uint16_t in_handler;		/* recursion guard: nmissed */
 	_Atomic uint32_t seq;		/* ukp_gp's epoch at the outermost entry */
-	unsigned long spare;
+	unsigned long hit_sp;		/* the outermost hit's frame, when the C
+					   lock took it (in_handler bit 1 clear;
+					   else cur_regs: asm-offsets.h) */
 	pid_t tid;
 	_Atomic int free;
 	struct kprobe *cur;		/* probe whose handler runs now */
@@ -190,9 +192,21 @@ static inline void ukp_reader_fence(void)
 
 /* Enter/leave the hit path: readers of sites' probe lists.  nest before
  * the epoch's load, the epoch's load before any list's (sync.c). */
+static inline unsigned long ukp_cur_sp(void)
+{
+	unsigned long sp;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+}
+
 static inline void ukp_read_lock(struct ukp_thread *t)
 {
+	/* the hit's frame, for a longjmp out of it (trap.c); again after
+	 * nest: a signal's hit between the two leaves its own */
+	if (t->nest == 0)
+		t->hit_sp = ukp_cur_sp();
 	if (t->nest++ == 0) {
+		t->hit_sp = ukp_cur_sp();
 		ukp_reader_fence();
 		unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
 		atomic_store_explicit(&t->seq, (uint32_t)(g >> 32), memory_order_relaxed);
@@ -216,16 +230,38 @@ static inline void ukp_read_unlock(struct ukp_thread *t)
 static inline uint16_t ukp_hit_hold(struct ukp_thread *t)
 {
 	uint16_t nested = t->in_handler;
-	t->in_handler = 1;
+	t->in_handler = nested | 1;	/* bit 1: an asm path's lock, kept */
 	atomic_signal_fence(memory_order_seq_cst);
 	return nested;
 }
 
+/* The read lock and ukp_hit_hold together.  The common case (not nested,
+ * readers fenced by membarrier) as HIT_LOCK takes it: nest 1, in_handler
+ * 1 and the epoch in one store, then the hit's frame (a longjmp in
+ * between finds an older one: one instruction, as in the asm paths). */
+static inline uint16_t ukp_hit_lock(struct ukp_thread *t)
+{
+	if (*(const uint32_t *)(const void *)t == 0) {	/* nest, in_handler */
+		unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
+		if (!(g & UKP_GP_NOFAST)) {
+			__atomic_store_n((uint64_t *)(void *)t,
+					 (g & ~0xffffffffUL) | 0x10001, __ATOMIC_RELAXED);
+			t->hit_sp = ukp_cur_sp();
+			atomic_signal_fence(memory_order_seq_cst);
+			return 0;
+		}
+	}
+	ukp_read_lock(t);
+	return ukp_hit_hold(t);
+}
+
+/* in_handler back and the read lock left, in one store */
 static inline void ukp_hit_unlock(struct ukp_thread *t, uint16_t nested)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	t->in_handler = nested;
-	ukp_read_unlock(t);
+	__atomic_store_n((uint32_t *)(void *)t,
+			 (uint32_t)(uint16_t)(t->nest - 1) | (uint32_t)nested << 16,
+			 __ATOMIC_RELEASE);
 }
 
 /* Out of every read lock the thread holds, for the program's own handler
@@ -236,12 +272,13 @@ static inline void ukp_hit_unlock(struct ukp_thread *t, uint16_t nested)
 struct ukp_read_saved {
 	uint16_t nest;
 	uint32_t seq;
+	unsigned long hit_sp;
 };
 
 static inline struct ukp_read_saved ukp_read_leave(struct ukp_thread *t)
 {
 	struct ukp_read_saved r = {
-		t->nest, atomic_load_explicit(&t->seq, memory_order_relaxed),
+		t->nest, atomic_load_explicit(&t->seq, memory_order_relaxed), t->hit_sp,
 	};
 	__atomic_store_n(&t->nest, 0, __ATOMIC_RELEASE);
 	return r;
@@ -257,6 +294,7 @@ static inline void ukp_read_back(struct ukp_thread *t, struct ukp_read_saved r,
 		       offsetof(struct ukp_thread, in_handler) == 2 &&
 		       offsetof(struct ukp_thread, seq) == 4, "the read lock word");
 	uint64_t w = r.nest | (uint64_t)in_handler << 16 | (uint64_t)r.seq << 32;
+	t->hit_sp = r.hit_sp;
 	__atomic_store_n((uint64_t *)(void *)t, w, __ATOMIC_RELEASE);
 	ukp_reader_fence();	/* the store before any later list load */
 }
@@ -269,6 +307,9 @@ void ukp_anon_read_unlock(void);
  * the ones it goes back into take it again (trap.c) */
 void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp);
 void ukp_kret_inst_left(struct ukp_kinst *in);
+/* t's thread is gone inside the program's handlers of its handlers'
+ * faults: what their records held (trap.c) */
+void ukp_fault_recs_gone(struct ukp_thread *t);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
 /* Another thread's kept instance of kretprobe k (see kc_k), or NULL;

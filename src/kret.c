@@ -344,8 +344,13 @@ void ukp_kret_thread_gone(struct ukp_thread *t)
 	}
 	atomic_store_explicit(&t->kc_steal, 0, memory_order_release);
 	free_deferred(t);
+	ukp_fault_recs_gone(t);
 	if (t->kret_orphan)
 		orphan_back(t);
+	if (t->lean_kret) {	/* it died in a return handler */
+		ukp_kret_inst_left(t->kret_slot->inst);
+		t->lean_kret = 0;
+	}
 	if (t->kret_entry) {	/* it died in an entry_handler */
 		ukp_kret_inst_left(t->kret_entry);
 		t->kret_entry = NULL;
@@ -450,7 +455,12 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 		real = slot_of((unsigned)j)->ra;
 	ri->ret_addr = (kprobe_opcode_t *)real;
 	ri->task = t->tid;
-	if (call_entry && rp->entry_handler && call_entry_handler(t, rp, in, regs)) {
+	if (call_entry && rp->entry_handler &&
+	    (call_entry_handler(t, rp, in, regs) ||
+	     /* its fault went to the program's handler, outside the read
+	      * lock: unregistered meanwhile, rp and p may be gone (k stays
+	      * while an instance is out) */
+	     atomic_load_explicit(&k->dead, memory_order_acquire))) {
 		inst_push(k, in);
 		return 0;
 	}
@@ -533,8 +543,7 @@ unsigned long ukp_kret_return(struct kret_slot *s, struct pt_regs *regs, unsigne
 	/* a leaf handler (analyze.c) cannot change errno */
 	int *errp = k->leaf ? NULL : t->errno_p;
 	int saved_errno = errp ? *errp : 0;
-	ukp_read_lock(t);
-	uint16_t nested = ukp_hit_hold(t);	/* a signal's hit leaves the list alone */
+	uint16_t nested = ukp_hit_lock(t);	/* a signal's hit leaves the list alone */
 	unlink_inst(t, in);
 	if (!atomic_load_explicit(&k->dead, memory_order_acquire)) {
 		struct kretprobe *rp = k->rp;
@@ -646,7 +655,7 @@ static void longjmp_reclaim(const void *env)
 	unsigned long sp = ((const unsigned long *)env)[6], guard;
 	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
 	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
-	if (t->fault_rec || (t->cur && t->nest))
+	if (t->fault_rec || t->nest)
 		ukp_hit_longjmp(t, sp);
 	if (!t->kret_top && !t->kret_deferred && !t->kret_orphan)
 		return;

@@ -390,8 +390,7 @@ void ukp_post_dispatch(void *cont, struct pt_regs *regs)
 		return;		/* nothing recorded: no pre ran for this hit */
 	const struct ukp_site *outer = t->in_post;
 	t->in_post = s;		/* the optimizer must not patch under us */
-	ukp_read_lock(t);
-	uint16_t nested = ukp_hit_hold(t);
+	uint16_t nested = ukp_hit_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && ukp_knob_enabled && !nested)	/* nested: its pre was missed */
 		run_post(t, l, regs, &hit);
@@ -416,8 +415,7 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	}
 	int *errp = t->errno_p;		/* no call per hit to find errno */
 	int saved_errno = *errp;
-	ukp_read_lock(t);
-	uint16_t nested = ukp_hit_hold(t);
+	uint16_t nested = ukp_hit_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {
 		if (nested)
@@ -446,8 +444,7 @@ int ukp_kprobe_ftrace_hit(struct ukp_site *s, struct pt_regs *regs, unsigned len
 		return 0;
 	}
 	int saved_errno = *t->errno_p;
-	ukp_read_lock(t);
-	uint16_t nested = ukp_hit_hold(t);
+	uint16_t nested = ukp_hit_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {
 		if (nested) {
@@ -517,8 +514,7 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
 
 	if (!t)
 		return 2;	/* attaching calls libc */
-	ukp_read_lock(t);
-	uint16_t nested = ukp_hit_hold(t);	/* and the record below */
+	uint16_t nested = ukp_hit_lock(t);	/* and the record below */
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && !l->gpr_only) {
 		ret = 2;
@@ -610,6 +606,7 @@ struct ukp_fault_rec {
 	unsigned long fault_sp;		/* the fault's sp */
 	unsigned long hit_sp;		/* the hit's frame (its pt_regs) */
 	struct ukp_read_saved rs;	/* the read lock it left */
+	uint16_t ih;			/* and its in_handler */
 	struct kprobe *p;		/* the handler's probe */
 	struct pt_regs *cur_regs;
 	struct ukp_jmpbuf *cur_jb;
@@ -631,7 +628,7 @@ struct ukp_fault_rec {
  * no more handlers (its list may be gone). */
 static void fault_rec_back(struct ukp_thread *t, const struct ukp_fault_rec *r)
 {
-	ukp_read_back(t, r->rs, 1);
+	ukp_read_back(t, r->rs, r->ih);
 	t->cur_regs = r->cur_regs;
 	t->cur_jb = r->cur_jb;
 	t->lean_sp = r->lean_sp;
@@ -653,12 +650,17 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	ucontext_t pc = *uc;
 	struct ukp_fault_rec r = {
 		t->fault_rec, ukp_arch_uc_sp(uc), (unsigned long)t->cur_regs,
-		{ 0, 0 }, t->cur, t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list,
-		t->lean_i, t->lean_errno, t->lean_kret, t->ft_hit, t->kret_slot,
-		t->kret_errp, t->kret_entry, t->in_post,
+		{ 0, 0, 0 }, t->in_handler, t->cur, t->cur_regs, t->cur_jb, t->lean_sp,
+		t->lean_list, t->lean_i, t->lean_errno, t->lean_kret, t->ft_hit,
+		t->kret_slot, t->kret_errp, t->kret_entry, t->in_post,
 	};
+	sigset_t all, old;
 
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
+	/* from the hit to its record in one step for a signal's longjmp
+	 * (ukp_hit_longjmp): it would settle both, or neither */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	t->cur = NULL;
 	t->lean_kret = 0;	/* the program's handler may longjmp away */
 	t->cur_jb = NULL;	/* (then a later hit's fault must not find this
@@ -672,7 +674,7 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 	}
 	r.rs = ukp_read_leave(t);
 	t->fault_rec = &r;
-	atomic_signal_fence(memory_order_seq_cst);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	chain(sig, si, &pc);
 	t->fault_rec = r.prev;
 	fault_rec_back(t, &r);
@@ -683,29 +685,61 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 }
 
 /*
- * The hits a longjmp to sp leaves, and those it goes back into: first the
- * handler running now (one the program's signal handler left, a SIGALRM
- * timeout say), then those whose faults the program's handlers are
- * taking.  A hit is left when sp is above its frame on the same stack, or
- * its frame is on the alternate signal stack the thread is leaving; it
- * gives back its read lock and its ftrace stub's call.  A target between
- * a fault and its hit's frame is back inside the handler (a setjmp of
- * its own): the hit takes its lock back and runs no further handler.
+ * The hits a longjmp to sp leaves, and the one it goes back into.
+ *
+ * First the hit the thread is in (nest): its outermost frame is cur_regs
+ * where a hand-written path took the lock (in_handler bit 1), else the
+ * sp the C lock recorded.  A target above it leaves every hit the thread
+ * is in, nested ones too, handler running or not (a program signal
+ * handler's longjmp, a SIGALRM timeout say, or a handler's own); one
+ * below it but above a running handler's pt_regs leaves that handler's
+ * hit; one below both is inside the handler (its own setjmp).
+ *
+ * Then the hits whose faults the program's handlers are taking (their
+ * records): a target above one's frame leaves it; one between its fault
+ * and its frame is back inside that handler, which takes its lock back
+ * and runs no further handler; one below its fault is still in the
+ * program's handler.
+ *
+ * A hit left gives back its read lock, its ftrace stub's call and the
+ * kretprobe instance its entry or return handler held.  "Above" is on
+ * the same stack; a frame on the alternate signal stack the thread is on
+ * is left by any target off it.
  */
 void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 {
 	stack_t ss;
-	unsigned long lo = 0, hi = 0;
-	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
-		lo = (unsigned long)ss.ss_sp;
-		hi = lo + ss.ss_size;
+	unsigned long lo = 0, hi = 0, alo = 0, ahi = 0;
+	bool on_alt = false;
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
+		alo = (unsigned long)ss.ss_sp;
+		ahi = alo + ss.ss_size;
+		on_alt = ss.ss_flags & SS_ONSTACK;
+		if (on_alt) {
+			lo = alo;
+			hi = ahi;
+		}
+	}
+	/* records whose frames are gone (the program's handler left by
+	 * setcontext or an exception): below this frame on this stack, or
+	 * on an alternate stack the thread is no longer on */
+	unsigned long here = (unsigned long)__builtin_frame_address(0);
+	struct ukp_fault_rec *r;
+	while ((r = t->fault_rec)) {
+		unsigned long a = (unsigned long)r;
+		bool r_alt = a >= alo && a < ahi;
+		if (r_alt == on_alt ? a > here : !r_alt)
+			break;
+		t->fault_rec = r->prev;
 	}
 	bool sp_alt = sp >= lo && sp < hi;
 #define ALT(a) ((a) >= lo && (a) < hi)
-	if (t->cur && t->nest) {
-		unsigned long f = (unsigned long)t->cur_regs;
-		if (ALT(f) == sp_alt ? sp <= f : !ALT(f))
-			return;		/* inside the handler */
+#define ABOVE(f) (ALT(f) == sp_alt ? sp > (f) : ALT(f))
+	if (t->nest) {
+		unsigned long h = t->in_handler & 2 ? (unsigned long)t->cur_regs : t->hit_sp;
+		bool all = ABOVE(h);
+		if (!all && !(t->cur && ABOVE((unsigned long)t->cur_regs)))
+			goto records;	/* inside the handler, or not left */
 		t->cur = NULL;
 		t->cur_jb = NULL;
 		if (t->lean_kret)	/* a return handler: its instance */
@@ -720,10 +754,16 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 		t->cur_uc = NULL;
 		/* a post dispatch's site: the optimizer may patch it now */
 		t->in_post = t->fault_rec ? t->fault_rec->in_post : NULL;
-		t->in_handler = 0;
-		ukp_read_unlock(t);
+		if (all) {
+			/* nest and in_handler 0 in one store */
+			__atomic_store_n((uint32_t *)(void *)t, 0, __ATOMIC_RELEASE);
+		} else {
+			t->in_handler = 0;
+			ukp_read_unlock(t);
+			return;	/* the records are older than the hits left */
+		}
 	}
-	struct ukp_fault_rec *r;
+records:
 	while ((r = t->fault_rec)) {
 		bool left;
 		if (ALT(r->hit_sp) != sp_alt) {
@@ -748,7 +788,22 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 			ukp_kret_inst_left(r->kret_entry);
 		t->in_post = r->prev ? r->prev->in_post : NULL;
 	}
+#undef ABOVE
 #undef ALT
+}
+
+/* t's thread is gone inside the program's handlers of its handlers'
+ * faults: the instances their records held (the innermost return
+ * handler's is t->kret_orphan, which kret.c gives back) */
+void ukp_fault_recs_gone(struct ukp_thread *t)
+{
+	for (struct ukp_fault_rec *r = t->fault_rec; r; r = r->prev) {
+		if (r->kret_entry)
+			ukp_kret_inst_left(r->kret_entry);
+		if (r->lean_kret && r->kret_slot->inst != t->kret_orphan)
+			ukp_kret_inst_left(r->kret_slot->inst);
+	}
+	t->fault_rec = NULL;
 }
 
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
@@ -768,8 +823,7 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 	if (t && !t->in_handler && !t->internal) {
 		struct pt_regs regs;
 		int trapnr = ukp_arch_trapnr(uc, sig);
-		ukp_read_lock(t);
-		uint16_t nested = ukp_hit_hold(t);
+		uint16_t nested = ukp_hit_lock(t);
 		const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 		ukp_arch_regs_from_uc(&regs, uc);
 		for (unsigned i = 0; l && i < l->n && !handled; i++) {

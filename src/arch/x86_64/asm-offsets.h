@@ -10,8 +10,10 @@
 #define UKP_ASM_OFFSETS_H
 
 /* ukp_gp (sync.c, internal.h): what HIT_LOCK stores at T_NEST (nest 1,
- * in_handler 1, the epoch above), unless a flag says the C path decides */
-#define UKP_GP_LOCK 0x10001
+ * in_handler 3, the epoch above), unless a flag says the C path decides.
+ * in_handler's bit 1 says a hand-written path took the lock: its frame
+ * is cur_regs, which it stores next (trap.c: ukp_hit_longjmp). */
+#define UKP_GP_LOCK 0x30001
 #define UKP_GP_NOFAST 2
 #define UKP_GP_NOKNOB 4
 

@@ -540,6 +540,7 @@ ukp_opt_tramp_begin:
 	test %r12, %r12
 	jz .Llean_c
 	HIT_LOCK %r12, %rax, .Llean_c
+	mov %rbx, T_CUR_REGS(%r12)	/* next: the hit's frame (in_handler 3) */
 	mov -35(%r13), %r13		/* the list (the detour's copy; r13 = R) */
 	test %r13, %r13
 	jz .Llean_c_unlock
@@ -562,7 +563,6 @@ ukp_opt_tramp_begin:
 	mov %ecx, T_LEAN_ERRNO(%r12)
 	.endif
 	mov %r13, T_LEAN_LIST(%r12)
-	mov %rbx, T_CUR_REGS(%r12)
 	mov %rdi, T_CUR(%r12)
 	mov %rbx, %rsi
 	call *%rax			/* p->pre_handler(p, regs) */
@@ -654,6 +654,7 @@ ukp_opt_tramp_kret:
 	test %rsi, %rsi
 	jz 90f
 	HIT_LOCK %rsi, %rax, 90f
+	mov %rsp, T_CUR_REGS(%rsi)	/* next: the hit's frame (in_handler 3) */
 	mov KT_R(%rsp), %rax
 	mov -27(%rax), %rdi		/* the site */
 	mov -35(%rax), %rdx		/* its list (the detour's copy) */

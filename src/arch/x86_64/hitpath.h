@@ -16,7 +16,7 @@
 	mov %fs:(\reg), \reg
 .endm
 
-/* t's read lock (nest 1), in_handler = 1 and the epoch (seq), copied
+/* t's read lock (nest 1), in_handler = 3 and the epoch (seq), copied
  * from ukp_gp in one store (sync.c), so from here a nested hit (a
  * signal's) only counts nmissed and leaves the thread's hit record
  * alone; to out instead if t is inside already or one of the flags off

@@ -264,6 +264,7 @@ ukp_kret_common:
 	cmp T_KRET_TOP(%r12), %r15	/* unlinked with one store */
 	jne 24f
 	HIT_LOCK %r12, %rax, 24f, UKP_GP_NOFAST
+	mov %rbx, T_CUR_REGS(%r12)	/* next: the hit's frame (in_handler 3) */
 	cmpl $0, K_DEAD(%rbp)
 	jne 25f
 	mov K_RP(%rbp), %rdi
@@ -280,7 +281,6 @@ ukp_kret_common:
 	mov KI_BELOW(%r15), %rcx	/* unlink_inst() */
 	mov %rcx, T_KRET_TOP(%r12)
 	mov %rdi, T_CUR(%r12)		/* &rp->kp, its first member */
-	mov %rbx, T_CUR_REGS(%r12)
 	/* cur_jb is NULL already (see the lean trampoline, entry.S); a
 	 * fault resumes on this stack, at rbx rounded down to 16
 	 * (ukp_kret_rec_sp) */
