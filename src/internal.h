@@ -68,6 +68,43 @@ struct kret_slot {
 };
 extern struct kret_slot ukp_kret_ra[] __attribute__((visibility("hidden")));
 
+/* ukp_read_leave()'s answer (below) */
+struct ukp_read_saved {
+	uint16_t nest;
+	uint32_t seq;
+	unsigned long hit_sp;
+};
+
+/*
+ * A hit whose handler's fault the program's handler is taking (trap.c):
+ * where the hit goes on (fault_resume), kept across the program's
+ * handler, which may hit probes of its own and so overwrite the thread
+ * block's copy; and what a longjmp out of that handler must settle
+ * (ukp_hit_longjmp).  Deeper nesting than UKP_FREC_DEPTH goes unrecorded:
+ * a longjmp out of those is not settled.
+ */
+#define UKP_FREC_DEPTH 8
+struct ukp_fault_rec {
+	unsigned long frame;		/* handler_fault_unhandled's */
+	unsigned long fault_sp;		/* the fault's sp */
+	unsigned long hit_sp;		/* the hit's frame (its pt_regs) */
+	struct ukp_read_saved rs;	/* the read lock it left */
+	uint16_t ih;			/* and its in_handler */
+	struct kprobe *p;		/* the handler's probe */
+	struct pt_regs *cur_regs;
+	struct ukp_jmpbuf *cur_jb;
+	unsigned long lean_sp;
+	const struct ukp_plist *lean_list;
+	unsigned lean_i;
+	int lean_errno;
+	int lean_kret;
+	int ft_hit;
+	struct kret_slot *kret_slot;
+	int *kret_errp;
+	struct ukp_kinst *kret_entry;
+	const struct ukp_site *in_post;
+};
+
 struct ukp_thread {
 	/* The read lock (sync.c), one word the hand-written hit paths take
 	 * with one store (hitpath.h): nest, in_handler and the grace
@@ -139,8 +176,10 @@ struct ukp_thread {
 	int ft_hit;
 	struct ukp_kinst *kret_entry;	/* whose entry_handler runs (kret.c) */
 	/* hits whose handler's fault the program's handlers are taking,
-	 * innermost first (trap.c: records on those handlers' stacks) */
-	struct ukp_fault_rec *fault_rec;
+	 * outermost first (trap.c); in the block, not on those handlers'
+	 * stacks, which a setcontext or an exception may leave for good */
+	unsigned nfrec;
+	struct ukp_fault_rec frec[UKP_FREC_DEPTH];
 };
 
 /* sync.c; inline below because every hit takes these */
@@ -203,8 +242,10 @@ static inline void ukp_read_lock(struct ukp_thread *t)
 {
 	/* the hit's frame, for a longjmp out of it (trap.c); again after
 	 * nest: a signal's hit between the two leaves its own */
-	if (t->nest == 0)
+	if (t->nest == 0) {
 		t->hit_sp = ukp_cur_sp();
+		atomic_signal_fence(memory_order_seq_cst);
+	}
 	if (t->nest++ == 0) {
 		t->hit_sp = ukp_cur_sp();
 		ukp_reader_fence();
@@ -269,12 +310,6 @@ static inline void ukp_hit_unlock(struct ukp_thread *t, uint16_t nested)
  * it was: with the epoch of the outermost entry, whose hit goes on with
  * the lists it loaded then, never a newer one.  (A writer that saw nest
  * 0 meanwhile may have freed them: the hit abandons its list.) */
-struct ukp_read_saved {
-	uint16_t nest;
-	uint32_t seq;
-	unsigned long hit_sp;
-};
-
 static inline struct ukp_read_saved ukp_read_leave(struct ukp_thread *t)
 {
 	struct ukp_read_saved r = {

@@ -611,7 +611,7 @@ _Unwind_Reason_Code ukp_kret_personality(int version, _Unwind_Action actions,
 	struct kret_slot *s = slot_of((unsigned)k);
 	struct ukp_kinst *in = s->inst;
 	int nested = t->in_handler;
-	t->in_handler = 1;
+	t->in_handler = (uint16_t)(nested | 1);	/* bit 1 kept (asm-offsets.h) */
 	if ((actions & _UA_HANDLER_FRAME) && !(actions & _UA_FORCE_UNWIND)) {
 		unsigned long ra = s->ra;
 		if (in && in->t == t)
@@ -655,13 +655,13 @@ static void longjmp_reclaim(const void *env)
 	unsigned long sp = ((const unsigned long *)env)[6], guard;
 	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
 	sp = (sp >> 0x11 | sp << (64 - 0x11)) ^ guard;
-	if (t->fault_rec || t->nest)
+	if (t->nfrec || t->nest)
 		ukp_hit_longjmp(t, sp);
 	if (!t->kret_top && !t->kret_deferred && !t->kret_orphan)
 		return;
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
 	int nested = t->in_handler;
-	t->in_handler = 1;
+	t->in_handler = (uint16_t)(nested | 1);	/* bit 1 kept (asm-offsets.h) */
 	free_deferred(t);
 	/*
 	 * A return handler faulted and the program's handler took the fault

@@ -55,7 +55,7 @@ static void thread_exit(void *arg)
 	t->in_handler = 0;
 	__atomic_store_n(&t->ft_out, t->ft_in, __ATOMIC_RELEASE);
 	t->ft_rdepth = 0;
-	t->fault_rec = NULL;
+	t->nfrec = 0;
 	self = NULL;
 	atomic_store(&t->free, 1);
 }
@@ -181,7 +181,7 @@ struct ukp_thread *ukp_thread_attach(void)
 	t->abandon = 0;
 	t->ft_hit = 0;
 	t->kret_entry = NULL;
-	t->fault_rec = NULL;	/* records on a stack that is gone */
+	t->nfrec = 0;	/* records of a thread that is gone */
 	t->npending = 0;
 	t->in_hook = 0;
 	t->in_post = NULL;

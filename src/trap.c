@@ -495,14 +495,16 @@ static inline int lean_run(struct ukp_thread *t, const struct ukp_plist *l,
 	return 0;
 }
 
-/* The end of a lean hit: the saved errno is read while in_handler still
- * keeps a signal's nested hit from recording its own over it. */
+/* The end of a lean hit, the lock with it (in one store: in_handler 0
+ * with nest still 1 would leave a longjmp from a signal there without
+ * the hit's frame); the saved errno is read while in_handler still keeps
+ * a signal's nested hit from recording its own over it. */
 static inline void lean_done(struct ukp_thread *t)
 {
 	int e = t->lean_errno;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->cur = NULL;
-	t->in_handler = 0;
+	ukp_hit_unlock(t, 0);
 	atomic_signal_fence(memory_order_seq_cst);
 	*t->errno_p = e;
 }
@@ -530,6 +532,7 @@ int ukp_opt_dispatch_lean(struct ukp_site *s, struct pt_regs *regs)
 			t->abandon = 0;
 			ret = lean_run(t, l, regs, 0);
 			lean_done(t);	/* in_handler 0: nested was */
+			return ret;
 		}
 	}
 	ukp_hit_unlock(t, nested);
@@ -542,7 +545,6 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t)
 {
 	int ret = lean_run(t, t->lean_list, t->cur_regs, t->lean_i + 1);
 	lean_done(t);
-	ukp_read_unlock(t);
 	return ret;
 }
 
@@ -593,36 +595,22 @@ static void fpu_restore(const ucontext_t *uc)
 		__asm__ volatile("fxrstor64 (%0)" :: "r"(fp) : "memory");
 }
 
-/*
- * A hit whose handler's fault the program's handler is taking: where the
- * hit goes on (fault_resume), kept across the program's handler, which
- * may hit probes of its own and so overwrite the thread block's copy;
- * and what a longjmp out of that handler must settle (ukp_hit_longjmp).
- * On handler_fault_unhandled's stack, listed from the thread block.
- */
-struct ukp_fault_rec {
-	struct ukp_fault_rec *prev;	/* an outer one (a fault in a hit
-					   in the program's handler of it) */
-	unsigned long fault_sp;		/* the fault's sp */
-	unsigned long hit_sp;		/* the hit's frame (its pt_regs) */
-	struct ukp_read_saved rs;	/* the read lock it left */
-	uint16_t ih;			/* and its in_handler */
-	struct kprobe *p;		/* the handler's probe */
-	struct pt_regs *cur_regs;
-	struct ukp_jmpbuf *cur_jb;
-	unsigned long lean_sp;
-	const struct ukp_plist *lean_list;
-	unsigned lean_i;
-	int lean_errno;
-	int lean_kret;
-	int ft_hit;
-	struct kret_slot *kret_slot;
-	int *kret_errp;
-	struct ukp_kinst *kret_entry;
-	const struct ukp_site *in_post;
-};
+/* A hit's settlement when a longjmp leaves it for good (or a setcontext
+ * did, found later): its ftrace stub's call, the kretprobe instance its
+ * entry or return handler held. */
+static void fault_rec_left(struct ukp_thread *t, const struct ukp_fault_rec *r)
+{
+	if (r->ft_hit)
+		__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
+	if (r->kret_entry)
+		ukp_kret_inst_left(r->kret_entry);
+	if (r->lean_kret && r->kret_slot->inst == t->kret_orphan)
+		t->kret_orphan = NULL;
+	if (r->lean_kret)
+		ukp_kret_inst_left(r->kret_slot->inst);
+}
 
-/* Back into the hit of r: the read lock it left, in_handler 1 (a
+/* Back into the hit of r: the read lock it left, its in_handler (a
  * signal's hit from here on only counts nmissed and leaves what is put
  * back here alone), and the record of where it goes on; the hit runs
  * no more handlers (its list may be gone). */
@@ -649,16 +637,18 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 {
 	ucontext_t pc = *uc;
 	struct ukp_fault_rec r = {
-		t->fault_rec, ukp_arch_uc_sp(uc), (unsigned long)t->cur_regs,
-		{ 0, 0, 0 }, t->in_handler, t->cur, t->cur_regs, t->cur_jb, t->lean_sp,
-		t->lean_list, t->lean_i, t->lean_errno, t->lean_kret, t->ft_hit,
-		t->kret_slot, t->kret_errp, t->kret_entry, t->in_post,
+		(unsigned long)__builtin_frame_address(0), ukp_arch_uc_sp(uc),
+		(unsigned long)t->cur_regs, { 0, 0, 0 }, t->in_handler, t->cur,
+		t->cur_regs, t->cur_jb, t->lean_sp, t->lean_list, t->lean_i,
+		t->lean_errno, t->lean_kret, t->ft_hit, t->kret_slot, t->kret_errp,
+		t->kret_entry, t->in_post,
 	};
 	sigset_t all, old;
 
 	ukp_arch_regs_to_uc(&pc, t->cur_regs);
-	/* from the hit to its record in one step for a signal's longjmp
-	 * (ukp_hit_longjmp): it would settle both, or neither */
+	/* from the hit to its record (and back) in one step for a signal's
+	 * longjmp (ukp_hit_longjmp): it settles one of them, never both or
+	 * neither */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	t->cur = NULL;
@@ -673,12 +663,19 @@ static void handler_fault_unhandled(struct ukp_thread *t, int sig, siginfo_t *si
 		t->kret_orphan_sp = r.fault_sp;
 	}
 	r.rs = ukp_read_leave(t);
-	t->fault_rec = &r;
+	unsigned i = t->nfrec;
+	if (i < UKP_FREC_DEPTH) {
+		t->frec[i] = r;
+		t->nfrec = i + 1;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	chain(sig, si, &pc);
-	t->fault_rec = r.prev;
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (i < UKP_FREC_DEPTH)
+		t->nfrec = i;
 	fault_rec_back(t, &r);
 	t->kret_orphan = NULL;	/* resumed: the rest of the return frees it */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ukp_arch_regs_from_uc(t->cur_regs, &pc);
 	fpu_restore(&pc);
 	fault_resume(t);
@@ -720,17 +717,17 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 			hi = ahi;
 		}
 	}
-	/* records whose frames are gone (the program's handler left by
-	 * setcontext or an exception): below this frame on this stack, or
-	 * on an alternate stack the thread is no longer on */
+	/* records whose program handlers are gone (left by setcontext or an
+	 * exception): their frames below this one on this stack, or on an
+	 * alternate stack the thread is no longer on.  Left for good. */
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
-	struct ukp_fault_rec *r;
-	while ((r = t->fault_rec)) {
-		unsigned long a = (unsigned long)r;
-		bool r_alt = a >= alo && a < ahi;
-		if (r_alt == on_alt ? a > here : !r_alt)
+	while (t->nfrec) {
+		const struct ukp_fault_rec *r = &t->frec[t->nfrec - 1];
+		bool r_alt = r->frame >= alo && r->frame < ahi;
+		if (r_alt == on_alt ? r->frame > here : !r_alt)
 			break;
-		t->fault_rec = r->prev;
+		t->nfrec--;
+		fault_rec_left(t, r);
 	}
 	bool sp_alt = sp >= lo && sp < hi;
 #define ALT(a) ((a) >= lo && (a) < hi)
@@ -753,7 +750,7 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 		t->kret_entry = NULL;
 		t->cur_uc = NULL;
 		/* a post dispatch's site: the optimizer may patch it now */
-		t->in_post = t->fault_rec ? t->fault_rec->in_post : NULL;
+		t->in_post = t->nfrec ? t->frec[t->nfrec - 1].in_post : NULL;
 		if (all) {
 			/* nest and in_handler 0 in one store */
 			__atomic_store_n((uint32_t *)(void *)t, 0, __ATOMIC_RELEASE);
@@ -764,7 +761,8 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 		}
 	}
 records:
-	while ((r = t->fault_rec)) {
+	while (t->nfrec) {
+		const struct ukp_fault_rec *r = &t->frec[t->nfrec - 1];
 		bool left;
 		if (ALT(r->hit_sp) != sp_alt) {
 			if (!ALT(r->hit_sp))
@@ -776,34 +774,26 @@ records:
 		} else {
 			left = sp > r->hit_sp;
 		}
-		t->fault_rec = r->prev;
+		t->nfrec--;
 		if (!left) {
 			fault_rec_back(t, r);
 			t->cur = r->p;
 			return;
 		}
-		if (r->ft_hit)
-			__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
-		if (r->kret_entry)
-			ukp_kret_inst_left(r->kret_entry);
-		t->in_post = r->prev ? r->prev->in_post : NULL;
+		/* its orphan (kret.c) is settled here, with the record */
+		fault_rec_left(t, r);
+		t->in_post = t->nfrec ? t->frec[t->nfrec - 1].in_post : NULL;
 	}
 #undef ABOVE
 #undef ALT
 }
 
 /* t's thread is gone inside the program's handlers of its handlers'
- * faults: the instances their records held (the innermost return
- * handler's is t->kret_orphan, which kret.c gives back) */
+ * faults: what their records held */
 void ukp_fault_recs_gone(struct ukp_thread *t)
 {
-	for (struct ukp_fault_rec *r = t->fault_rec; r; r = r->prev) {
-		if (r->kret_entry)
-			ukp_kret_inst_left(r->kret_entry);
-		if (r->lean_kret && r->kret_slot->inst != t->kret_orphan)
-			ukp_kret_inst_left(r->kret_slot->inst);
-	}
-	t->fault_rec = NULL;
+	while (t->nfrec)
+		fault_rec_left(t, &t->frec[--t->nfrec]);
 }
 
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,

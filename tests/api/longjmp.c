@@ -526,3 +526,122 @@ UKT_CASE(handlers_own_longjmp_inside_it_optimized)
 {
 	own_longjmp_inside(true);
 }
+
+/* A program SIGSEGV handler that leaves by setcontext, in a thread that
+ * then reuses that stack and ends: the fault's record must not be read
+ * from the dead frame (the thread's exit gives back what records hold). */
+__attribute__((noinline)) long rv_a(long x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+static __thread int sc_armed;
+static int pre_faults_armed(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	if (sc_armed) {
+		sc_armed = 0;
+		return *bad;
+	}
+	return 0;
+}
+static volatile int sc_nseg;
+static __thread ucontext_t sc_back;
+static __thread volatile int sc_thread_left;
+static void segv_setcontext_thread(int sig)
+{
+	(void)sig;
+	if (sc_nseg++)
+		_exit(3);	/* a second fault: ukprobes read a dead record */
+	sc_thread_left = 1;
+	setcontext(&sc_back);
+}
+__attribute__((noinline)) static void scribble(void)
+{
+	volatile char buf[32768];
+	memset((char *)buf, 0x41, sizeof(buf));
+	__asm__ volatile("" :: "r"(buf) : "memory");
+}
+static void *sc_thread(void *a)
+{
+	(void)a;
+	sc_armed = 1;
+	getcontext(&sc_back);
+	if (!sc_thread_left)
+		rv_a(1);	/* its handler faults; the program's handler
+				   setcontexts back here */
+	scribble();		/* the dead record's memory is reused */
+	return (void *)7L;	/* the thread's exit */
+}
+static struct kprobe sc_kp;
+
+static void setcontext_then_exit(bool bp)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = segv_setcontext_thread;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	sc_kp.addr = (void *)rv_a;
+	sc_kp.pre_handler = pre_faults_armed;
+	sc_kp.post_handler = bp ? nop_post : NULL;
+	UKT_EQ(register_kprobe(&sc_kp), 0);
+	pthread_t th;
+	void *r;
+	UKT_EQ(pthread_create(&th, NULL, sc_thread, NULL), 0);
+	UKT_EQ(pthread_join(th, &r), 0);
+	UKT_EQ((long)r, 7);
+	UKT_EQ(sc_nseg, 1);
+	grace_period_ends(&sc_kp);
+}
+
+UKT_CASE(setcontext_out_of_the_programs_handler_then_thread_exit_breakpoint)
+{
+	setcontext_then_exit(true);
+}
+
+UKT_CASE(setcontext_out_of_the_programs_handler_then_thread_exit_optimized)
+{
+	setcontext_then_exit(false);
+}
+
+/* With the knob off, kret.S's fast return path (which runs anyway: the
+ * call must return) takes its lock; a C path that ends it (a fault the
+ * fault_handler takes) must leave the thread outside. */
+static volatile int kn_fault;
+static int kn_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	if (kn_fault) {
+		kn_fault = 0;
+		return *bad;
+	}
+	return 0;
+}
+static int kn_fh(struct kprobe *p, struct pt_regs *r, int trapnr) { (void)p; (void)r; (void)trapnr; return 1; }
+__attribute__((noinline)) long rv_knob(long x)
+{
+	kprobes_set_enabled(0);		/* between the entry and the return */
+	__asm__ volatile("" ::: "memory");
+	return x * 5;
+}
+static struct kretprobe kn_rp;
+static void *unreg_kret_thread(void *a) { unregister_kretprobe(a); unreg_done = 1; return NULL; }
+
+UKT_CASE(kretprobe_return_with_the_knob_off_then_a_taken_fault)
+{
+	kn_rp.kp.addr = (void *)rv_knob;
+	kn_rp.kp.fault_handler = kn_fh;
+	kn_rp.handler = kn_handler;
+	kn_rp.maxactive = 4;
+	UKT_EQ(register_kretprobe(&kn_rp), 0);
+	kn_fault = 1;
+	UKT_EQ(rv_knob(1), 5);
+	UKT_EQ(kprobes_set_enabled(1), 0);
+	unreg_done = 0;
+	pthread_t u;
+	UKT_EQ(pthread_create(&u, NULL, unreg_kret_thread, &kn_rp), 0);
+	for (double t0 = ukt_now(); !unreg_done && ukt_now() - t0 < 20;)
+		usleep(1000);
+	UKT_EQ(unreg_done, 1);		/* the grace period ended */
+	pthread_join(u, NULL);
+}
