@@ -717,9 +717,12 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 			hi = ahi;
 		}
 	}
-	/* records whose program handlers are gone (left by setcontext or an
+	/* records whose program handlers look gone (left by setcontext or an
 	 * exception): their frames below this one on this stack, or on an
-	 * alternate stack the thread is no longer on.  Left for good. */
+	 * alternate stack the thread is not on.  Dropped, not settled: a
+	 * coroutine on another stack inside a live handler looks the same,
+	 * and settling a live one would give its instance back twice (a
+	 * dead one keeps what it held: an instance, an ftrace call) */
 	unsigned long here = (unsigned long)__builtin_frame_address(0);
 	while (t->nfrec) {
 		const struct ukp_fault_rec *r = &t->frec[t->nfrec - 1];
@@ -727,7 +730,6 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 		if (r_alt == on_alt ? r->frame > here : !r_alt)
 			break;
 		t->nfrec--;
-		fault_rec_left(t, r);
 	}
 	bool sp_alt = sp >= lo && sp < hi;
 #define ALT(a) ((a) >= lo && (a) < hi)

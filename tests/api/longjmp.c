@@ -23,6 +23,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include "ukt.h"
 
@@ -644,4 +646,89 @@ UKT_CASE(kretprobe_return_with_the_knob_off_then_a_taken_fault)
 		usleep(1000);
 	UKT_EQ(unreg_done, 1);		/* the grace period ended */
 	pthread_join(u, NULL);
+}
+
+/* A live fault record must not be taken for a dead one: the program's
+ * SIGSEGV handler (on the alternate stack, where the record's frame is)
+ * runs a coroutine on another stack, which does a local setjmp/longjmp.
+ * Had ukprobes settled the record there (given back the return
+ * handler's kretprobe instance), the return would give it back again
+ * when the handler returns: a cycle in the free stack, two calls on one
+ * instance (maxactive 1: a nested call no longer missed). */
+__attribute__((noinline)) long co_rec(long n)
+{
+	long r = n;
+	if (n > 0)
+		r += co_rec(n - 1);
+	__asm__ volatile("" : "+r"(r) :: "memory");
+	return r + 1;
+}
+
+static int *volatile co_bad = (int *)0x18;
+static volatile int co_armed, co_nsegv, co_nret;
+static int co_ret_h(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri; (void)regs;
+	co_nret++;
+	if (co_armed) {
+		co_armed = 0;
+		return *co_bad;
+	}
+	return 0;
+}
+
+static ucontext_t co_h_uc, co_co_uc;
+static jmp_buf co_cjb;
+static void co_fn2(void)
+{
+	if (!setjmp(co_cjb))
+		longjmp(co_cjb, 1);	/* a local longjmp on the coroutine's stack */
+	swapcontext(&co_co_uc, &co_h_uc);
+}
+static void co_segv(int sig)
+{
+	(void)sig;
+	co_nsegv++;
+	static char *stk;
+	stk = malloc(1 << 16);
+	getcontext(&co_co_uc);
+	co_co_uc.uc_stack.ss_sp = stk;
+	co_co_uc.uc_stack.ss_size = 1 << 16;
+	co_co_uc.uc_link = NULL;
+	makecontext(&co_co_uc, co_fn2, 0);
+	swapcontext(&co_h_uc, &co_co_uc);
+}
+
+static struct kretprobe co_rp;
+
+UKT_CASE(coroutine_longjmp_in_the_programs_handler_keeps_the_record)
+{
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	UKT_EQ(sigaltstack(&ss, NULL), 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = co_segv;
+	sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	co_rp.kp.addr = (void *)co_rec;
+	co_rp.handler = co_ret_h;
+	co_rp.maxactive = 1;
+	UKT_EQ(register_kretprobe(&co_rp), 0);
+	UKT_EQ(co_rec(1), 3);
+	UKT_EQ(co_rp.nmissed, 1);		/* the nested call: none free */
+	co_armed = 1;
+	UKT_EQ(co_rec(0), 1);
+	UKT_EQ(co_nsegv, 1);
+	pid_t c = fork();
+	if (c == 0) {
+		alarm(5);
+		co_rec(1);
+		_exit(co_rp.nmissed == 2 ? 0 : 1);
+	}
+	int st = 0;
+	UKT_EQ(waitpid(c, &st, 0), c);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  child: status %#x (the instance was given back twice)\n", st);
+	UKT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

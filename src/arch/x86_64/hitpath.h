@@ -28,7 +28,7 @@
 	mov ukp_gp(%rip), \scratch
 	test $\off, \scratch
 	jnz \out
-	.if (\off & UKP_GP_NOKNOB) == 0
+	.if ((\off) & UKP_GP_NOKNOB) == 0
 	and $~UKP_GP_NOKNOB, \scratch	/* a flag, not part of nest */
 	.endif
 	mov \scratch, T_NEST(\t)
