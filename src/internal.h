@@ -229,8 +229,7 @@ static inline void ukp_reader_fence(void)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* Enter/leave the hit path: readers of sites' probe lists.  nest before
- * the epoch's load, the epoch's load before any list's (sync.c). */
+/* the hit's frame (hit_sp), for a longjmp out of it (trap.c) */
 static inline unsigned long ukp_cur_sp(void)
 {
 	unsigned long sp;
@@ -238,20 +237,24 @@ static inline unsigned long ukp_cur_sp(void)
 	return sp;
 }
 
+/* Enter/leave the hit path: readers of sites' probe lists.  nest before
+ * the epoch's load, the epoch's load before any list's (sync.c). */
 static inline void ukp_read_lock(struct ukp_thread *t)
 {
-	/* the hit's frame, for a longjmp out of it (trap.c); again after
-	 * nest: a signal's hit between the two leaves its own */
-	if (t->nest == 0) {
-		t->hit_sp = ukp_cur_sp();
-		atomic_signal_fence(memory_order_seq_cst);
+	if (t->nest != 0) {
+		t->nest++;
+		return;
 	}
-	if (t->nest++ == 0) {
-		t->hit_sp = ukp_cur_sp();
-		ukp_reader_fence();
-		unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
-		atomic_store_explicit(&t->seq, (uint32_t)(g >> 32), memory_order_relaxed);
-	}
+	/* the frame before nest and again after: a signal's hit between
+	 * the two leaves its own */
+	unsigned long sp = ukp_cur_sp();
+	t->hit_sp = sp;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->nest = 1;
+	t->hit_sp = sp;
+	ukp_reader_fence();
+	unsigned long g = atomic_load_explicit(&ukp_gp, memory_order_acquire);
+	atomic_store_explicit(&t->seq, (uint32_t)(g >> 32), memory_order_relaxed);
 }
 
 /* every list load done before nest 0 shows (from either kind of lock:
@@ -342,9 +345,9 @@ void ukp_anon_read_unlock(void);
  * the ones it goes back into take it again (trap.c) */
 void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp);
 void ukp_kret_inst_left(struct ukp_kinst *in);
-/* t's thread is gone inside the program's handlers of its handlers'
- * faults: what their records held (trap.c) */
-void ukp_fault_recs_gone(struct ukp_thread *t);
+/* t's thread is gone inside a handler, or inside the program's handlers
+ * of its handlers' faults: what those hits held (trap.c) */
+void ukp_hits_gone(struct ukp_thread *t);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
 /* Another thread's kept instance of kretprobe k (see kc_k), or NULL;

@@ -344,17 +344,9 @@ void ukp_kret_thread_gone(struct ukp_thread *t)
 	}
 	atomic_store_explicit(&t->kc_steal, 0, memory_order_release);
 	free_deferred(t);
-	ukp_fault_recs_gone(t);
+	ukp_hits_gone(t);	/* in a handler, or the program's of its fault */
 	if (t->kret_orphan)
 		orphan_back(t);
-	if (t->lean_kret) {	/* it died in a return handler */
-		ukp_kret_inst_left(t->kret_slot->inst);
-		t->lean_kret = 0;
-	}
-	if (t->kret_entry) {	/* it died in an entry_handler */
-		ukp_kret_inst_left(t->kret_entry);
-		t->kret_entry = NULL;
-	}
 	while (t->kret_top)
 		inst_drop(t, t->kret_top);
 	t->jdepth = 0;

@@ -595,19 +595,34 @@ static void fpu_restore(const ucontext_t *uc)
 		__asm__ volatile("fxrstor64 (%0)" :: "r"(fp) : "memory");
 }
 
-/* A hit's settlement when a longjmp leaves it for good (or a setcontext
- * did, found later): its ftrace stub's call, the kretprobe instance its
- * entry or return handler held. */
+/* What a hit left for good (by a longjmp, or its thread's end) gives
+ * back: its ftrace stub's call, the kretprobe instance its entry handler
+ * (entry) or return handler (ret) held. */
+static void hit_left(struct ukp_thread *t, int ft_hit, struct ukp_kinst *entry,
+		     struct ukp_kinst *ret)
+{
+	if (ft_hit)
+		__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
+	if (entry)
+		ukp_kret_inst_left(entry);
+	if (ret && ret == t->kret_orphan)
+		t->kret_orphan = NULL;	/* kret.c's copy of the record's */
+	if (ret)
+		ukp_kret_inst_left(ret);
+}
+
 static void fault_rec_left(struct ukp_thread *t, const struct ukp_fault_rec *r)
 {
-	if (r->ft_hit)
-		__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
-	if (r->kret_entry)
-		ukp_kret_inst_left(r->kret_entry);
-	if (r->lean_kret && r->kret_slot->inst == t->kret_orphan)
-		t->kret_orphan = NULL;
-	if (r->lean_kret)
-		ukp_kret_inst_left(r->kret_slot->inst);
+	hit_left(t, r->ft_hit, r->kret_entry, r->lean_kret ? r->kret_slot->inst : NULL);
+}
+
+/* the same for the hit whose handler runs now */
+static void cur_hit_left(struct ukp_thread *t)
+{
+	hit_left(t, t->ft_hit, t->kret_entry, t->lean_kret ? t->kret_slot->inst : NULL);
+	t->ft_hit = 0;
+	t->kret_entry = NULL;
+	t->lean_kret = 0;
 }
 
 /* Back into the hit of r: the read lock it left, its in_handler (a
@@ -741,15 +756,7 @@ void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp)
 			goto records;	/* inside the handler, or not left */
 		t->cur = NULL;
 		t->cur_jb = NULL;
-		if (t->lean_kret)	/* a return handler: its instance */
-			ukp_kret_inst_left(t->kret_slot->inst);
-		t->lean_kret = 0;
-		if (t->ft_hit)
-			__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
-		t->ft_hit = 0;
-		if (t->kret_entry)
-			ukp_kret_inst_left(t->kret_entry);
-		t->kret_entry = NULL;
+		cur_hit_left(t);
 		t->cur_uc = NULL;
 		/* a post dispatch's site: the optimizer may patch it now */
 		t->in_post = t->nfrec ? t->frec[t->nfrec - 1].in_post : NULL;
@@ -790,10 +797,11 @@ records:
 #undef ALT
 }
 
-/* t's thread is gone inside the program's handlers of its handlers'
- * faults: what their records held */
-void ukp_fault_recs_gone(struct ukp_thread *t)
+/* t's thread is gone inside a handler, or inside the program's handlers
+ * of its handlers' faults: what those hits held */
+void ukp_hits_gone(struct ukp_thread *t)
 {
+	cur_hit_left(t);
 	while (t->nfrec)
 		fault_rec_left(t, &t->frec[--t->nfrec]);
 }
