@@ -59,6 +59,8 @@ struct ukt_case {
 
 #include <unistd.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -158,5 +160,46 @@ static inline unsigned ukt_probe_flags(const struct kprobe *p)
 		UKT_FAIL("%s at %p is optimized (flags %#x)", #p,		\
 			 (void *)(p)->addr, f_);				\
 } while (0)
+
+/* fn(arg) on a thread, which must end within 20 s: a grace period that
+ * never ends (a thread left inside a hit) fails the case, not its
+ * timeout */
+struct ukt_ends { void *(*fn)(void *); void *arg; atomic_int done; };
+
+static inline void *ukt_ends_run(void *a)
+{
+	struct ukt_ends *e = a;
+	e->fn(e->arg);
+	atomic_store(&e->done, 1);
+	return NULL;
+}
+
+static inline void ukt_ends_within_20s(void *(*fn)(void *), void *arg)
+{
+	static struct ukt_ends e;	/* outlives a thread that hangs */
+	e.fn = fn;
+	e.arg = arg;
+	atomic_store(&e.done, 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, ukt_ends_run, &e), 0);
+	for (double t0 = ukt_now(); !atomic_load(&e.done) && ukt_now() - t0 < 20;)
+		usleep(1000);
+	if (!atomic_load(&e.done))
+		UKT_FAIL("still waiting after 20 s (a grace period that does not end?)");
+	UKT_EQ(pthread_join(th, NULL), 0);
+}
+
+static inline void *ukt_unregister_kprobe_fn(void *p)
+{
+	unregister_kprobe(p);
+	return NULL;
+}
+
+/* unregister_kprobe(p) from another thread ends: no thread is left
+ * inside a hit (its grace period waits for every one) */
+static inline void ukt_unregister_ends(struct kprobe *p)
+{
+	ukt_ends_within_20s(ukt_unregister_kprobe_fn, p);
+}
 
 #endif

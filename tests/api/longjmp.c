@@ -9,9 +9,6 @@
  * threads that end, and a program fault handler that leaves by
  * setcontext, inside such hits.
  */
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -20,13 +17,13 @@
 #include <string.h>
 #include <alloca.h>
 #include <ucontext.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "ukt.h"
+#include "window.h"
 
 __asm__(".text\n"
 	".globl rv_jmpm\n.type rv_jmpm,@function\nrv_jmpm:\n\tjmp *(%rdi)\n.size rv_jmpm,.-rv_jmpm\n"
@@ -45,20 +42,6 @@ __attribute__((noinline)) long rv_kret(long x)
 	return x * 3;
 }
 
-static atomic_int unreg_done;
-static void *unreg_kp(void *a) { unregister_kprobe(a); unreg_done = 1; return NULL; }
-
-/* another thread's grace period ends (bounded: a hang fails) */
-static void grace_period_ends(struct kprobe *p)
-{
-	pthread_t u;
-	unreg_done = 0;
-	UKT_EQ(pthread_create(&u, NULL, unreg_kp, p), 0);
-	for (double t0 = ukt_now(); !unreg_done && ukt_now() - t0 < 20;)
-		usleep(1000);
-	UKT_EQ(unreg_done, 1);
-	pthread_join(u, NULL);
-}
 
 static volatile int npre;
 static int count_pre(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; npre++; return 0; }
@@ -68,8 +51,7 @@ static int count_pre(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; np
  * ukprobes' C path outside any handler: here, the branch emulation of a
  * breakpoint hit reading a missing page. */
 static struct kprobe outer, inner;
-static pid_t main_tid;
-static long uffd;
+static struct ukt_window win;
 static char *page;
 static sigjmp_buf jb;
 static atomic_int usr1_done;
@@ -78,30 +60,8 @@ static int nop_pre(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; retu
 static void nop_post(struct kprobe *p, struct pt_regs *r, unsigned long f) { (void)p; (void)r; (void)f; }
 static void usr1_jumps(int sig) { (void)sig; usr1_done = 1; siglongjmp(jb, 1); }
 
-static void *monitor(void *a)
-{
-	(void)a;
-	struct uffd_msg m;
-	struct pollfd pf = { (int)uffd, POLLIN, 0 };
-	if (poll(&pf, 1, -1) != 1 || read((int)uffd, &m, sizeof(m)) != sizeof(m))
-		return NULL;
-	syscall(SYS_tgkill, getpid(), main_tid, SIGUSR1);
-	while (!atomic_load(&usr1_done))
-		usleep(100);
-	return NULL;
-}
-
 UKT_CASE(signal_longjmp_out_of_the_c_hit_path_outside_any_handler)
 {
-	main_tid = (pid_t)syscall(SYS_gettid);
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	UKT_ASSERT(uffd >= 0);
-	struct uffdio_api api = { .api = UFFD_API };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
-	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	UKT_ASSERT(page != MAP_FAILED);
-	struct uffdio_register reg = { { (unsigned long)page, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = usr1_jumps;
@@ -113,19 +73,18 @@ UKT_CASE(signal_longjmp_out_of_the_c_hit_path_outside_any_handler)
 	inner.pre_handler = count_pre;
 	UKT_EQ(register_kprobe(&outer), 0);
 	UKT_EQ(register_kprobe(&inner), 0);
-	pthread_t mo;
-	UKT_EQ(pthread_create(&mo, NULL, monitor, NULL), 0);
+	ukt_window_open(&win, NULL, SIGUSR1, &usr1_done, NULL);	/* stays missing */
 	if (!sigsetjmp(jb, 1)) {
-		rv_jmpm(page);
+		rv_jmpm(win.page);
 		UKT_FAIL("came back");
 	}
-	pthread_join(mo, NULL);
+	ukt_window_close(&win);
 	UKT_EQ(usr1_done, 1);
 	/* the thread left every hit: its next hit runs the handler */
 	UKT_EQ(rv_inner(1), 2);
 	UKT_EQ(inner.nmissed, 0);
 	UKT_EQ(npre, 1);
-	grace_period_ends(&inner);
+	ukt_unregister_ends(&inner);
 }
 
 /* ------------------------------------------------------------------ */
@@ -199,7 +158,7 @@ UKT_CASE(setcontext_out_of_the_programs_fault_handler_leaves_no_stale_record)
 	UKT_EQ(rv_inner(3), 4);
 	UKT_EQ(inner.nmissed, 0);
 	UKT_EQ(npre, 3);
-	grace_period_ends(&inner);
+	ukt_unregister_ends(&inner);
 }
 
 /* ------------------------------------------------------------------ */
@@ -337,24 +296,8 @@ static int h_pre(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
-static void *monitor6(void *a)
-{
-	(void)a;
-	struct uffd_msg m;
-	struct pollfd pf = { (int)uffd, POLLIN, 0 };
-	if (poll(&pf, 1, -1) != 1 || read((int)uffd, &m, sizeof(m)) != sizeof(m))
-		return NULL;
-	syscall(SYS_tgkill, getpid(), main_tid, SIGUSR1);
-	while (!atomic_load(&usr1_done))
-		usleep(100);
-	struct uffdio_copy c = { (unsigned long)page, (unsigned long)saved, 4096, 0, 0 };
-	ioctl((int)uffd, UFFDIO_COPY, &c);
-	return NULL;
-}
-
 UKT_CASE(signal_longjmp_out_of_a_nested_hit_inside_a_handler)
 {
-	main_tid = (pid_t)syscall(SYS_gettid);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = usr1_jumps;
@@ -371,26 +314,18 @@ UKT_CASE(signal_longjmp_out_of_a_nested_hit_inside_a_handler)
 	outer.post_handler = nop_post;
 	UKT_EQ(register_kprobe(&outer), 0);
 	memcpy(saved, page, 4096);
-	UKT_EQ(madvise(page, 4096, MADV_DONTNEED), 0);
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	UKT_ASSERT(uffd >= 0);
-	struct uffdio_api api = { .api = UFFD_API };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
-	struct uffdio_register reg = { { (unsigned long)page, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
-	pthread_t mo;
-	UKT_EQ(pthread_create(&mo, NULL, monitor6, NULL), 0);
+	ukt_window_open(&win, page, SIGUSR1, &usr1_done, saved);
 	if (!sigsetjmp(jb, 1)) {
 		rv_inner(1);
 		UKT_FAIL("came back");
 	}
-	pthread_join(mo, NULL);
+	ukt_window_close(&win);
 	UKT_EQ(usr1_done, 1);
 	UKT_EQ(h_calls, 1);
 	UKT_EQ(rv_inner(2), 3);		/* outside every hit: runs again */
 	UKT_EQ(h_calls, 2);
 	UKT_EQ(outer.nmissed, 0);
-	grace_period_ends(&outer);
+	ukt_unregister_ends(&outer);
 }
 
 /* The lean trampoline's hand-written fast path, between its read lock
@@ -435,7 +370,6 @@ UKT_CASE(signal_longjmp_out_of_the_lean_fast_path_before_its_handler)
 
 static void lean_case(void)
 {
-	main_tid = (pid_t)syscall(SYS_gettid);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = usr1_jumps;
@@ -451,26 +385,18 @@ static void lean_case(void)
 	UKT_EQ(rv_inner(0), 1);		/* the thread block exists: the fast path */
 	UKT_EQ(lean_calls, 1);
 	memcpy(saved, page, 4096);
-	UKT_EQ(madvise(page, 4096, MADV_DONTNEED), 0);
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	UKT_ASSERT(uffd >= 0);
-	struct uffdio_api api = { .api = UFFD_API };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
-	struct uffdio_register reg = { { (unsigned long)page, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
-	pthread_t mo;
-	UKT_EQ(pthread_create(&mo, NULL, monitor6, NULL), 0);
+	ukt_window_open(&win, page, SIGUSR1, &usr1_done, saved);
 	if (!sigsetjmp(jb, 1)) {
 		rv_inner(1);
 		UKT_FAIL("came back");
 	}
-	pthread_join(mo, NULL);
+	ukt_window_close(&win);
 	UKT_EQ(usr1_done, 1);
 	UKT_EQ(lean_calls, 1);		/* its handler never ran */
 	UKT_EQ(rv_inner(2), 3);		/* outside every hit: runs again */
 	UKT_EQ(lean_calls, 2);
 	UKT_EQ(lean_kp->nmissed, 0);
-	grace_period_ends(lean_kp);
+	ukt_unregister_ends(lean_kp);
 }
 
 /* A handler's own setjmp/longjmp, inside it: the hit stays a hit (a
@@ -515,8 +441,8 @@ static void own_longjmp_inside(bool optimized)
 	UKT_EQ(rv_leaf(1), 6);		/* outside: it runs */
 	UKT_EQ(sj_inner_calls, 1);
 	UKT_EQ(sj_outer.nmissed, 0);
-	grace_period_ends(&sj_inner);
-	grace_period_ends(&sj_outer);
+	ukt_unregister_ends(&sj_inner);
+	ukt_unregister_ends(&sj_outer);
 }
 
 UKT_CASE(handlers_own_longjmp_inside_it_breakpoint)
@@ -593,7 +519,7 @@ static void setcontext_then_exit(bool bp)
 	UKT_EQ(pthread_join(th, &r), 0);
 	UKT_EQ((long)r, 7);
 	UKT_EQ(sc_nseg, 1);
-	grace_period_ends(&sc_kp);
+	ukt_unregister_ends(&sc_kp);
 }
 
 UKT_CASE(setcontext_out_of_the_programs_handler_then_thread_exit_breakpoint)
@@ -627,7 +553,7 @@ __attribute__((noinline)) long rv_knob(long x)
 	return x * 5;
 }
 static struct kretprobe kn_rp;
-static void *unreg_kret_thread(void *a) { unregister_kretprobe(a); unreg_done = 1; return NULL; }
+static void *unreg_kret_thread(void *a) { unregister_kretprobe(a); return NULL; }
 
 UKT_CASE(kretprobe_return_with_the_knob_off_then_a_taken_fault)
 {
@@ -639,13 +565,7 @@ UKT_CASE(kretprobe_return_with_the_knob_off_then_a_taken_fault)
 	kn_fault = 1;
 	UKT_EQ(rv_knob(1), 5);
 	UKT_EQ(kprobes_set_enabled(1), 0);
-	unreg_done = 0;
-	pthread_t u;
-	UKT_EQ(pthread_create(&u, NULL, unreg_kret_thread, &kn_rp), 0);
-	for (double t0 = ukt_now(); !unreg_done && ukt_now() - t0 < 20;)
-		usleep(1000);
-	UKT_EQ(unreg_done, 1);		/* the grace period ended */
-	pthread_join(u, NULL);
+	ukt_ends_within_20s(unreg_kret_thread, &kn_rp);	/* its grace period ends */
 }
 
 /* A live fault record must not be taken for a dead one: the program's

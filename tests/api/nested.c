@@ -7,20 +7,15 @@
  * instruction is an indirect jump through a page that is missing until a
  * monitor thread has had the signal delivered and handled.
  */
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "ukt.h"
+#include "window.h"
 
 __asm__(".text\n"
 	".globl nt_jmpm\n.type nt_jmpm,@function\nnt_jmpm:\n\tjmp *(%rdi)\n.size nt_jmpm,.-nt_jmpm\n"
@@ -30,9 +25,6 @@ long nt_jmpm(void *), nt_target(void), nt_inner(long);
 
 static atomic_int outer_pre, outer_post, inner_pre, usr1_done, usr1_result, segvs;
 static struct kprobe outer, inner;
-static pid_t main_tid;
-static long uffd;
-static char *page;
 static sigjmp_buf jb;
 
 static int outer_pre_fn(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; outer_pre++; return 0; }
@@ -62,40 +54,8 @@ static void usr1(int sig)
 	usr1_done = 1;
 }
 
-/* waits for the hit's read of the missing page, signals the hit's thread,
- * then lets the read go on */
-static void *monitor(void *a)
-{
-	(void)a;
-	struct uffd_msg m;
-	struct pollfd pf = { (int)uffd, POLLIN, 0 };
-	if (poll(&pf, 1, -1) != 1 || read((int)uffd, &m, sizeof(m)) != sizeof(m))
-		return NULL;
-	syscall(SYS_tgkill, getpid(), main_tid, SIGUSR1);
-	while (!atomic_load(&usr1_done))
-		usleep(100);
-	static char src[4096] __attribute__((aligned(4096)));
-	unsigned long tgt = (unsigned long)nt_target;
-	memcpy(src, &tgt, sizeof(tgt));
-	struct uffdio_copy c = { (unsigned long)page, (unsigned long)src, 4096, 0, 0 };
-	ioctl((int)uffd, UFFDIO_COPY, &c);
-	return NULL;
-}
-
-static atomic_int unreg_done;
-static void *unreg_inner(void *a) { (void)a; unregister_kprobe(&inner); unreg_done = 1; return NULL; }
-
 UKT_CASE(signal_hit_inside_a_breakpoint_hit_counts_missed)
 {
-	main_tid = (pid_t)syscall(SYS_gettid);
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	UKT_ASSERT(uffd >= 0);
-	struct uffdio_api api = { .api = UFFD_API };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
-	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	UKT_ASSERT(page != MAP_FAILED);
-	struct uffdio_register reg = { { (unsigned long)page, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = segv_jmp;
@@ -112,10 +72,13 @@ UKT_CASE(signal_hit_inside_a_breakpoint_hit_counts_missed)
 	inner.pre_handler = inner_pre_faults;
 	UKT_EQ(register_kprobe(&outer), 0);
 	UKT_EQ(register_kprobe(&inner), 0);
-	pthread_t mo;
-	UKT_EQ(pthread_create(&mo, NULL, monitor, NULL), 0);
-	UKT_EQ(nt_jmpm(page), 42);
-	pthread_join(mo, NULL);
+	/* the jump's target goes in once the signal's handler has run */
+	static unsigned long fill[512] __attribute__((aligned(4096)));
+	fill[0] = (unsigned long)nt_target;
+	struct ukt_window w;
+	ukt_window_open(&w, NULL, SIGUSR1, &usr1_done, fill);
+	UKT_EQ(nt_jmpm(w.page), 42);
+	ukt_window_close(&w);
 
 	UKT_EQ(usr1_done, 1);
 	UKT_EQ(usr1_result, 2);		/* the probed function ran, untouched */
@@ -128,13 +91,7 @@ UKT_CASE(signal_hit_inside_a_breakpoint_hit_counts_missed)
 
 	/* the thread is outside every hit now: another thread's grace
 	 * period ends (a lock left unbalanced would keep it waiting) */
-	pthread_t u;
-	UKT_EQ(pthread_create(&u, NULL, unreg_inner, NULL), 0);
-	double t0 = ukt_now();
-	while (!unreg_done && ukt_now() - t0 < 20)
-		usleep(1000);
-	UKT_EQ(unreg_done, 1);
-	pthread_join(u, NULL);
+	ukt_unregister_ends(&inner);
 	unregister_kprobe(&outer);
 }
 
@@ -177,12 +134,7 @@ static void longjmp_out_of_handler(bool with_post)
 	UKT_EQ(nt_inner(2), 3);		/* outside every hit: it runs again */
 	UKT_EQ(lj_calls, 2);
 	UKT_EQ(inner.nmissed, 0);
-	pthread_t u;
-	UKT_EQ(pthread_create(&u, NULL, unreg_inner, NULL), 0);
-	for (double t0 = ukt_now(); !unreg_done && ukt_now() - t0 < 20;)
-		usleep(1000);
-	UKT_EQ(unreg_done, 1);
-	pthread_join(u, NULL);
+	ukt_unregister_ends(&inner);
 }
 
 UKT_CASE(longjmp_out_of_an_optimized_probe_handler)
@@ -236,12 +188,7 @@ static void longjmp_back_into_handler(bool with_post)
 	UKT_EQ(back_calls, 2);
 	UKT_EQ(back_posts, with_post ? 1 : 0);
 	UKT_EQ(inner.nmissed, 0);
-	pthread_t u;
-	UKT_EQ(pthread_create(&u, NULL, unreg_inner, NULL), 0);
-	for (double t0 = ukt_now(); !unreg_done && ukt_now() - t0 < 20;)
-		usleep(1000);
-	UKT_EQ(unreg_done, 1);
-	pthread_join(u, NULL);
+	ukt_unregister_ends(&inner);
 }
 
 UKT_CASE(longjmp_back_into_an_optimized_probe_handler)

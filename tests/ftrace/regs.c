@@ -9,10 +9,8 @@
 #include <errno.h>
 #include <fenv.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1396,11 +1394,9 @@ static int lj_signal(struct kprobe *p, struct pt_regs *regs)
 }
 static void lj_handler(int sig) { (void)sig; lj_jumps++; siglongjmp(lj_jb, 1); }
 
-static atomic_int lj_done;
 static void *lj_unregister_ops(void *ops)
 {
 	UKT_EQ(unregister_ftrace_function(ops), 0);
-	lj_done = 1;
 	return NULL;
 }
 
@@ -1426,12 +1422,7 @@ static void lj_case(int (*fn)(int, int), int (*mul)(int, int), int sig,
 	UKT_EQ(register_ftrace_function(&ops), 0);
 	UKT_EQ(mul(3, 4), 12);
 	UKT_EQ(plain_hits, 1);
-	pthread_t t;
-	UKT_EQ(pthread_create(&t, NULL, lj_unregister_ops, &ops), 0);
-	for (double t0 = ukt_now(); !lj_done && ukt_now() - t0 < 20;)
-		usleep(1000);
-	UKT_EQ(lj_done, 1);
-	pthread_join(t, NULL);
+	ukt_ends_within_20s(lj_unregister_ops, &ops);
 	/* this thread is outside every hit: the probe runs again */
 	UKT_EQ(fn(2, 3), 5);
 	UKT_EQ(lj_calls, 2);
