@@ -503,6 +503,8 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n);
  * all it calls leave vector, x87 and MXCSR state alone)?  0 or a negative
  * errno, with the reason in why.  For tests and tools, like the above. */
 int ukp_opt_handler_check(void *fn, char *why, size_t n);
+/* Tests: the header of the detour of the site at addr (arch.h), or NULL */
+const uint8_t *ukp_opt_detour_header(unsigned long addr);
 /* Tests: point the detour at addr to tramp (NULL: its class one)
  * whatever its probes are, as a thread can find it between a change of
  * the probe list and the switch of the pointer. */

@@ -365,7 +365,32 @@ static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 /* a word of the detour's header (UKP_ARCH_HDR_*) */
 static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
 {
-	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : 0) + off;
+	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : UKP_ARCH_SEL_SIZE) + off;
+}
+
+/* Does the detour's entry go straight to its own fast path (sel)?  While
+ * the list is one lean probe: the path the fast path takes otherwise
+ * puts everything back first. */
+static bool sel_fast_locked(const struct ukp_site *s)
+{
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	return l && l->lean1;
+}
+
+static void sel_set_locked(const struct ukp_opt *o, bool fast)
+{
+	if (!o->kret)
+		ukp_slot_set_word(o->detour + UKP_ARCH_SEL,
+				  (uint64_t)(uintptr_t)o->detour + ukp_arch_detour_sel(o->entry, fast));
+}
+
+const uint8_t *ukp_opt_detour_header(unsigned long addr)
+{
+	ukp_lock_registry();
+	struct ukp_site *s = ukp_site_lookup(addr);
+	const uint8_t *h = s && s->opt && s->opt->detour ? hdr_word(s->opt, 0) : NULL;
+	pthread_mutex_unlock(&ukp_lock);
+	return h;
 }
 
 /* the one the trampoline is called through */
@@ -383,13 +408,16 @@ void ukp_opt_list_published_locked(struct ukp_site *s)
 				  (uint64_t)(uintptr_t)atomic_load(&s->probes));
 }
 
-/* The probes changed: the detour calls through a pointer in its header,
- * switched with one store (a thread already in the lean trampoline that
- * finds a handler needing more is sent back to save everything). */
+/* The probes changed: the detour goes on through a word in its header
+ * to the trampoline they need, switched with one store (a thread
+ * already in a lean path that finds a handler needing more is sent back
+ * to save everything). */
 static void tramp_refresh_locked(struct ukp_site *s)
 {
-	if (s && s->opt && s->opt->detour)
+	if (s && s->opt && s->opt->detour) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s, s->opt->kret));
+		sel_set_locked(s->opt, sel_fast_locked(s));
+	}
 }
 
 /* ip is R of the site's detour of the return probes' variant (the opt
@@ -409,6 +437,7 @@ int ukp_opt_force_tramp(unsigned long addr, void (*tramp)(void))
 	if (s && s->opt && s->opt->detour) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)(tramp ? tramp :
 				  ukp_arch_opt_tramp(s->opt->r.vsave)));
+		sel_set_locked(s->opt, false);	/* that trampoline runs */
 		err = 0;
 	}
 	pthread_mutex_unlock(&ukp_lock);
@@ -430,12 +459,13 @@ static void prepare_locked(struct ukp_site *s)
 	for (unsigned i = 0; l && i < l->n; i++)
 		kret |= ukp_is_kret_entry(l->p[i]);
 	void (*tramp)(void) = tramp_for_locked(s, kret);
-	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, l, tramp, kret,
+	bool fast = sel_fast_locked(s);
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, l, tramp, fast, kret,
 					&o->entry, &o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
 	if (d)
-		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, l, tramp, kret,
-					    &o->entry, &o->copy, &o->map);
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, l, tramp, fast,
+					    kret, &o->entry, &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
 			 strerror(-len));

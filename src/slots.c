@@ -336,8 +336,10 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 	h->detour = m->map != NULL;
 	if (m->map) {
 		const struct ukp_copy_map *map = m->map;
-		unsigned k = o < sizeof(map->idx) ? map->idx[o] : 0;
-		h->sp_fix = o < sizeof(map->sp_fix) ? map->sp_fix[o] : 0;
+		/* past the copy: the detour's own fast path, which stands
+		 * for the probe point as its entry does */
+		unsigned k = o < map->len ? map->idx[o] : 0xff;
+		h->sp_fix = o < map->len ? map->sp_fix[o] : 0;
 		if (k == 0xff) {
 			h->orig_ip = m->site->addr;
 			h->retry_ip = base + m->entry;

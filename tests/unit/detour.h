@@ -10,13 +10,25 @@
 #include "internal.h"
 #include "ukt.h"
 
+/* The word a detour's entry jumps through (jmp *rel32(%rip): sel) */
+static __attribute__((noinline, unused)) const uint8_t *detour_sel_word(const uint8_t *e)
+{
+	UKT_EQ(e[0], 0xff);
+	UKT_EQ(e[1], 0x25);
+	int32_t rel;
+	memcpy(&rel, e + 2, 4);
+	return e + 6 + rel;
+}
+
 /*
  * The detour of an optimised site: the site's first byte is a jmp rel32
  * to the detour's entry; the detour's header holds the site's probe list
  * (a copy of site->probes, which must never lag behind it), the site and
- * the trampoline it calls (arch.h, UKP_ARCH_HDR_*): the 24 bytes before
- * the entry, or in the return probes' variant (lea, push r11, jmp over
- * it) the 24 after its first 16.  Checks the site and list words.
+ * the trampoline its probes need (arch.h, UKP_ARCH_HDR_*): after the sel
+ * word at the detour's start, with the entry (jmp *sel, then the
+ * detour's own copy of the lean fast path) after the relocated region,
+ * or in the return probes' variant (lea, push r11, jmp over it) the 24
+ * bytes after its first 16.  Checks the site and list words.
  */
 static __attribute__((noinline, unused)) const uint8_t *detour_header(unsigned long addr, uint8_t **entry)
 {
@@ -26,7 +38,13 @@ static __attribute__((noinline, unused)) const uint8_t *detour_header(unsigned l
 	memcpy(&rel, c + 1, 4);
 	uint8_t *e = (uint8_t *)(addr + 5 + (long)rel);
 	static const uint8_t kret_entry[] = { 0x4c, 0x8d, 0x1d };
-	const uint8_t *h = memcmp(e, kret_entry, 3) ? e - UKP_ARCH_HDR_SIZE : e + UKP_ARCH_KRET_HDR;
+	const uint8_t *h = ukp_opt_detour_header(addr);
+	UKT_ASSERT(h);
+	if (!memcmp(e, kret_entry, 3))
+		UKT_EQ((uint64_t)(uintptr_t)h, (uint64_t)(uintptr_t)(e + UKP_ARCH_KRET_HDR));
+	else
+		UKT_EQ((uint64_t)(uintptr_t)detour_sel_word(e),
+		       (uint64_t)(uintptr_t)(h - UKP_ARCH_SEL_SIZE));
 	uint64_t site, list;
 	memcpy(&site, h + UKP_ARCH_HDR_SITE, 8);
 	UKT_EQ(site, (uint64_t)(uintptr_t)ukp_site_lookup(addr));
@@ -42,6 +60,23 @@ static __attribute__((noinline, unused)) uint64_t detour_tramp(unsigned long add
 	uint64_t tramp;
 	memcpy(&tramp, detour_header(addr, NULL) + UKP_ARCH_HDR_TRAMP, 8);
 	return tramp;
+}
+
+/* 1: the detour's entry goes straight on to its own lean fast path; 0:
+ * to the call of its trampoline (sel) */
+static __attribute__((noinline, unused)) int detour_sel_fast(unsigned long addr)
+{
+	uint8_t *e;
+	const uint8_t *h = detour_header(addr, &e);
+	const uint8_t *d = h - UKP_ARCH_SEL_SIZE;
+	uint64_t sel;
+	memcpy(&sel, d + UKP_ARCH_SEL, 8);
+	if (sel == (uint64_t)(uintptr_t)(e + (ukp_lean_tpl_sel - ukp_lean_tpl)))
+		return 1;
+	if (sel == (uint64_t)(uintptr_t)(d + UKP_ARCH_R - 11))
+		return 0;
+	UKT_FAIL("the detour of %#lx selects %#lx: neither its fast path nor its call",
+		 addr, (unsigned long)sel);
 }
 
 static __attribute__((noinline, unused)) const struct ukp_plist *plist_at(unsigned long addr)

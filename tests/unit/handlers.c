@@ -346,13 +346,23 @@ UKT_CASE(lean_trampoline_saves_for_a_vector_handler)
 	UKT_ASSERT(kl.flags & KPROBE_FLAG_OPTIMIZED);
 	UKT_ASSERT(kd.flags & KPROBE_FLAG_OPTIMIZED);
 	long h0 = hits;
+	UKT_EQ(detour_sel_fast((unsigned long)u_xmm_live_probe), 0);
 	UKT_EQ(fn(10), 11);
 	UKT_EQ(hits - h0, 1001);
 	UKT_EQ(ukp_opt_force_tramp((unsigned long)u_xmm_live_probe, ukp_opt_tramp_lean), 0);
+	UKT_EQ(detour_sel_fast((unsigned long)u_xmm_live_probe), 0);
 	for (long i = 0; i < 100; i++)
 		UKT_EQ(fn(i * 31), i * 31 + 1);
 	UKT_EQ(hits - h0, 101 * 1001);
 	unregister_kprobe(&kd);
+	/* one lean probe left: the detour's own fast path again */
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kl.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(detour_sel_fast((unsigned long)u_xmm_live_probe), 1);
+	UKT_EQ(detour_tramp((unsigned long)u_xmm_live_probe), (uint64_t)(uintptr_t)ukp_opt_tramp_lean_leaf);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i * 37), i * 37 + 1);
+	UKT_EQ(hits - h0, 101 * 1001 + 100);
 	unregister_kprobe(&kl);
 	UKT_EQ(fn(1), 2);
 }
@@ -492,6 +502,8 @@ static void expect_one_lean(struct kprobe *kp, int lean1, void (*tramp)(void), c
 	if (detour_tramp((unsigned long)kp->addr) != (uint64_t)(uintptr_t)tramp)
 		UKT_FAIL("%s: the detour calls %#lx, not %p", name,
 			 (unsigned long)detour_tramp((unsigned long)kp->addr), (void *)tramp);
+	if (detour_sel_fast((unsigned long)kp->addr) != 1)
+		UKT_FAIL("%s: the detour does not take its own fast path", name);
 }
 
 static int sys_pre(struct kprobe *p, struct pt_regs *r)

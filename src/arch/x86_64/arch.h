@@ -142,36 +142,40 @@ void ukp_arch_opt_forget_if(bool (*gone)(const void *key));
  * Where each byte of a detour (or slot) came from: fault mapping and
  * moving a thread stopped inside a region to the copy.
  */
+#define UKP_COPY_MAP_MAX 256	/* a detour's bytes up to its copy's end */
 struct ukp_copy_map {
 	unsigned n;				/* instructions */
 	uint16_t copy_off[UKP_REGION_MAX];	/* each one's copy, from buf[0] */
 	uint16_t orig_off[UKP_REGION_MAX];	/* its offset in the region */
 	uint16_t len;				/* bytes of buf */
-	uint8_t idx[256];			/* byte -> instruction (0xff: entry) */
-	int8_t sp_fix[256];
+	uint8_t idx[UKP_COPY_MAP_MAX];		/* byte -> instruction (0xff: entry) */
+	int8_t sp_fix[UKP_COPY_MAP_MAX];
 };
 
 /*
- * The detour: { .quad list; .quad site; .quad trampoline;
+ * The detour: { .quad sel; .quad list; .quad site; .quad trampoline;
  * lea -128(%rsp),%rsp; call *-19(%rip); R: <relocated region>;
- * jmp addr+len }.  Returns its length; *entry is the offset the jump
- * targets, *copy the offset of the relocated region (where a hit that
- * trapped resumes).  The trampoline finds the site at R - 27 and the
- * site's probe list at R - 35: a copy of site->probes that optimize.c
- * keeps in step (written with it, before any grace period), so the hit
- * path reads the list one load sooner than through the site.  That load
- * heads the chain every optimised hit waits on (R, list, probe, the
- * handler's own loads): one level less there is ~1.5 ns of a return
- * probe's ~28 (bench: ro, kr).
+ * jmp addr+len; entry: jmp *sel; the rest of the detour's own copy of
+ * the lean fast path (entry.S, ukp_lean_tpl) }.  Returns its length;
+ * *entry is the offset the jump targets, *copy the offset of the
+ * relocated region (where a hit that trapped resumes).  sel (fast: the
+ * site's list is one lean probe; ukp_arch_detour_sel) goes on to the
+ * fast path, which runs that probe's pre_handler with no call into
+ * ukprobes, or to the call of the trampoline.  The trampoline finds the
+ * site at R - 27 and the site's probe list at R - 35: a copy of
+ * site->probes that optimize.c keeps in step (written with it, before any
+ * grace period), so the hit path reads the list one load sooner than
+ * through the site.  That load heads the chain every optimised hit waits
+ * on (list, probe, the handler's own loads).
  *
  * kret: the variant for a function's entry with a return probe, which
- * lets the probe prime the return stack buffer (kret.S):
+ * lets the probe prime the return stack buffer (kret.S), without sel:
  * { lea copy(%rip),%r11; push %r11; jmp 1f; 5 bytes of int3;
  *   .quad list; .quad site; .quad trampoline;
  *   1: lea -120(%rsp),%rsp; call *-19(%rip); R: jmp *-8(%rsp);
  *   lea 8(%rsp),%rsp; copy: <relocated region>; jmp addr+len }
  */
-#define UKP_DETOUR_MAX 256
+#define UKP_DETOUR_MAX 1024
 #define UKP_ARCH_KRET_DROP_LEN 5	/* the lea 8(%rsp),%rsp before the copy */
 #define UKP_ARCH_KRET_R_LEN 9		/* from R to the copy */
 #define UKP_ARCH_KRET_HDR 16		/* where its { list, site, trampoline }
@@ -182,11 +186,17 @@ struct ukp_copy_map {
 #define UKP_ARCH_HDR_SITE 8
 #define UKP_ARCH_HDR_TRAMP 16
 #define UKP_ARCH_HDR_SIZE 24
+#define UKP_ARCH_SEL 0			/* the other variant's sel word */
+#define UKP_ARCH_SEL_SIZE 8		/* and its header after it */
+#define UKP_ARCH_R 43			/* and R */
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, const void *list,
-			  void (*tramp)(void),
+			  void (*tramp)(void), bool fast,
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map);
+/* The offset sel holds: the fast path of the detour whose entry is at
+ * offset entry, or the call of the trampoline. */
+unsigned ukp_arch_detour_sel(unsigned entry, bool fast);
 /* The trampoline for a vector class. */
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
 const char *ukp_arch_vsave_name(enum ukp_vsave v);
@@ -283,6 +293,13 @@ void ukp_opt_tramp_xsave(void);
 void ukp_opt_tramp_lean(void);	/* no vector, x87 or MXCSR state */
 void ukp_opt_tramp_lean_leaf(void);	/* ...nor errno: one leaf handler */
 void ukp_opt_tramp_kret(void);	/* a plain kretprobe's entry, in place */
+/* the lean fast path every detour copies, and the labels that end what
+ * each copy patches (relocate.c) */
+extern const char ukp_lean_tpl[], ukp_lean_tpl_end[], ukp_lean_tpl_sel[],
+	ukp_lean_tpl_addr[], ukp_lean_tpl_tls[], ukp_lean_tpl_gp[],
+	ukp_lean_tpl_list[], ukp_lean_tpl_r2[], ukp_lean_tpl_jmp_r[],
+	ukp_lean_tpl_call[];
+void ukp_opt_exit_rare(void);
 extern unsigned long ukp_xsave_size;	/* regs.c: 0 without XSAVE */
 extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];
 extern char ukp_post_slow_trap[];	/* the int3 of the trampoline's slow exit */

@@ -752,10 +752,14 @@ ukp_opt_tramp_kret:
  * void ukp_opt_resume(struct pt_regs *regs, struct ukp_thread *t): a
  * fault in a lean handler was taken.  Leaves the signal handler (as
  * ukp_longjmp does) for the frame of the lean trampoline whose pt_regs
- * is regs, as if its call of ukp_opt_dispatch_lean had been one of
- * ukp_opt_dispatch_resume(t), which runs the rest of the hit.  The
- * trampoline needs nothing but rbx (= regs) after that call; its frame
- * is LEAN_ENTRY's: sp at regs rounded down to 16.
+ * is regs: sp at regs rounded down to 16, below which the trampoline's
+ * call left its return address.  That call was one of
+ * ukp_opt_dispatch_lean, which goes on as if it had been one of
+ * ukp_opt_dispatch_resume(t) (the rest of the hit's handlers), or of
+ * the one pre_handler of a lean fast path (LEAN_FAST, or a detour's copy
+ * of it, ukp_lean_tpl), which goes on as if it had returned 0 with r12 =
+ * t and rbx = regs; the hit's errno first (the fast path that records
+ * one puts it back again, the leaf ones do not: trap.c recorded it).
  */
 	.globl ukp_opt_resume
 	.hidden ukp_opt_resume
@@ -763,12 +767,207 @@ ukp_opt_tramp_kret:
 ukp_opt_resume:
 	mov %rdi, %rbx
 	and $-16, %rdi
+	mov -8(%rdi), %rax		/* where the call returns */
 	mov %rdi, %rsp
-	lea ukp_opt_lean_ret(%rip), %rax
+	lea ukp_opt_lean_ret(%rip), %rcx
+	cmp %rcx, %rax
+	jne 1f
 	push %rax
 	mov %rsi, %rdi
 	jmp ukp_opt_dispatch_resume
+1:	mov %rsi, %r12
+	mov T_LEAN_ERRNO(%r12), %ecx
+	mov T_ERRNO_P(%r12), %rdx
+	mov %ecx, (%rdx)
+	mov %rax, %rcx
+	xor %eax, %eax
+	jmp *%rcx
 	.size ukp_opt_resume, .-ukp_opt_resume
+
+/* The rare ends of a detour's own lean fast path (ukp_lean_tpl): a
+ * handler redirected the probed code or moved its sp.  %rsp = pt_regs,
+ * R written, eax = the pre_handler's answer. */
+	.globl ukp_opt_exit_rare
+	.hidden ukp_opt_exit_rare
+	.type ukp_opt_exit_rare, @function
+ukp_opt_exit_rare:
+	OPT_EXIT
+	.size ukp_opt_exit_rare, .-ukp_opt_exit_rare
+
+/*
+ * ukp_lean_tpl: the lean fast path (LEAN_FAST, both kinds) as a template
+ * that relocate.c copies into every detour but a return probe's, as the
+ * kernel's optprobes copy theirs.  The detour (arch.h):
+ *
+ *	0:  .quad sel, list, site, trampoline
+ *	32: lea -128(%rsp),%rsp; call *-19(%rip)	(the trampolines' way)
+ *	43: R: <relocated region>; jmp addr+len
+ *	    (8-aligned) entry: the copy of this template
+ *
+ * The entry jumps through sel: to the fast path below while the site's
+ * list is one lean probe (optimize.c switches it with the list), else
+ * to the call of the trampoline the probes need, which returns to R.
+ * The fast path has no call into ukprobes and no ret $128 (it jumps to
+ * R), the probe point's address and ukp_gp's are immediates, the thread
+ * block is one %fs load and the list one RIP-relative load.  A hit it
+ * cannot finish (no thread block, nested, a flag set in ukp_gp, DF set,
+ * the list changed, a dead probe) puts every register back and takes
+ * the trampoline's way, so every ret of a trampoline pairs with a call
+ * (the return stack buffer predicts it).  The frame is the trampolines'
+ * own, so a fault in the handler resumes as there (ukp_opt_resume).
+ * Patched per copy: the displacements and immediates ending at the
+ * ukp_lean_tpl_* labels, and the last word; everything else refers only
+ * inside the template.
+ */
+	.p2align 4
+	.globl ukp_lean_tpl
+	.hidden ukp_lean_tpl
+ukp_lean_tpl:
+	jmp *0(%rip)			/* sel */
+	.globl ukp_lean_tpl_sel
+	.hidden ukp_lean_tpl_sel
+ukp_lean_tpl_sel:			/* the fast path */
+	/* SAVE_GPRS, the red zone and the call's slot (R's) in its lea */
+	lea -(8 + 128 + PT_SIZE - PT_FLAGS - 8)(%rsp), %rsp
+	pushfq
+	lea -PT_FLAGS(%rsp), %rsp
+	mov %rax, PT_AX(%rsp)
+	mov %r15, PT_R15(%rsp)
+	mov %r14, PT_R14(%rsp)
+	mov %r13, PT_R13(%rsp)
+	mov %r12, PT_R12(%rsp)
+	mov %rbp, PT_BP(%rsp)
+	mov %rbx, PT_BX(%rsp)
+	mov %r11, PT_R11(%rsp)
+	mov %r10, PT_R10(%rsp)
+	mov %r9, PT_R9(%rsp)
+	mov %r8, PT_R8(%rsp)
+	mov %rcx, PT_CX(%rsp)
+	mov %rdx, PT_DX(%rsp)
+	mov %rsi, PT_SI(%rsp)
+	mov %rdi, PT_DI(%rsp)
+	movq $-1, PT_ORIG_AX(%rsp)
+	testl $0x400, PT_FLAGS(%rsp)	/* DF set: the trampoline clears it */
+	jnz .Ltpl_slow
+	mov %rsp, %rbx			/* rbx = pt_regs */
+	lea 0(%rip), %rax		/* the probe point */
+	.globl ukp_lean_tpl_addr
+	.hidden ukp_lean_tpl_addr
+ukp_lean_tpl_addr:
+	mov %rax, PT_IP(%rsp)
+	movq $0x33, PT_CS(%rsp)
+	movq $0x2b, PT_SS(%rsp)
+	lea FRAME_SP(%rsp), %rax
+	mov %rax, PT_SP(%rsp)
+	and $-16, %rsp			/* LEAN_ENTRY's frame */
+	mov %fs:0x7fffffff, %r12	/* ukp_self (its offset from %fs) */
+	.globl ukp_lean_tpl_tls
+	.hidden ukp_lean_tpl_tls
+ukp_lean_tpl_tls:
+	test %r12, %r12
+	jz .Ltpl_slow_rbx
+	/* HIT_LOCK, ukp_gp through its absolute address */
+	cmpl $0, T_NEST(%r12)
+	jne .Ltpl_slow_rbx
+	movabs 0x7fffffffffffffff, %rax	/* ukp_gp */
+	.globl ukp_lean_tpl_gp
+	.hidden ukp_lean_tpl_gp
+ukp_lean_tpl_gp:
+	test $(UKP_GP_NOFAST|UKP_GP_NOKNOB), %rax
+	jnz .Ltpl_slow_rbx
+	mov %rax, T_NEST(%r12)
+	mov %rbx, T_CUR_REGS(%r12)	/* next: the hit's frame (in_handler 3) */
+	mov 0(%rip), %r13		/* the list (the header's copy) */
+	.globl ukp_lean_tpl_list
+	.hidden ukp_lean_tpl_list
+ukp_lean_tpl_list:
+	test %r13, %r13
+	jz .Ltpl_slow_unlock
+	cmpb $2, L_LEAN1(%r13)		/* one probe, lean, a leaf */
+	jne .Ltpl_errno
+	mov L_P(%r13), %rdi		/* p */
+	mov KP_PRE_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz .Ltpl_slow_unlock
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz .Ltpl_slow_unlock
+	mov %r13, T_LEAN_LIST(%r12)
+	mov %rdi, T_CUR(%r12)
+	mov %rbx, %rsi
+	call *%rax			/* p->pre_handler(p, regs) */
+	movq $0, T_CUR(%r12)		/* a resume comes here: eax 0 */
+	HIT_UNLOCK %r12
+.Ltpl_exit:				/* eax: non-zero, it redirected */
+	mov %rbx, %rsp
+	lea FRAME_SP(%rsp), %rcx
+	cmp PT_SP(%rsp), %rcx
+	jne .Ltpl_rare			/* a handler moved sp */
+	test %eax, %eax
+	jnz .Ltpl_rare
+	FLAGS_BACK PT_FLAGS
+	LOAD_GPRS
+	lea FRAME_SP(%rsp), %rsp
+	.byte 0xe9			/* jmp R */
+	.long 0
+	.globl ukp_lean_tpl_jmp_r
+	.hidden ukp_lean_tpl_jmp_r
+ukp_lean_tpl_jmp_r:
+
+.Ltpl_errno:				/* one probe, lean, not a leaf */
+	cmpb $0, L_LEAN1(%r13)
+	je .Ltpl_slow_unlock
+	mov L_P(%r13), %rdi
+	mov KP_PRE_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz .Ltpl_slow_unlock
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz .Ltpl_slow_unlock
+	mov T_ERRNO_P(%r12), %rcx
+	mov (%rcx), %ecx
+	mov %ecx, T_LEAN_ERRNO(%r12)
+	mov %r13, T_LEAN_LIST(%r12)
+	mov %rdi, T_CUR(%r12)
+	mov %rbx, %rsi
+	call *%rax
+	mov %eax, %r13d			/* a resume comes here: eax 0 */
+	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
+	movq $0, T_CUR(%r12)
+	mov T_ERRNO_P(%r12), %rdx
+	cmp %eax, (%rdx)		/* a load is cheaper than a store */
+	je 1f
+	mov %eax, (%rdx)
+1:	HIT_UNLOCK %r12
+	mov %r13d, %eax
+	jmp .Ltpl_exit
+
+.Ltpl_rare:				/* %rsp = pt_regs */
+	lea 0(%rip), %rcx		/* R */
+	.globl ukp_lean_tpl_r2
+	.hidden ukp_lean_tpl_r2
+ukp_lean_tpl_r2:
+	mov %rcx, PT_SIZE(%rsp)
+	jmp *.Ltpl_exit_rare(%rip)
+
+.Ltpl_slow_unlock:
+	HIT_UNLOCK %r12
+.Ltpl_slow_rbx:
+	mov %rbx, %rsp
+.Ltpl_slow:				/* %rsp = pt_regs: all back, DF too */
+	FLAGS_BACK PT_FLAGS
+	LOAD_GPRS
+	lea PT_SIZE+8(%rsp), %rsp	/* sp - 128 */
+	.byte 0xe9			/* jmp to the call of the trampoline */
+	.long 0
+	.globl ukp_lean_tpl_call
+	.hidden ukp_lean_tpl_call
+ukp_lean_tpl_call:
+	.p2align 3, 0xcc
+.Ltpl_exit_rare:
+	.quad 0				/* ukp_opt_exit_rare: written per copy */
+	.globl ukp_lean_tpl_end
+	.hidden ukp_lean_tpl_end
+ukp_lean_tpl_end:
+
 	.globl ukp_opt_tramp_end
 	.hidden ukp_opt_tramp_end
 ukp_opt_tramp_end:

@@ -26,7 +26,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "arch.h"
+#include "internal.h"
 
 struct emit {
 	uint8_t *buf;
@@ -100,7 +100,7 @@ static void emit_copy(struct emit *e, const struct ukp_insn *in,
 
 static void mark_sp(int8_t *fix, size_t from, size_t to, int v)
 {
-	for (size_t i = from; i < to && i < UKP_DETOUR_MAX; i++)
+	for (size_t i = from; i < to && i < UKP_COPY_MAP_MAX; i++)
 		fix[i] = (int8_t)v;
 }
 
@@ -207,15 +207,72 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 			int8_t sp_fix[UKP_SLOT_MAX])
 {
 	struct emit e = { .buf = buf, .at = slot_addr, .cap = UKP_SLOT_MAX };
-	int8_t fix[UKP_DETOUR_MAX] = { 0 };
+	int8_t fix[UKP_COPY_MAP_MAX] = { 0 };
 	int err = emit_insn(&e, in, post, site, fix);
 	memcpy(sp_fix, fix, UKP_SLOT_MAX);
 	return err ? err : (int)e.len;
 }
 
+/* ukp_self's offset from the thread pointer: the same in every thread
+ * (initial-exec TLS) */
+static long tls_offset(void)
+{
+	unsigned long tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return (long)((unsigned long)&ukp_self - tp);
+}
+
+/* A disp32 ending at the template's label at: to the detour's byte to */
+static void tpl_rel(struct emit *e, size_t base, const char *at, size_t to)
+{
+	size_t end = base + (size_t)(at - ukp_lean_tpl);
+	int32_t rel = (int32_t)((long)to - (long)end);
+	memcpy(e->buf + end - 4, &rel, 4);
+}
+
+/* The copy of ukp_lean_tpl at e's end, for a detour whose header and
+ * the trampolines' way are where arch.h says. */
+static void emit_lean_tpl(struct emit *e, unsigned long addr)
+{
+	size_t base = e->len, n = (size_t)(ukp_lean_tpl_end - ukp_lean_tpl);
+	long tls = tls_offset();
+	if (!fits32(tls)) {
+		e->err = -ERANGE;
+		return;
+	}
+	put(e, ukp_lean_tpl, n);
+	if (e->err)
+		return;
+	long rel = (long)(addr - (e->at + base + (size_t)(ukp_lean_tpl_addr - ukp_lean_tpl)));
+	if (!fits32(rel)) {
+		e->err = -ERANGE;
+		return;
+	}
+	int32_t v = (int32_t)rel;
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_addr - ukp_lean_tpl) - 4, &v, 4);
+	v = (int32_t)tls;
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_tls - ukp_lean_tpl) - 4, &v, 4);
+	uint64_t gp = (uint64_t)(uintptr_t)&ukp_gp;
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_gp - ukp_lean_tpl) - 8, &gp, 8);
+	tpl_rel(e, base, ukp_lean_tpl_sel, UKP_ARCH_SEL);
+	tpl_rel(e, base, ukp_lean_tpl_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
+	tpl_rel(e, base, ukp_lean_tpl_r2, UKP_ARCH_R);
+	tpl_rel(e, base, ukp_lean_tpl_jmp_r, UKP_ARCH_R);
+	tpl_rel(e, base, ukp_lean_tpl_call, UKP_ARCH_R - 6);
+	uint64_t rare = (uint64_t)(uintptr_t)ukp_opt_exit_rare;
+	memcpy(e->buf + base + n - 8, &rare, 8);
+}
+
+/* Where sel sends the detour's entry: its fast path, or the call of the
+ * trampoline */
+unsigned ukp_arch_detour_sel(unsigned entry, bool fast)
+{
+	return fast ? entry + (unsigned)(ukp_lean_tpl_sel - ukp_lean_tpl) : UKP_ARCH_R - 11;
+}
+
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, const void *list,
-			  void (*tramp)(void),
+			  void (*tramp)(void), bool fast,
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map)
 {
@@ -254,6 +311,8 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 	}
 	if (!e.err && e.len != (kret ? UKP_ARCH_KRET_HDR : 0))
 		return -EINVAL;
+	if (!kret)
+		put64(&e, 0);			/* sel: written below */
 	put64(&e, (uint64_t)(uintptr_t)list);	/* the trampoline finds these */
 	put64(&e, (uint64_t)site);		/* at */
 	put64(&e, (uint64_t)tramp);
@@ -262,12 +321,13 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		put(&e, lea_rz8, sizeof(lea_rz8));
 		mark_sp(map->sp_fix, c, e.len, 8);
 	} else {
-		*entry = (unsigned)e.len;
 		put(&e, lea_rz, sizeof(lea_rz));
 	}
 	c = e.len;
 	put(&e, call_tramp, sizeof(call_tramp));
 	mark_sp(map->sp_fix, c, e.len, 128);
+	if (!e.err && !kret && e.len != UKP_ARCH_R)
+		return -EINVAL;
 	if (kret) {
 		/* R: on through that word: to the copy, or to the priming
 		 * call, which comes back to the drop of its push */
@@ -289,6 +349,8 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		else if ((err = emit_insn(&e, in, 0, site, map->sp_fix)))
 			return err;
 	}
+	if (!e.err && e.len > sizeof(map->idx))
+		e.err = -E2BIG;
 	if (e.err)
 		return e.err;
 	map->len = (uint16_t)e.len;
@@ -297,6 +359,17 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		for (unsigned k = 0; k < r->ninsn; k++)
 			if (i >= map->copy_off[k])
 				map->idx[i] = (uint8_t)k;
+	}
+	if (!kret) {
+		/* the entry: the lean fast path's own copy (entry.S) */
+		while (e.len & 7)
+			put8(&e, 0xcc);
+		*entry = (unsigned)e.len;
+		emit_lean_tpl(&e, r->addr);
+		if (e.err)
+			return e.err;
+		uint64_t sel = at + ukp_arch_detour_sel(*entry, fast);
+		memcpy(buf + UKP_ARCH_SEL, &sel, 8);
 	}
 	return (int)e.len;
 }
