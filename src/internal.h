@@ -421,7 +421,7 @@ void ukp_slot_set_u32(uint8_t *at, uint32_t v);
 int ukp_slot_write_raw(uint8_t *slot, const uint8_t *code, size_t len);
 /* Copy code into slot memory (makes it writable for the duration). */
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
-		   struct ukp_site *site, const int8_t *sp_fix);
+		   struct ukp_site *site, const int16_t *sp_fix);
 /* A detour: map (kept, not copied) says where each byte came from. */
 int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
 			  struct ukp_site *site, const struct ukp_copy_map *map,
@@ -433,6 +433,8 @@ struct ukp_slot_hit {
 	unsigned long retry_ip;	/* where that instruction's copy starts */
 	int sp_fix;		/* stack adjustment back to the original state */
 	bool post, detour;
+	bool own;		/* a detour's own fast path: ukprobes' code,
+				   standing for no probed instruction */
 };
 bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h);
 

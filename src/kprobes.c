@@ -294,7 +294,7 @@ static int site_update_locked(struct ukp_site *s, struct pokes *pk)
 static int build_slot(struct ukp_site *s, bool post, uint8_t **out)
 {
 	uint8_t code[UKP_SLOT_MAX];
-	int8_t fix[UKP_SLOT_MAX];
+	int16_t fix[UKP_SLOT_MAX];
 
 	*out = NULL;
 	/* size it at the probed address, then allow for far forms */

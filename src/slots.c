@@ -30,7 +30,7 @@
 struct slot_meta {
 	uint32_t off, len;
 	struct ukp_site *site;
-	int8_t *sp_fix;		/* NULL when all zero */
+	int16_t *sp_fix;		/* NULL when all zero */
 	bool post;
 	const struct ukp_copy_map *map;	/* detours: where each byte came from */
 	unsigned entry;			/* detours: where the jump lands */
@@ -275,16 +275,16 @@ void ukp_slot_set_u32(uint8_t *at, uint32_t v)
 }
 
 int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
-		   struct ukp_site *site, const int8_t *sp_fix)
+		   struct ukp_site *site, const int16_t *sp_fix)
 {
-	int8_t *fix = NULL;
+	int16_t *fix = NULL;
 
 	for (size_t i = 0; i < len && sp_fix; i++) {
 		if (sp_fix[i]) {
-			fix = malloc(len);
+			fix = malloc(len * sizeof(*fix));
 			if (!fix)
 				return -ENOMEM;
-			memcpy(fix, sp_fix, len);
+			memcpy(fix, sp_fix, len * sizeof(*fix));
 			break;
 		}
 	}
@@ -334,10 +334,11 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 	h->site = m->site;
 	h->post = m->post;
 	h->detour = m->map != NULL;
+	h->own = m->map && o >= m->map->len;
 	if (m->map) {
 		const struct ukp_copy_map *map = m->map;
-		/* past the copy: the detour's own fast path, which stands
-		 * for the probe point as its entry does */
+		/* past the copy: the detour's own fast path (own: the
+		 * fault and trap handlers leave it alone) */
 		unsigned k = o < map->len ? map->idx[o] : 0xff;
 		h->sp_fix = o < map->len ? map->sp_fix[o] : 0;
 		if (k == 0xff) {

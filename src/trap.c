@@ -368,7 +368,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ctx)
 		/* an int3 that was probed itself, trapping in its copy:
 		 * show the program the address it would have seen */
 		struct ukp_slot_hit h;
-		if (ukp_slot_find(bp, &h)) {
+		if (ukp_slot_find(bp, &h) && !h.own) {
 			ukp_arch_uc_set_ip(uc, h.orig_ip + 1);
 			ukp_arch_uc_set_sp(uc, ukp_arch_uc_sp(uc) + h.sp_fix);
 		}
@@ -886,8 +886,18 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		ukp_arch_uc_set_ip(uc, (unsigned long)ukp_nofault_fixup);
 		return;
 	}
+	/* ukprobes' own hand-written hit code (the optimised trampolines, a
+	 * detour's copy of the fast path) faults only on the stack it grows
+	 * into: the program's fault (a guard page its handler opens, say),
+	 * retried where it happened, even while a hit's handler is marked
+	 * running (the push of that handler's call), and never moved to the
+	 * probe point as a fault of a probed instruction's copy is */
+	struct ukp_slot_hit h;
+	bool slot = ukp_slot_find(ip, &h);
+	bool own = (slot && h.own) ||
+		   (ip >= (unsigned long)ukp_opt_tramp_begin && ip < (unsigned long)ukp_opt_tramp_end);
 	struct ukp_thread *t = ukp_thread_peek();
-	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc)) {
+	if (t && t->cur && !t->in_fault && !own && fault_in_handler(t, uc)) {
 		struct kprobe *p = t->cur;
 		/* a lean hit whose one handler is a leaf: errno is the hit's
 		 * (a leaf cannot change it), and ukp_opt_tramp_lean_leaf did
@@ -912,8 +922,7 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		}
 		handler_fault_unhandled(t, sig, si, uc);
 	}
-	struct ukp_slot_hit h;
-	if (ukp_slot_find(ip, &h))
+	if (slot && !own)
 		slot_fault(&h, sig, si, uc);
 	else
 		chain(sig, si, uc);

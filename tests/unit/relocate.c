@@ -1416,7 +1416,7 @@ static int check_rcase(const struct rcase *c)
 {
 	struct ukp_insn in;
 	uint8_t buf[UKP_SLOT_MAX], exp[UKP_SLOT_MAX];
-	int8_t fix[UKP_SLOT_MAX], efix[UKP_SLOT_MAX];
+	int16_t fix[UKP_SLOT_MAX], efix[UKP_SLOT_MAX];
 
 	int r = ukp_arch_decode(c->in, c->in_len, c->addr, &in);
 	if (r != c->in_len) {
@@ -1486,7 +1486,7 @@ UKT_CASE(relocate_deterministic)
 		const struct rcase *c = &rcases[i];
 		struct ukp_insn in;
 		uint8_t b1[UKP_SLOT_MAX], b2[UKP_SLOT_MAX];
-		int8_t f1[UKP_SLOT_MAX], f2[UKP_SLOT_MAX];
+		int16_t f1[UKP_SLOT_MAX], f2[UKP_SLOT_MAX];
 		UKT_EQ(ukp_arch_decode(c->in, c->in_len, c->addr, &in), c->in_len);
 		memset(b1, 0, sizeof(b1));
 		memset(b2, 0xff, sizeof(b2));
@@ -1505,7 +1505,7 @@ UKT_CASE(relocate_post_record)
 	static const uint8_t je[] = { 0x74, 0x10 };	/* je .+0x12 */
 	struct ukp_insn in;
 	uint8_t buf[UKP_SLOT_MAX];
-	int8_t fix[UKP_SLOT_MAX];
+	int16_t fix[UKP_SLOT_MAX];
 	void *site = &in;	/* a real pointer this time */
 
 	UKT_EQ(ukp_arch_decode(je, sizeof(je), A, &in), 2);
@@ -1695,7 +1695,7 @@ static int xrelocate(struct xenv *e, size_t entry, size_t probe)
 {
 	struct ukp_insn in;
 	uint8_t buf[UKP_SLOT_MAX];
-	int8_t fix[UKP_SLOT_MAX];
+	int16_t fix[UKP_SLOT_MAX];
 
 	int r = ukp_arch_decode(e->code + probe, UKP_ARCH_MAX_INSN,
 				(unsigned long)(e->code + probe), &in);
@@ -2208,7 +2208,7 @@ UKT_CASE(relocate_call_ind_opsize_prefix)
 	for (size_t i = 0; i < NELEM(c); i++) {
 		struct ukp_insn in;
 		uint8_t buf[UKP_SLOT_MAX];
-		int8_t fix[UKP_SLOT_MAX];
+		int16_t fix[UKP_SLOT_MAX];
 		if (ukp_arch_decode(c[i].in, c[i].len, A, &in) < 0)
 			continue;	/* refused: fine */
 		int r = ukp_arch_build_slot(&in, buf, S, 0, NULL, fix);
@@ -2247,7 +2247,7 @@ UKT_CASE(relocate_eip_relative)
 	static const uint8_t lea32[] = { 0x67, 0x48, 0x8d, 0x05, 0x10, 0x00, 0x00, 0x00 };
 	struct ukp_insn in;
 	uint8_t buf[UKP_SLOT_MAX];
-	int8_t fix[UKP_SLOT_MAX];
+	int16_t fix[UKP_SLOT_MAX];
 
 	if (ukp_arch_decode(lea32, sizeof(lea32), A, &in) < 0)
 		return;		/* refused: fine */

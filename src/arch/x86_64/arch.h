@@ -85,7 +85,7 @@ void ukp_arch_forget_boundaries(void);
 #define UKP_SLOT_MAX 160
 int ukp_arch_build_slot(const struct ukp_insn *insn, uint8_t *buf,
 			unsigned long slot_addr, int post, void *cont_site,
-			int8_t sp_fix[UKP_SLOT_MAX]);
+			int16_t sp_fix[UKP_SLOT_MAX]);
 
 /* ---- jump optimisation ---------------------------------------------- */
 
@@ -149,7 +149,7 @@ struct ukp_copy_map {
 	uint16_t orig_off[UKP_REGION_MAX];	/* its offset in the region */
 	uint16_t len;				/* bytes of buf */
 	uint8_t idx[UKP_COPY_MAP_MAX];		/* byte -> instruction (0xff: entry) */
-	int8_t sp_fix[UKP_COPY_MAP_MAX];
+	int16_t sp_fix[UKP_COPY_MAP_MAX];
 };
 
 /*

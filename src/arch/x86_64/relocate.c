@@ -98,15 +98,15 @@ static void emit_copy(struct emit *e, const struct ukp_insn *in,
 	memcpy(e->buf + at + in->disp_off, &d32, 4);
 }
 
-static void mark_sp(int8_t *fix, size_t from, size_t to, int v)
+static void mark_sp(int16_t *fix, size_t from, size_t to, int v)
 {
 	for (size_t i = from; i < to && i < UKP_COPY_MAP_MAX; i++)
-		fix[i] = (int8_t)v;
+		fix[i] = (int16_t)v;
 }
 
 /* One instruction, relocated, then on to where it would have gone. */
 static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
-		     void *site, int8_t *sp_fix)
+		     void *site, int16_t *sp_fix)
 {
 	struct emit e = *ep;
 	uint8_t *buf = e.buf;
@@ -204,12 +204,12 @@ static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 
 int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 			unsigned long slot_addr, int post, void *site,
-			int8_t sp_fix[UKP_SLOT_MAX])
+			int16_t sp_fix[UKP_SLOT_MAX])
 {
 	struct emit e = { .buf = buf, .at = slot_addr, .cap = UKP_SLOT_MAX };
-	int8_t fix[UKP_COPY_MAP_MAX] = { 0 };
+	int16_t fix[UKP_COPY_MAP_MAX] = { 0 };
 	int err = emit_insn(&e, in, post, site, fix);
-	memcpy(sp_fix, fix, UKP_SLOT_MAX);
+	memcpy(sp_fix, fix, UKP_SLOT_MAX * sizeof(*fix));
 	return err ? err : (int)e.len;
 }
 
