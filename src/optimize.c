@@ -369,12 +369,13 @@ static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
 }
 
 /* Does the detour's entry go straight to its own fast path (sel)?  While
- * the list is one lean probe: the path the fast path takes otherwise
- * puts everything back first. */
+ * the list is one lean probe and the fast paths may run at all (readers
+ * fenced by membarrier: decided at start, before any site): the path the
+ * fast path takes otherwise puts everything back first. */
 static bool sel_fast_locked(const struct ukp_site *s)
 {
 	const struct ukp_plist *l = atomic_load(&s->probes);
-	return l && l->lean1;
+	return l && l->lean1 && !(atomic_load(&ukp_gp) & UKP_GP_NOFAST);
 }
 
 static void sel_set_locked(const struct ukp_opt *o, bool fast)

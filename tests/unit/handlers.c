@@ -44,6 +44,12 @@
  *                         code goes on with its own errno, on both stack
  *                         alignments (the resume finds the frame from
  *                         pt_regs)
+ *   no_membarrier_takes_the_trampolines_call   without membarrier (a
+ *                         seccomp filter answers ENOSYS before ukprobes
+ *                         starts) the fast paths are off: a lean probe's
+ *                         detour goes straight to its trampoline's call,
+ *                         not through its own fast path, and counts
+ *                         every hit
  */
 #include <errno.h>
 #include <pthread.h>
@@ -54,6 +60,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
@@ -605,4 +615,34 @@ UKT_CASE(fault_in_one_lean_handler_keeps_errno)
 			}
 		}
 	}
+}
+
+UKT_CASE(no_membarrier_takes_the_trampolines_call)
+{
+	/* membarrier -> ENOSYS; everything else allowed */
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	UKT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	UKT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	ukp_init_once();
+	UKT_EQ(ukp_fast_readers, 0);
+	UKT_ASSERT(atomic_load(&ukp_gp) & UKP_GP_NOFAST);
+	long (*volatile fn)(long) = u_xmm_live;
+	struct kprobe kp = { .addr = (void *)u_xmm_live_probe, .pre_handler = lean_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->lean1, 2);
+	UKT_EQ(detour_sel_fast((unsigned long)u_xmm_live_probe), 0);
+	long h0 = hits;
+	for (long i = 0; i < 1000; i++)
+		UKT_EQ(fn(i * 13), i * 13 + 1);
+	UKT_EQ(hits - h0, 1000);
+	UKT_EQ(kp.nmissed, 0);
+	unregister_kprobe(&kp);
 }
