@@ -864,7 +864,10 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 
 static bool fault_in_handler(const struct ukp_thread *t, const ucontext_t *uc)
 {
-	unsigned long sp = ukp_arch_uc_sp(uc), top = (unsigned long)t->cur_regs;
+	/* below the 16-aligned frame the hit calls its handler from: a
+	 * fault at the push of that call (sp at the frame, the stack the
+	 * program must grow) is the hit's, not the handler's */
+	unsigned long sp = ukp_arch_uc_sp(uc), top = (unsigned long)t->cur_regs & ~15UL;
 	return sp < top && top - sp <= HANDLER_STACK_MAX;
 }
 
@@ -886,18 +889,10 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		ukp_arch_uc_set_ip(uc, (unsigned long)ukp_nofault_fixup);
 		return;
 	}
-	/* ukprobes' own hand-written hit code (the optimised trampolines, a
-	 * detour's copy of the fast path) faults only on the stack it grows
-	 * into: the program's fault (a guard page its handler opens, say),
-	 * retried where it happened, even while a hit's handler is marked
-	 * running (the push of that handler's call), and never moved to the
-	 * probe point as a fault of a probed instruction's copy is */
 	struct ukp_slot_hit h;
 	bool slot = ukp_slot_find(ip, &h);
-	bool own = (slot && h.own) ||
-		   (ip >= (unsigned long)ukp_opt_tramp_begin && ip < (unsigned long)ukp_opt_tramp_end);
 	struct ukp_thread *t = ukp_thread_peek();
-	if (t && t->cur && !t->in_fault && !own && fault_in_handler(t, uc)) {
+	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc)) {
 		struct kprobe *p = t->cur;
 		/* a lean hit whose one handler is a leaf: errno is the hit's
 		 * (a leaf cannot change it), and ukp_opt_tramp_lean_leaf did
@@ -922,9 +917,23 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		}
 		handler_fault_unhandled(t, sig, si, uc);
 	}
-	if (slot && !own)
+	if (slot && !h.own) {
 		slot_fault(&h, sig, si, uc);
-	else
+	} else if (t && t->cur) {
+		/* not the running handler's (the push of its call in a
+		 * hand-written hit path, on a stack the program grows, say;
+		 * or a program signal handler's on another stack): the
+		 * program's handler runs with no handler marked running, so
+		 * none of its own faults are taken for the handler's.  A
+		 * detour's own fast path (h.own) faults only there too: the
+		 * program's fault, retried where it happened, never moved to
+		 * the probe point as a fault of a probed instruction's copy */
+		struct kprobe *cur = t->cur;
+		t->cur = NULL;
 		chain(sig, si, uc);
+		t->cur = cur;
+	} else {
+		chain(sig, si, uc);
+	}
 	errno = saved_errno;
 }
