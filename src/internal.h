@@ -371,6 +371,9 @@ struct ukp_plist {
 				   cannot change errno (ukp_opt_leaf_locked) */
 	bool kret1;		/* one probe, a kretprobe without entry_handler:
 				   ukp_opt_tramp_kret's fast path */
+	bool post_lean;		/* every post_handler does (and its probe's
+				   fault_handler): the post trampoline saves
+				   no vector state */
 	void *kret;		/* kret1: that kretprobe's struct ukp_kret
 				   (kret.c), one load nearer the hit */
 	struct kprobe *p[];
@@ -484,6 +487,9 @@ int ukp_sym_patch_sites(struct ukp_object *o, unsigned long **addrs, uint8_t **f
 void ukp_trap_init(void);
 void ukp_trap_ensure(void);
 void ukp_post_dispatch(void *cont, struct pt_regs *regs);
+/* the same without the vector state saved: 0 (nothing done) if a
+ * post_handler may need it */
+int ukp_post_dispatch_lean(void *cont, struct pt_regs *regs);
 extern int ukp_knob_enabled __attribute__((visibility("hidden")));
 
 /* ------------------------------------------------------------------ */

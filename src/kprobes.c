@@ -383,10 +383,14 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 		}
 	}
 	l->gpr_only = true;
+	l->post_lean = true;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct kprobe *p = l->p[i];
 		if (p->post_handler)
 			l->any_post = true;
+		if (p->post_handler && (!ukp_opt_gpr_only_locked((unsigned long)p->post_handler) ||
+					!ukp_opt_gpr_only_locked((unsigned long)p->fault_handler)))
+			l->post_lean = false;
 		if (p->post_handler || !ukp_kret_probe_gpr_only_locked(p) ||
 		    !ukp_opt_gpr_only_locked((unsigned long)p->fault_handler))
 			l->gpr_only = false;

@@ -376,27 +376,48 @@ static void trap_handler(int sig, siginfo_t *si, void *ctx)
 	chain(sig, si, uc);
 }
 
-void ukp_post_dispatch(void *cont, struct pt_regs *regs)
+/*
+ * The post trampoline's hit: the post_handlers of the probes whose
+ * pre_handlers ran for it.  lean: the trampoline saved no vector, x87 or
+ * MXCSR state, so this runs them only if every post_handler of the list
+ * (read under the same lock) is proven to leave that state alone, and
+ * else answers 0 with nothing done: the trampoline saves it all and comes
+ * back (this file keeps to the general registers itself).
+ */
+static int post_dispatch(void *cont, struct pt_regs *regs, bool lean)
 {
 	struct ukp_site *s;
 	memcpy(&s, cont, sizeof(s));	/* the record in the slot is unaligned */
-	struct ukp_thread *t = ukp_thread_self();
-	int saved_errno = errno;
+	struct ukp_thread *t = lean ? ukp_thread_peek() : ukp_thread_self();
 
 	if (!t)
-		return;
-	struct ukp_pending hit;
-	if (!pending_pop(t, s, &hit))
-		return;		/* nothing recorded: no pre ran for this hit */
+		return !lean;	/* attaching calls libc */
+	int *errp = t->errno_p;
+	int saved_errno = *errp;
 	const struct ukp_site *outer = t->in_post;
 	t->in_post = s;		/* the optimizer must not patch under us */
 	uint16_t nested = ukp_hit_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
-	if (l && ukp_knob_enabled && !nested)	/* nested: its pre was missed */
+	int done = !lean || !l || l->post_lean;
+	struct ukp_pending hit;
+	/* nothing recorded: no pre ran for this hit; nested: its pre was
+	 * missed */
+	if (done && pending_pop(t, s, &hit) && l && ukp_knob_enabled && !nested)
 		run_post(t, l, regs, &hit);
 	ukp_hit_unlock(t, nested);
 	t->in_post = outer;
-	errno = saved_errno;
+	*errp = saved_errno;
+	return done;
+}
+
+void ukp_post_dispatch(void *cont, struct pt_regs *regs)
+{
+	post_dispatch(cont, regs, false);
+}
+
+int ukp_post_dispatch_lean(void *cont, struct pt_regs *regs)
+{
+	return post_dispatch(cont, regs, true);
 }
 
 /*

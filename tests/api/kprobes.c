@@ -435,6 +435,39 @@ static void vector_state_survives(bool post)
 UKT_CASE(vector_x87_mxcsr_errno_survive_pre_handler) { vector_state_survives(false); }
 UKT_CASE(vector_x87_mxcsr_errno_survive_post_handler) { vector_state_survives(true); }
 
+/* A post_handler that keeps to the general registers: the post
+ * trampoline saves no vector state for it, and its own path leaves the
+ * live vector values alone too; then one that does not joins it. */
+UKT_CASE(vector_state_survives_lean_post_handler)
+{
+	struct kprobe kv = { .addr = (void *)t_vec, .post_handler = count_post };
+	struct kprobe ky = { .addr = (void *)t_ymm_probe, .post_handler = count_post };
+	struct kprobe kd = { .addr = (void *)t_ymm_probe, .post_handler = clobber_vectors_post };
+	UKT_EQ(register_kprobe(&kv), 0);
+	UKT_EQ(register_kprobe(&ky), 0);
+	unsigned char in[32], out[32];
+	for (int i = 0; i < 32; i++)
+		in[i] = (unsigned char)(i * 5 + 3);
+	for (int round = 0; round < 2; round++) {
+		for (int k = 0; k < 100; k++) {
+			errno = 77;
+			UKT_ASSERT(t_vec(2.5 + k) == 2.5 + k);
+			UKT_EQ(errno, 77);
+			memset(out, 0, sizeof(out));
+			t_ymm(in, out);
+			UKT_ASSERT(!memcmp(in, out, 32));
+		}
+		if (round == 0)
+			UKT_EQ(register_kprobe(&kd), 0);
+	}
+	UKT_EQ(post_hits, 400);
+	UKT_EQ(hits, 100);
+	UKT_EQ(fegetround(), FE_TONEAREST);
+	unregister_kprobe(&kd);
+	unregister_kprobe(&ky);
+	unregister_kprobe(&kv);
+}
+
 /* ---- recursion ------------------------------------------------------------------- */
 
 static long nested_result;

@@ -44,6 +44,11 @@
  *                         code goes on with its own errno, on both stack
  *                         alignments (the resume finds the frame from
  *                         pt_regs)
+ *   post_handlers_lean_or_not   a list whose post_handlers (and their
+ *                         probes' fault_handlers) keep to the general
+ *                         registers says so (the post trampoline saves
+ *                         no vector state for it); one with a vector
+ *                         post_handler or fault_handler does not
  *   no_membarrier_takes_the_trampolines_call   without membarrier (a
  *                         seccomp filter answers ENOSYS before ukprobes
  *                         starts) the fast paths are off: a lean probe's
@@ -645,4 +650,53 @@ UKT_CASE(no_membarrier_takes_the_trampolines_call)
 	UKT_EQ(hits - h0, 1000);
 	UKT_EQ(kp.nmissed, 0);
 	unregister_kprobe(&kp);
+}
+
+static void lean_post(struct kprobe *p, struct pt_regs *r, unsigned long f)
+{
+	(void)p; (void)r; (void)f;
+	hits++;
+}
+
+static void dirty_post(struct kprobe *p, struct pt_regs *r, unsigned long f)
+{
+	(void)f;
+	dirty_pre(p, r);
+}
+
+static int dirty_fault(struct kprobe *p, struct pt_regs *r, int trapnr)
+{
+	(void)trapnr;
+	return dirty_pre(p, r);
+}
+
+UKT_CASE(post_handlers_lean_or_not)
+{
+	long (*volatile fn)(long) = u_xmm_live;
+	struct kprobe a = { .addr = (void *)u_xmm_live_probe, .post_handler = lean_post };
+	struct kprobe b = { .addr = (void *)u_xmm_live_probe, .pre_handler = dirty_pre };
+	UKT_EQ(register_kprobe(&a), 0);
+	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->post_lean, true);
+	long h0 = hits;
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i * 3), i * 3 + 1);
+	UKT_EQ(hits - h0, 100);
+	/* a vector pre_handler beside it: the post_handlers still are lean */
+	UKT_EQ(register_kprobe(&b), 0);
+	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->post_lean, true);
+	UKT_EQ(fn(5), 6);
+	UKT_EQ(hits - h0, 1100 + 1);
+	unregister_kprobe(&b);
+	unregister_kprobe(&a);
+	struct kprobe c = { .addr = (void *)u_xmm_live_probe, .post_handler = dirty_post };
+	UKT_EQ(register_kprobe(&c), 0);
+	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->post_lean, false);
+	for (long i = 0; i < 100; i++)
+		UKT_EQ(fn(i * 3), i * 3 + 1);
+	unregister_kprobe(&c);
+	struct kprobe d = { .addr = (void *)u_xmm_live_probe, .post_handler = lean_post,
+			    .fault_handler = dirty_fault };
+	UKT_EQ(register_kprobe(&d), 0);
+	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->post_lean, false);
+	unregister_kprobe(&d);
 }

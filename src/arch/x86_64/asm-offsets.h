@@ -45,8 +45,8 @@
 #define S_RESUME 192
 #define L_LEAN1 6
 #define L_KRET1 7
-#define L_KRET 8
-#define L_P 16
+#define L_KRET 16
+#define L_P 24
 /* struct kprobe (ukprobes/kprobes.h) */
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 56

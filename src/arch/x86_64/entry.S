@@ -124,13 +124,21 @@ ukp_post_trampoline:
 	cld				/* the ABI wants DF clear in C */
 	mov %rsp, %rbx			/* rbx = pt_regs */
 
+	/* post_handlers proven to keep to the general registers run with
+	 * no vector state saved (answer 1); else everything is saved */
+	and $-16, %rsp
+	mov %r12, %rdi
+	mov %rbx, %rsi
+	call ukp_post_dispatch_lean
+	test %eax, %eax
+	jnz 8f				/* (XSAVE_ALL has a 5:) */
 	XSAVE_ALL
 	mov %r12, %rdi
 	mov %rbx, %rsi
 	call ukp_post_dispatch
 
 	XRSTOR_ALL
-	mov %rbx, %rsp
+8:	mov %rbx, %rsp
 	lea FRAME_SP(%rsp), %rax
 	cmp PT_SP(%rsp), %rax
 	jne .Lslow
