@@ -396,9 +396,11 @@ static __attribute__((noinline)) int call_entry_handler(struct ukp_thread *t,
 	int r = 0;
 
 	t->kret_entry = in;
-	t->cur_jb = &jb;
-	if (ukp_setjmp(&jb) == 0)
+	if (ukp_setjmp(&jb) == 0) {
+		t->cur_jb = &jb;	/* only once jb holds this frame */
+		atomic_signal_fence(memory_order_seq_cst);
 		r = rp->entry_handler(pub_of(in), regs);
+	}
 	t->cur_jb = outer;
 	t->kret_entry = NULL;
 	return r;

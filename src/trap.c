@@ -159,10 +159,15 @@ static __attribute__((noinline)) int call_handler(struct ukp_thread *t,
 	struct ukp_jmpbuf jb;
 	int r = 0;
 
-	t->cur = p;
-	t->cur_regs = regs;
-	t->cur_jb = &jb;
+	/* the handler marked running (its faults then resume at jb) only
+	 * once jb holds this frame: a fault before, at the stack this frame
+	 * or setjmp's call grows into, is the program's (fault_handler) */
 	if (ukp_setjmp(&jb) == 0) {
+		t->cur_regs = regs;
+		t->cur_jb = &jb;
+		atomic_signal_fence(memory_order_seq_cst);
+		t->cur = p;
+		atomic_signal_fence(memory_order_seq_cst);
 		if (pre)
 			r = p->pre_handler(p, regs);
 		else

@@ -17,6 +17,7 @@
  * out, is that handler's: its fault_handler takes it.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -312,3 +313,71 @@ UKT_CASE_T(stack_fault_in_a_handlers_nested_hit_is_the_handlers, 60)
 	}
 	UKT_ASSERT(taken > 0);
 }
+
+/* ---- the C hit paths on a stack that runs out ---------------------------- */
+
+static int lean_ret(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	hits++;
+	return 0;
+}
+
+static void open_guard_segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)ctx;
+	if ((char *)si->si_addr < guard || (char *)si->si_addr >= guard + 4096)
+		_exit(40);	/* a fault elsewhere: a jump through a stale record */
+	mprotect(guard, 4096, PROT_READ | PROT_WRITE);
+}
+
+/*
+ * The stack's end at every 8 bytes of depth below an optimised probe
+ * whose hit goes through ukprobes' C paths (a vector-using pre_handler:
+ * the C dispatch and its per-handler recovery point; a kretprobe with an
+ * entry_handler), each depth in a forked child, the program's handler
+ * opening the guard page: the probed function returns its value and the
+ * program never runs off into a recovery point not yet set (which jumped
+ * to 0).  A fault in ukprobes' code around a handler's call may still
+ * cost that hit its handler (README, Limitations): not checked here.
+ */
+static void c_paths_at_every_depth(bool kret)
+{
+	install_guard_handler();
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = open_guard_segv;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct kprobe kp = { .addr = (void *)sf_chain, .pre_handler = vec_pre };
+	struct kretprobe rp = { .kp.addr = (void *)sf_chain, .handler = lean_ret,
+				.entry_handler = lean_ret };
+	if (kret)
+		UKT_EQ(register_kretprobe(&rp), 0);
+	else
+		UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(kret ? &rp.kp : &kp);
+	long h0 = hits;
+	UKT_EQ(sf_chain(1), 4);
+	UKT_ASSERT(hits > h0);
+	for (unsigned off = 136; off < 4096; off += 8) {
+		pid_t pid = fork();
+		UKT_ASSERT(pid >= 0);
+		if (pid == 0)
+			_exit(guarded_call(off) == 5 ? 0 : 5);
+		int st;
+		UKT_EQ(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			UKT_FAIL("stack end %u bytes below the call: %s %d", off,
+				 WIFEXITED(st) ? "exit" : "signal",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	if (kret)
+		unregister_kretprobe(&rp);
+	else
+		unregister_kprobe(&kp);
+}
+
+UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120) { c_paths_at_every_depth(false); }
+UKT_CASE_T(stack_fault_in_a_kretprobe_entry_at_every_depth, 120) { c_paths_at_every_depth(true); }
