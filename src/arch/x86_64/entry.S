@@ -31,9 +31,11 @@
  * pt_regs below it, every general register and the flags into it (lea and
  * mov leave the flags alone).  pushfq writes the flags straight into
  * their field: one store, where a pop and a move would be two more
- * memory operations (the hit path is store-bound). */
-.macro SAVE_GPRS
-	lea -(PT_SIZE-PT_FLAGS-8)(%rsp), %rsp	/* lea: flags untouched */
+ * memory operations (the hit path is store-bound).  skip: bytes stepped
+ * over first (a detour's own fast path: the red zone and the word a call
+ * would have pushed, in the same lea). */
+.macro SAVE_GPRS skip=0
+	lea -(\skip+PT_SIZE-PT_FLAGS-8)(%rsp), %rsp	/* lea: flags untouched */
 	pushfq					/* to PT_FLAGS */
 	lea -PT_FLAGS(%rsp), %rsp
 	mov %rax, PT_AX(%rsp)
@@ -835,26 +837,7 @@ ukp_lean_tpl:
 	.globl ukp_lean_tpl_sel
 	.hidden ukp_lean_tpl_sel
 ukp_lean_tpl_sel:			/* the fast path */
-	/* SAVE_GPRS, the red zone and the call's slot (R's) in its lea */
-	lea -(8 + 128 + PT_SIZE - PT_FLAGS - 8)(%rsp), %rsp
-	pushfq
-	lea -PT_FLAGS(%rsp), %rsp
-	mov %rax, PT_AX(%rsp)
-	mov %r15, PT_R15(%rsp)
-	mov %r14, PT_R14(%rsp)
-	mov %r13, PT_R13(%rsp)
-	mov %r12, PT_R12(%rsp)
-	mov %rbp, PT_BP(%rsp)
-	mov %rbx, PT_BX(%rsp)
-	mov %r11, PT_R11(%rsp)
-	mov %r10, PT_R10(%rsp)
-	mov %r9, PT_R9(%rsp)
-	mov %r8, PT_R8(%rsp)
-	mov %rcx, PT_CX(%rsp)
-	mov %rdx, PT_DX(%rsp)
-	mov %rsi, PT_SI(%rsp)
-	mov %rdi, PT_DI(%rsp)
-	movq $-1, PT_ORIG_AX(%rsp)
+	SAVE_GPRS 128+8			/* the red zone, R's word (unwritten) */
 	testl $0x400, PT_FLAGS(%rsp)	/* DF set: the trampoline clears it */
 	jnz .Ltpl_slow
 	mov %rsp, %rbx			/* rbx = pt_regs */
