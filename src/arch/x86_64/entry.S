@@ -163,16 +163,18 @@ ukp_post_trampoline_end:
 /*
  * Jump-optimised probes.  The probed code jumps to its detour:
  *
- *	D:	.quad list ; .quad site ; .quad trampoline
- *	D+24:	lea -128(%rsp),%rsp		(step over the red zone)
- *	D+29:	call *D+16(%rip)
- *	D+35:	<relocated region> ; jmp back	(R: the pushed return address)
+ *	D:	.quad sel ; .quad list ; .quad site ; .quad trampoline
+ *	D+32:	lea -128(%rsp),%rsp		(step over the red zone)
+ *	D+37:	call *D+24(%rip)
+ *	D+43:	<relocated region> ; jmp back	(R: the pushed return address)
+ *	entry:	jmp *D(%rip) ; <the detour's own lean fast path>
  *
- * list is the site's probe list (arch.h: a copy kept in step with
- * site->probes, one load nearer than through the site).
+ * sel sends the entry to the lean fast path's copy (ukp_lean_tpl, below)
+ * or to D+32.  list is the site's probe list (arch.h: a copy kept in step
+ * with site->probes, one load nearer than through the site).
  *
- * (A return probe's variant has a few instructions more around these:
- * relocate.c.)
+ * (A return probe's variant has no sel and a few instructions more
+ * around the rest: relocate.c.)
  *
  * The trampoline saves pt_regs as the post trampoline does (ip = the
  * probed address), the vector state its class needs, calls
