@@ -273,9 +273,11 @@ void ukp_arch_init(void);
 struct ukp_jmpbuf { unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip; };
 int ukp_setjmp(struct ukp_jmpbuf *jb) __attribute__((returns_twice));
 __attribute__((noreturn)) void ukp_longjmp(struct ukp_jmpbuf *jb, int val);
-/* Back onto the frame of the lean trampoline whose pt_regs is regs
- * (leaving a signal handler like ukp_longjmp), where it continues with
- * ukp_opt_dispatch_resume(t). */
+/* Back onto the frame of the lean trampoline (or a detour's copy of its
+ * fast path) whose pt_regs is regs, leaving a signal handler like
+ * ukp_longjmp: after its call of the C dispatch, which continues with
+ * ukp_opt_dispatch_resume(t), or of its one pre_handler, as if that had
+ * returned 0 (entry.S). */
 struct ukp_thread;
 struct pt_regs;
 __attribute__((noreturn)) void ukp_opt_resume(struct pt_regs *regs, struct ukp_thread *t);
