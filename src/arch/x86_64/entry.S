@@ -547,6 +547,44 @@ ukp_opt_tramp_begin:
  * lean_i and abandon are not needed: a resume after handler 0 of a
  * one-probe list finds nothing more to run whatever they say.
  */
+/* The one pre_handler of a lean list (r13; r12 = t, rbx = pt_regs)
+ * called, or to out if it is gone, the read lock left after it; its
+ * answer (non-zero: it redirected) in ans.  Not a leaf: errno saved
+ * around it (eax is scratch then, so ans is r13d).  ukp_opt_resume
+ * comes back right after the call with eax 0. */
+.macro LEAN_CALL leaf, out, ans=%r13d
+	mov L_P(%r13), %rdi		/* p */
+	mov KP_PRE_HANDLER(%rdi), %rax
+	test %rax, %rax
+	jz \out
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz \out
+	.if !\leaf
+	mov T_ERRNO_P(%r12), %rcx
+	mov (%rcx), %ecx
+	mov %ecx, T_LEAN_ERRNO(%r12)
+	.endif
+	mov %r13, T_LEAN_LIST(%r12)
+	mov %rdi, T_CUR(%r12)
+	mov %rbx, %rsi
+	call *%rax			/* p->pre_handler(p, regs) */
+	.ifnc \ans, %eax
+	mov %eax, \ans
+	.endif
+	.if !\leaf
+	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
+	.endif
+	movq $0, T_CUR(%r12)
+	.if !\leaf
+	mov T_ERRNO_P(%r12), %rdx
+	cmp %eax, (%rdx)		/* a load is cheaper than a store */
+	je 48f
+	mov %eax, (%rdx)
+48:
+	.endif
+	HIT_UNLOCK %r12
+.endm
+
 .macro LEAN_FAST leaf
 	THREAD_SELF %r12
 	test %r12, %r12
@@ -563,34 +601,7 @@ ukp_opt_tramp_begin:
 	cmpb $0, L_LEAN1(%r13)		/* one probe, handlers proven lean */
 	je .Llean_c_unlock
 	.endif
-	mov L_P(%r13), %rdi		/* p */
-	mov KP_PRE_HANDLER(%rdi), %rax
-	test %rax, %rax
-	jz .Llean_c_unlock
-	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
-	jnz .Llean_c_unlock
-	.if !\leaf
-	mov T_ERRNO_P(%r12), %rcx
-	mov (%rcx), %ecx
-	mov %ecx, T_LEAN_ERRNO(%r12)
-	.endif
-	mov %r13, T_LEAN_LIST(%r12)
-	mov %rdi, T_CUR(%r12)
-	mov %rbx, %rsi
-	call *%rax			/* p->pre_handler(p, regs) */
-	mov %eax, %r13d			/* non-zero: it redirected */
-	.if !\leaf
-	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
-	.endif
-	movq $0, T_CUR(%r12)
-	.if !\leaf
-	mov T_ERRNO_P(%r12), %rdx
-	cmp %eax, (%rdx)		/* a load is cheaper than a store */
-	je 48f
-	mov %eax, (%rdx)
-48:
-	.endif
-	HIT_UNLOCK %r12
+	LEAN_CALL \leaf, .Llean_c_unlock
 	mov %rbx, %rsp
 	OPT_EXIT %r13d			/* straight out: no answer 2 here */
 .endm
@@ -878,18 +889,7 @@ ukp_lean_tpl_list:
 	jz .Ltpl_slow_unlock
 	cmpb $2, L_LEAN1(%r13)		/* one probe, lean, a leaf */
 	jne .Ltpl_errno
-	mov L_P(%r13), %rdi		/* p */
-	mov KP_PRE_HANDLER(%rdi), %rax
-	test %rax, %rax
-	jz .Ltpl_slow_unlock
-	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
-	jnz .Ltpl_slow_unlock
-	mov %r13, T_LEAN_LIST(%r12)
-	mov %rdi, T_CUR(%r12)
-	mov %rbx, %rsi
-	call *%rax			/* p->pre_handler(p, regs) */
-	movq $0, T_CUR(%r12)		/* a resume comes here: eax 0 */
-	HIT_UNLOCK %r12
+	LEAN_CALL 1, .Ltpl_slow_unlock, %eax
 .Ltpl_exit:				/* eax: non-zero, it redirected */
 	mov %rbx, %rsp
 	lea FRAME_SP(%rsp), %rcx
@@ -909,27 +909,7 @@ ukp_lean_tpl_jmp_r:
 .Ltpl_errno:				/* one probe, lean, not a leaf */
 	cmpb $0, L_LEAN1(%r13)
 	je .Ltpl_slow_unlock
-	mov L_P(%r13), %rdi
-	mov KP_PRE_HANDLER(%rdi), %rax
-	test %rax, %rax
-	jz .Ltpl_slow_unlock
-	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
-	jnz .Ltpl_slow_unlock
-	mov T_ERRNO_P(%r12), %rcx
-	mov (%rcx), %ecx
-	mov %ecx, T_LEAN_ERRNO(%r12)
-	mov %r13, T_LEAN_LIST(%r12)
-	mov %rdi, T_CUR(%r12)
-	mov %rbx, %rsi
-	call *%rax
-	mov %eax, %r13d			/* a resume comes here: eax 0 */
-	mov T_LEAN_ERRNO(%r12), %eax	/* read while in_handler holds */
-	movq $0, T_CUR(%r12)
-	mov T_ERRNO_P(%r12), %rdx
-	cmp %eax, (%rdx)		/* a load is cheaper than a store */
-	je 1f
-	mov %eax, (%rdx)
-1:	HIT_UNLOCK %r12
+	LEAN_CALL 0, .Ltpl_slow_unlock
 	mov %r13d, %eax
 	jmp .Ltpl_exit
 
