@@ -132,14 +132,31 @@ static inline void ukt_list_to(char *buf, size_t n)
 }
 
 /* p->flags as another thread (the optimizer) last wrote them */
-/* the program's own SA_SIGINFO handler for sig: sigaction's answer */
-static inline int ukt_install_handler(int sig, void (*h)(int, siginfo_t *, void *))
+/* the program's own handler h for sig, with these sa_flags (SA_ONSTACK,
+ * SA_NODEFER...), nothing blocked: sigaction's answer */
+static inline int ukt_on_signal(int sig, void (*h)(int), int flags)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = flags;
+	return sigaction(sig, &sa, NULL);
+}
+
+/* the same for an SA_SIGINFO handler */
+static inline int ukt_on_signal_info(int sig, void (*h)(int, siginfo_t *, void *), int flags)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = h;
-	sa.sa_flags = SA_SIGINFO;
+	sa.sa_flags = SA_SIGINFO | flags;
 	return sigaction(sig, &sa, NULL);
+}
+
+/* the program's own SA_SIGINFO handler for sig: sigaction's answer */
+static inline int ukt_install_handler(int sig, void (*h)(int, siginfo_t *, void *))
+{
+	return ukt_on_signal_info(sig, h, 0);
 }
 
 static inline unsigned ukt_probe_flags(const struct kprobe *p)

@@ -62,10 +62,7 @@ static void usr1_jumps(int sig) { (void)sig; usr1_done = 1; siglongjmp(jb, 1); }
 
 UKT_CASE(signal_longjmp_out_of_the_c_hit_path_outside_any_handler)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = usr1_jumps;
-	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGUSR1, usr1_jumps, 0), 0);
 	outer.addr = (void *)rv_jmpm;
 	outer.pre_handler = nop_pre;
 	outer.post_handler = nop_post;
@@ -134,11 +131,7 @@ UKT_CASE(setcontext_out_of_the_programs_fault_handler_leaves_no_stale_record)
 	static char alt[1 << 16];
 	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
 	UKT_EQ(sigaltstack(&ss, NULL), 0);	/* the record lives (intact) there */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = segv_setcontext;
-	sa.sa_flags = SA_ONSTACK;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, segv_setcontext, SA_ONSTACK), 0);
 	inner.addr = (void *)rv_inner;
 	inner.pre_handler = pre_faults_once;
 	UKT_EQ(register_kprobe(&inner), 0);
@@ -194,11 +187,7 @@ static void segv_unregisters(int sig)
 
 UKT_CASE(entry_handler_fault_then_unregister_in_the_programs_handler)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = segv_unregisters;
-	sa.sa_flags = SA_NODEFER;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, segv_unregisters, SA_NODEFER), 0);
 	krp = calloc(1, sizeof(*krp));
 	krp->kp.addr = (void *)rv_kret;
 	krp->entry_handler = entry_faults;
@@ -227,10 +216,7 @@ static void *call_kret(void *a) { (void)a; rv_kret(1); return (void *)1L; }
 
 UKT_CASE(thread_exit_in_the_programs_handler_of_an_entry_handler_fault)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = segv_exit;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, segv_exit, 0), 0);
 	struct kretprobe rp = { .kp.addr = (void *)rv_kret, .entry_handler = entry_faults_exit,
 				.handler = ret_count4, .maxactive = 1 };
 	UKT_EQ(register_kretprobe(&rp), 0);
@@ -298,10 +284,7 @@ static int h_pre(struct kprobe *p, struct pt_regs *r)
 
 UKT_CASE(signal_longjmp_out_of_a_nested_hit_inside_a_handler)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = usr1_jumps;
-	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGUSR1, usr1_jumps, 0), 0);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(page != MAP_FAILED);
 	inner2 = (struct kprobe *)page;
@@ -370,10 +353,7 @@ UKT_CASE(signal_longjmp_out_of_the_lean_fast_path_before_its_handler)
 
 static void lean_case(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = usr1_jumps;
-	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGUSR1, usr1_jumps, 0), 0);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(page != MAP_FAILED);
 	lean_kp = (struct kprobe *)page;
@@ -505,10 +485,7 @@ static struct kprobe sc_kp;
 
 static void setcontext_then_exit(bool bp)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = segv_setcontext_thread;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, segv_setcontext_thread, 0), 0);
 	sc_kp.addr = (void *)rv_a;
 	sc_kp.pre_handler = pre_faults_armed;
 	sc_kp.post_handler = bp ? nop_post : NULL;
@@ -626,11 +603,7 @@ UKT_CASE(coroutine_longjmp_in_the_programs_handler_keeps_the_record)
 	static char alt[1 << 16];
 	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
 	UKT_EQ(sigaltstack(&ss, NULL), 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = co_segv;
-	sa.sa_flags = SA_ONSTACK | SA_NODEFER;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, co_segv, SA_ONSTACK | SA_NODEFER), 0);
 	co_rp.kp.addr = (void *)co_rec;
 	co_rp.handler = co_ret_h;
 	co_rp.maxactive = 1;

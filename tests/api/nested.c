@@ -56,12 +56,8 @@ static void usr1(int sig)
 
 UKT_CASE(signal_hit_inside_a_breakpoint_hit_counts_missed)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = segv_jmp;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
-	sa.sa_handler = usr1;
-	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, segv_jmp, 0), 0);
+	UKT_EQ(ukt_on_signal(SIGUSR1, usr1, 0), 0);
 
 	/* a post_handler on an indirect jmp: the hit emulates the jump in
 	 * its C path, which reads the missing page */
@@ -115,10 +111,7 @@ static void lj_handler(int sig) { (void)sig; lj_jumps++; siglongjmp(jb, 1); }
 
 static void longjmp_out_of_handler(bool with_post)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = lj_handler;
-	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGUSR2, lj_handler, 0), 0);
 	inner.addr = (void *)nt_inner;
 	inner.pre_handler = lj_pre;
 	inner.post_handler = with_post ? lj_post : NULL;
@@ -170,10 +163,7 @@ static void back_handler(int sig) { (void)sig; siglongjmp(back_jb, 1); }
 
 static void longjmp_back_into_handler(bool with_post)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = back_handler;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(SIGSEGV, back_handler, 0), 0);
 	inner.addr = (void *)nt_inner;
 	inner.pre_handler = back_pre;
 	inner.post_handler = with_post ? back_post : NULL;

@@ -93,11 +93,7 @@ static void install_guard_handler(void)
 	UKT_ASSERT(alt != MAP_FAILED);
 	stack_t ss = { .ss_sp = alt, .ss_size = 65536 };
 	UKT_EQ(sigaltstack(&ss, NULL), 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = guard_segv;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal_info(SIGSEGV, guard_segv, SA_ONSTACK | SA_NODEFER), 0);
 }
 
 /* sf_chain(2) with its return address at guard end + off - 8 */
@@ -344,11 +340,7 @@ static void open_guard_segv(int sig, siginfo_t *si, void *ctx)
 static void c_paths_at_every_depth(bool kret)
 {
 	install_guard_handler();
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = open_guard_segv;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal_info(SIGSEGV, open_guard_segv, SA_ONSTACK | SA_NODEFER), 0);
 	struct kprobe kp = { .addr = (void *)sf_chain, .pre_handler = vec_pre };
 	struct kretprobe rp = { .kp.addr = (void *)sf_chain, .handler = lean_ret,
 				.entry_handler = lean_ret };

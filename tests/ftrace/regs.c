@@ -1403,10 +1403,7 @@ static void *lj_unregister_ops(void *ops)
 static void lj_case(int (*fn)(int, int), int (*mul)(int, int), int sig,
 		    int (*pre)(struct kprobe *, struct pt_regs *))
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = lj_handler;
-	UKT_EQ(sigaction(sig, &sa, NULL), 0);
+	UKT_EQ(ukt_on_signal(sig, lj_handler, 0), 0);
 	struct kprobe kp = { .addr = (void *)fn, .pre_handler = pre };
 	UKT_EQ(register_kprobe(&kp), 0);
 	UKT_EQ(ukt_probe_flags(&kp), KPROBE_FLAG_FTRACE);
