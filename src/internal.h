@@ -174,7 +174,9 @@ struct ukp_thread {
 	/* the handler running now was reached through an ftrace stub's
 	 * call (ukp_kprobe_ftrace_hit), which counted it in (ft_in) */
 	int ft_hit;
-	struct ukp_kinst *kret_entry;	/* whose entry_handler runs (kret.c) */
+	/* the instance a kretprobe's entry holds, from its take until it
+	 * is in flight or given back (kret.c) */
+	struct ukp_kinst *kret_entry;
 	/* hits whose handler's fault the program's handlers are taking,
 	 * outermost first (trap.c); in the block, not on those handlers'
 	 * stacks, which a setcontext or an exception may leave for good */
@@ -345,6 +347,7 @@ void ukp_anon_read_unlock(void);
  * the ones it goes back into take it again (trap.c) */
 void ukp_hit_longjmp(struct ukp_thread *t, unsigned long sp);
 void ukp_kret_inst_left(struct ukp_kinst *in);
+void ukp_kret_entry_fault(struct ukp_thread *t);
 /* t's thread is gone inside a handler, or inside the program's handlers
  * of its handlers' faults: what those hits held (trap.c) */
 void ukp_hits_gone(struct ukp_thread *t);

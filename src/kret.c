@@ -119,6 +119,8 @@ struct ukp_kinst {
 	unsigned stub;
 	uint32_t next_free;		/* index + 1 in the free stack */
 	uint32_t self;			/* its own index + 1 (no division) */
+	uint32_t entry_armed;		/* its entry_handler's recovery point
+					   is set (call_entry_handler) */
 	/* struct kretprobe_instance and data_size bytes follow */
 } __attribute__((aligned(16)));
 
@@ -384,8 +386,10 @@ static inline void prime(struct kprobe *p, struct ukp_kinst *in, struct pt_regs 
  * The entry_handler, with a recovery point of its own: a fault in it that
  * is taken (by the kretprobe's fault_handler, or by the program's handler
  * returning) resumes here as if it had returned 0, and the return is
- * probed (API.md).  While it runs, t->kret_entry holds the instance, so
- * a longjmp out of it (trap.c) gives that back.
+ * probed (API.md).  The instance is marked armed while the point is
+ * set; a fault taken anywhere else in the entry resumes as if the
+ * kretprobe's pre_handler had returned 0, and gives it back
+ * (ukp_kret_entry_fault).
  */
 static __attribute__((noinline)) int call_entry_handler(struct ukp_thread *t,
 							struct kretprobe *rp,
@@ -395,22 +399,37 @@ static __attribute__((noinline)) int call_entry_handler(struct ukp_thread *t,
 	struct ukp_jmpbuf jb, *outer = t->cur_jb;
 	int r = 0;
 
-	t->kret_entry = in;
 	if (ukp_setjmp(&jb) == 0) {
+		in->entry_armed = 1;
 		t->cur_jb = &jb;	/* only once jb holds this frame */
 		atomic_signal_fence(memory_order_seq_cst);
 		r = rp->entry_handler(pub_of(in), regs);
 	}
 	t->cur_jb = outer;
-	t->kret_entry = NULL;
+	in->entry_armed = 0;
+	atomic_signal_fence(memory_order_seq_cst);
 	return r;
 }
 
-/* An instance whose entry_handler or return handler a longjmp left
- * (trap.c): that call is never finished. */
+/* An instance whose entry or return handler a longjmp left (trap.c):
+ * that call is never finished. */
 void ukp_kret_inst_left(struct ukp_kinst *in)
 {
 	inst_push(in->k, in);
+}
+
+/* A fault in t's kretprobe entry that is taken (by the fault_handler, or
+ * by the program's handler returning) resumes as if the pre_handler had
+ * returned 0: its instance goes back, unless the fault was the
+ * entry_handler's, which resumes in call_entry_handler. */
+void ukp_kret_entry_fault(struct ukp_thread *t)
+{
+	struct ukp_kinst *in = t->kret_entry;
+	if (in && !in->entry_armed) {
+		t->kret_entry = NULL;
+		if (in != t->kret_top)	/* not in flight yet */
+			inst_push(in->k, in);
+	}
 }
 
 static inline __attribute__((always_inline)) int
@@ -440,6 +459,11 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	/* from here on a fault or a longjmp that leaves the hit gives it
+	 * back (trap.c), until it is given back or in flight */
+	in->entry_armed = 0;
+	t->kret_entry = in;
+	atomic_signal_fence(memory_order_seq_cst);
 	unsigned long *ra = (unsigned long *)regs->sp;
 	struct kretprobe_instance *ri = pub_of(in);
 	ri->rp = rp;
@@ -455,6 +479,8 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 	      * lock: unregistered meanwhile, rp and p may be gone (k stays
 	      * while an instance is out) */
 	     atomic_load_explicit(&k->dead, memory_order_acquire))) {
+		t->kret_entry = NULL;
+		atomic_signal_fence(memory_order_seq_cst);
 		inst_push(k, in);
 		return 0;
 	}
@@ -466,6 +492,8 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 	in->below = t->kret_top;
 	t->kret_top = in;
 	*ra = in->stub_addr;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->kret_entry = NULL;	/* in flight: a longjmp settles it there */
 	return 0;
 }
 

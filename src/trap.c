@@ -577,6 +577,7 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t)
 /* Leave a fault taken in a handler for where the hit goes on. */
 static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 {
+	ukp_kret_entry_fault(t);
 	if (t->cur_jb)
 		ukp_longjmp(t->cur_jb, 1);
 	if (t->lean_kret)
@@ -629,7 +630,7 @@ static void hit_left(struct ukp_thread *t, int ft_hit, struct ukp_kinst *entry,
 {
 	if (ft_hit)
 		__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
-	if (entry)
+	if (entry && entry != t->kret_top)	/* in flight: settled there */
 		ukp_kret_inst_left(entry);
 	if (ret && ret == t->kret_orphan)
 		t->kret_orphan = NULL;	/* kret.c's copy of the record's */

@@ -312,13 +312,6 @@ UKT_CASE_T(stack_fault_in_a_handlers_nested_hit_is_the_handlers, 60)
 
 /* ---- the C hit paths on a stack that runs out ---------------------------- */
 
-static int lean_ret(struct kretprobe_instance *ri, struct pt_regs *r)
-{
-	(void)ri; (void)r;
-	hits++;
-	return 0;
-}
-
 static void open_guard_segv(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig; (void)ctx;
@@ -329,27 +322,22 @@ static void open_guard_segv(int sig, siginfo_t *si, void *ctx)
 
 /*
  * The stack's end at every 8 bytes of depth below an optimised probe
- * whose hit goes through ukprobes' C paths (a vector-using pre_handler:
- * the C dispatch and its per-handler recovery point; a kretprobe with an
- * entry_handler), each depth in a forked child, the program's handler
- * opening the guard page: the probed function returns its value and the
- * program never runs off into a recovery point not yet set (which jumped
- * to 0).  A fault in ukprobes' code around a handler's call may still
- * cost that hit its handler (README, Limitations): not checked here.
+ * whose hit goes through ukprobes' C dispatch (a vector-using
+ * pre_handler: the dispatch and its per-handler recovery point), each
+ * depth in a forked child, the program's handler opening the guard page:
+ * the probed function returns its value and the program never runs off
+ * into a recovery point not yet set (which jumped to 0).  A fault in
+ * ukprobes' code around a handler's call may still cost that hit its
+ * handler (README, Limitations): not checked here.
  */
-static void c_paths_at_every_depth(bool kret)
+UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120)
 {
 	install_guard_handler();
 	UKT_EQ(ukt_on_signal_info(SIGSEGV, open_guard_segv, SA_ONSTACK | SA_NODEFER), 0);
 	struct kprobe kp = { .addr = (void *)sf_chain, .pre_handler = vec_pre };
-	struct kretprobe rp = { .kp.addr = (void *)sf_chain, .handler = lean_ret,
-				.entry_handler = lean_ret };
-	if (kret)
-		UKT_EQ(register_kretprobe(&rp), 0);
-	else
-		UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
-	UKT_EXPECT_OPTIMIZED(kret ? &rp.kp : &kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
 	long h0 = hits;
 	UKT_EQ(sf_chain(1), 4);
 	UKT_ASSERT(hits > h0);
@@ -365,11 +353,100 @@ static void c_paths_at_every_depth(bool kret)
 				 WIFEXITED(st) ? "exit" : "signal",
 				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	}
-	if (kret)
-		unregister_kretprobe(&rp);
-	else
-		unregister_kprobe(&kp);
+	unregister_kprobe(&kp);
 }
 
-UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120) { c_paths_at_every_depth(false); }
-UKT_CASE_T(stack_fault_in_a_kretprobe_entry_at_every_depth, 120) { c_paths_at_every_depth(true); }
+/* ---- a kretprobe's entry on a stack that runs out ------------------------ */
+
+static volatile long entries, returns;
+static int count_entry(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	entries++;
+	return 0;
+}
+
+/* not lean: the hit goes through the C dispatch */
+static int count_entry_vec(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	vd *= 1.25;
+	entries++;
+	return 0;
+}
+
+static int count_return(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	returns++;
+	return 0;
+}
+
+static void open_guard_leave(int sig, siginfo_t *si, void *ctx)
+{
+	open_guard_segv(sig, si, ctx);
+	siglongjmp(out_jb, 1);
+}
+
+/* in a child: the guarded call, then three calls that must each take the
+ * one instance there is */
+static int kret_child(const struct kretprobe *rp, unsigned off)
+{
+	if (!sigsetjmp(out_jb, 1) && guarded_call(off) != 5)
+		return 5;	/* (the program's handler may longjmp here) */
+	long e0 = entries, r0 = returns, m0 = rp->nmissed;
+	for (long x = 0; x < 3; x++)
+		if (sf_chain(x) != x + 3)
+			return 6;
+	if (rp->nmissed != m0)
+		return 7;	/* the instance was lost */
+	if (entries - e0 != 3 || returns - r0 != 3)
+		return 8;
+	return 0;
+}
+
+/*
+ * A kretprobe with an entry_handler and one instance, the stack's end at
+ * every 8 bytes of depth below its optimised probe, each depth in a
+ * forked child: wherever the fault lands in the entry's path - before
+ * the entry_handler's recovery point, in it, or after - and whether the
+ * program's handler returns or longjmps out of the hit, the instance is
+ * never lost: three calls after it each run the entry and return
+ * handlers, with nothing missed.
+ */
+static void kret_at_every_depth(bool lean, bool leave)
+{
+	install_guard_handler();
+	UKT_EQ(ukt_on_signal_info(SIGSEGV, leave ? open_guard_leave : open_guard_segv,
+				  SA_ONSTACK | SA_NODEFER), 0);
+	struct kretprobe rp = { .kp.addr = (void *)sf_chain, .handler = count_return,
+				.entry_handler = lean ? count_entry : count_entry_vec,
+				.maxactive = 1 };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&rp.kp);
+	UKT_EQ(sf_chain(1), 4);
+	UKT_EQ(entries, 1);
+	UKT_EQ(returns, 1);
+	for (unsigned off = 136; off < 4096; off += 8) {
+		pid_t pid = fork();
+		UKT_ASSERT(pid >= 0);
+		if (pid == 0)
+			_exit(kret_child(&rp, off));
+		int st;
+		UKT_EQ(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			UKT_FAIL("stack end %u bytes below the call: %s %d", off,
+				 WIFEXITED(st) ? "exit" : "signal",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	unregister_kretprobe(&rp);
+}
+
+UKT_CASE_T(stack_fault_in_a_kretprobe_entry_at_every_depth, 120) { kret_at_every_depth(true, false); }
+UKT_CASE_T(stack_fault_in_a_kretprobe_entry_left_by_longjmp, 120) { kret_at_every_depth(true, true); }
+UKT_CASE_T(stack_fault_in_a_kretprobe_entry_c_dispatch, 120) { kret_at_every_depth(false, false); }
+UKT_CASE_T(stack_fault_in_a_kretprobe_entry_c_dispatch_left_by_longjmp, 120)
+{
+	kret_at_every_depth(false, true);
+}
