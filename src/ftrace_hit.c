@@ -48,7 +48,7 @@ UKP_OFF(struct ukp_thread, errno_p, T_ERRNO_P, 8);
 
 static unsigned long restorer;
 
-static unsigned long get_restorer(void)
+unsigned long ukp_sig_restorer(void)
 {
 	unsigned long r = __atomic_load_n(&restorer, __ATOMIC_RELAXED);
 	/* the kernel's view of any action with a handler (ours for SIGTRAP
@@ -70,7 +70,7 @@ static unsigned long get_restorer(void)
 
 static bool signal_frame_between(unsigned long sp, unsigned long holder)
 {
-	unsigned long r = get_restorer();
+	unsigned long r = ukp_sig_restorer();
 	if (!r)
 		return false;
 	for (unsigned long a = (sp + 7) & ~7UL; a + 8 + sizeof(ucontext_t) <= holder + 4096 &&

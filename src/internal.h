@@ -555,6 +555,9 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t);
 bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip);
 /* SIGTRAP from the optimizer asking where this thread is. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
+/* the return address every signal handler is entered with (glibc's
+ * __restore_rt), 0 if none is known yet (ftrace_hit.c) */
+unsigned long ukp_sig_restorer(void);
 void ukp_opt_objects_changed(void);
 /* kprobes.c: every registered site (under ukp_lock) */
 void ukp_each_site_locked(void (*fn)(struct ukp_site *, void *), void *arg);

@@ -17,8 +17,10 @@
  *   3. ask every thread where it is (a SIGBUS sent with sigqueueinfo,
  *      which its handler answers): one stopped at an instruction
  *      boundary inside a region is moved to the same instruction in the
- *      detour's copy; one inside an old slot or post trampoline of a
- *      batch site is asked again a little later;
+ *      detour's copy, and so is an ip its signal frames return to; one
+ *      inside an old slot or post trampoline of a batch site is asked
+ *      again a little later; a site a thread that cannot answer is in
+ *      is left out, and tried again later;
  *   4. (lock) write bytes 1..4 of every jump (byte 0 is still the int3),
  *      serialise, write the 0xe9s, serialise.
  *
@@ -34,7 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -567,22 +572,55 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 	memset(u, 0, sizeof(*u));
 }
 
+static bool push_locked(struct ukp_site ***v, size_t *n, size_t *cap, struct ukp_site *s)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		struct ukp_site **nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = s;
+	return true;
+}
+
+static bool queue_locked(struct ukp_site *s)
+{
+	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s) ||
+	    !push_locked(&queue, &nqueue, &capqueue, s))
+		return false;
+	s->queued = true;
+	return true;
+}
+
 static void enqueue_locked(struct ukp_site *s)
 {
-	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s))
+	if (!queue_locked(s))
 		return;
-	if (nqueue == capqueue) {
-		size_t nc = capqueue ? 2 * capqueue : 64;
-		struct ukp_site **nq = realloc(queue, nc * sizeof(*nq));
-		if (!nq)
-			return;
-		queue = nq;
-		capqueue = nc;
-	}
-	queue[nqueue++] = s;
-	s->queued = true;
 	queued_gen++;
 	pthread_cond_signal(&opt_cv);
+}
+
+/*
+ * Sites a batch could not patch (a thread that cannot answer is in the
+ * region or would return into it; a thread that stayed busy): tried
+ * again after a while, doubling up to RETRY_MAX_NS while they fail.
+ * wait_for_kprobe_optimizer does not wait for them (such a thread may
+ * sleep for good); the probe is a breakpoint meanwhile.
+ */
+static struct ukp_site **retry;
+static size_t nretry, capretry;
+#define RETRY_MIN_NS (50L * 1000 * 1000)
+#define RETRY_MAX_NS (5L * 1000 * 1000 * 1000)
+static long retry_ns = RETRY_MIN_NS;
+
+static void requeue_retry_locked(void)
+{
+	for (size_t i = 0; i < nretry; i++)
+		(void)queue_locked(retry[i]);
+	nretry = 0;
 }
 
 /* After a change at addr: its site and the ones whose region covers it. */
@@ -605,19 +643,188 @@ static struct {
 	size_t n;
 	const unsigned long *nops;	/* ftrace sites of 1-byte nops */
 	size_t nnops;
+	bool *held;	/* sites of v a thread that cannot answer is inside
+			   (or returns into): left out of the batch */
 } ask;
 static pthread_mutex_t ask_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The batch site whose region holds a (from its first byte on, or
+ * after it), or -1. */
+static long batch_site_at(unsigned long a, bool after)
+{
+	for (size_t i = 0; i < ask.n; i++) {
+		const struct ukp_site *b = ask.v[i];
+		if (a >= b->addr + after && a < b->addr + b->opt->r.len)
+			return (long)i;
+	}
+	return -1;
+}
 
 /* Does a copy of the instruction at site s (its slot, its post path)
  * return into a region being patched?  Its own, or one it lies in. */
 static bool in_batch_region(const struct ukp_site *s)
 {
-	for (size_t i = 0; i < ask.n; i++) {
-		const struct ukp_site *b = ask.v[i];
-		if (s->addr >= b->addr && s->addr < b->addr + b->opt->r.len)
-			return true;
+	return batch_site_at(s->addr, false) >= 0;
+}
+
+/*
+ * Where the asked thread may go on at ip (where it is, or where a signal
+ * frame of it returns to) while the batch is patched: 2 fine, with ip
+ * moved from an instruction inside a region to the same one in the
+ * detour's copy, or past nops (skipping them is running them); 3 not
+ * now (inside an old slot or the post trampoline of a batch site).
+ */
+static int place_ip(unsigned long *ip)
+{
+	struct ukp_slot_hit h;
+	unsigned long a = *ip;
+	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
+		return 3;
+	if (ukp_slot_find(a, &h) && !h.detour && in_batch_region(h.site))
+		return 3;
+	for (size_t i = 0; i < ask.nnops; i++)
+		if (a > ask.nops[i] && a < ask.nops[i] + 5)
+			*ip = ask.nops[i] + 5;
+	long i = batch_site_at(a, true);
+	if (i < 0)
+		return 2;
+	const struct ukp_site *s = ask.v[i];
+	for (unsigned k = 1; k < s->opt->map.n; k++)
+		if (s->addr + s->opt->map.orig_off[k] == a) {
+			*ip = (unsigned long)s->opt->detour + s->opt->map.copy_off[k];
+			return 2;
+		}
+	return 3;
+}
+
+/*
+ * The signal frames the asked thread is inside: a thread interrupted
+ * between two instructions of a region, whose signal handler still runs
+ * when the region is patched, would return into the jump's bytes (the
+ * kernel waits for such tasks: synchronize_rcu_tasks).  Each frame is
+ * found by the return address every handler is entered with (the
+ * restorer), followed by the ucontext the kernel saved: its fpregs lie
+ * just above it, and its sp above that unless it interrupted another
+ * stack (the frame is on the sigaltstack), whose words are read too.
+ * The saved ip goes through place_ip like the thread's own.
+ *
+ * Words are read with process_vm_readv, page by page, into a mapping of
+ * the handler's own: a read past a stack's end then fails with EFAULT
+ * rather than a fault in a handler whose SIGSEGV may be blocked.  A
+ * stale frame (one that returned, its words still above sp in a frame
+ * of the program's) may be moved too: its word is dead.
+ */
+#define FRAME_SCAN (128UL << 10)	/* bytes read above each sp */
+#define FRAME_STACKS 4			/* sigaltstack and back, nested */
+#define FRAME_FP_MAX (64UL << 10)	/* frame to its fpregs: xstate */
+#define KERNEL_UC_WORDS 38		/* struct ucontext: flags, link,
+					   stack, sigcontext, 64-bit mask */
+
+static long read_self(void *dst, unsigned long src, size_t n)
+{
+	struct iovec local = { dst, n }, remote[FRAME_SCAN / 4096 + 1];
+	unsigned nr = 0;
+	for (unsigned long a = src, end = src + n; a < end && nr < FRAME_SCAN / 4096 + 1; nr++) {
+		unsigned long next = (a | 4095) + 1;
+		remote[nr] = (struct iovec){ (void *)a, (next < end ? next : end) - a };
+		a = next;
 	}
+	/* a partial read ends at the first page that cannot be read */
+	return ukp_raw_syscall(SYS_process_vm_readv, ukp_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			       (long)&local, 1, (long)remote, nr, 0);
+}
+
+/*
+ * The same for a thread that cannot answer (blocked in a system call
+ * with SIGBUS blocked, or stopped), whose ips cannot be moved while it
+ * may wake: 2 fine, or the batch site it would go on in held out of the
+ * batch (a probe stays a breakpoint rather than wait for a thread that
+ * may sleep for good); 3 wait (inside nops, or the post trampoline).
+ */
+static int hold_ip(unsigned long a)
+{
+	struct ukp_slot_hit h;
+	long i = batch_site_at(a, true);
+	if (i < 0 && ukp_slot_find(a, &h) && !h.detour)
+		i = batch_site_at(h.site->addr, false);
+	if (i >= 0 && ask.held) {
+		ask.held[i] = true;
+		return 2;
+	}
+	unsigned long b = a;
+	return i >= 0 || place_ip(&b) != 2 || b != a ? 3 : 2;
+}
+
+/* the int3 at the start of a batch site or nops, where a hit traps */
+static bool at_batch_int3(unsigned long a)
+{
+	for (size_t i = 0; i < ask.n; i++)
+		if (ask.v[i]->addr == a)
+			return true;
+	for (size_t i = 0; i < ask.nnops; i++)
+		if (ask.nops[i] == a)
+			return true;
 	return false;
+}
+
+#define UC_FPREGS offsetof(ucontext_t, uc_mcontext.fpregs)
+#define UC_SP offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
+#define UC_IP offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])
+
+static unsigned long word_at(const char *p, size_t off)
+{
+	unsigned long v;
+	memcpy(&v, p + off, sizeof(v));
+	return v;
+}
+
+static int frames_place(unsigned long sp, bool move)
+{
+	unsigned long r = ukp_sig_restorer();
+	if (!r || (!ask.n && !ask.nnops))
+		return 2;
+	long m = ukp_raw_syscall(SYS_mmap, 0, FRAME_SCAN, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m < 0 && m > -4096)
+		return 2;	/* as before frames were looked at */
+	unsigned long *w = (unsigned long *)m, todo[FRAME_STACKS] = { sp & ~7UL };
+	const size_t ucw = (sizeof(ucontext_t) + 7) / 8;
+	_Static_assert(KERNEL_UC_WORDS * 8 + sizeof(siginfo_t) <= sizeof(ucontext_t),
+		       "the frame's siginfo lies within the words read");
+	unsigned nt = 1;
+	int st = 2;
+	for (unsigned k = 0; k < nt && st == 2; k++) {
+		unsigned long base = todo[k];
+		long got = read_self(w, base, FRAME_SCAN);
+		size_t nw = got > 0 ? (size_t)got / 8 : 0;
+		for (size_t i = 0; i + 1 + ucw <= nw && st == 2; i++) {
+			if (w[i] != r)
+				continue;
+			unsigned long a = base + 8 * i;
+			const char *uc = (const char *)&w[i + 1];
+			unsigned long fp = word_at(uc, UC_FPREGS), isp = word_at(uc, UC_SP);
+			unsigned long ip = word_at(uc, UC_IP);
+			if (fp <= a || fp - a > FRAME_FP_MAX)
+				continue;	/* not a frame */
+			bool here = isp >= base && isp < base + (unsigned long)got;
+			if (here && isp <= fp)
+				continue;	/* not a frame: its sp lies below */
+			if (!here && nt < FRAME_STACKS)
+				todo[nt++] = isp & ~7UL;	/* another stack */
+			/* the siginfo, after the kernel's ucontext */
+			const char *fsi = uc + 8 * KERNEL_UC_WORDS;
+			if ((int)word_at(fsi, offsetof(siginfo_t, si_signo)) == SIGTRAP &&
+			    (int)word_at(fsi, offsetof(siginfo_t, si_code)) == SI_KERNEL &&
+			    at_batch_int3(ip - 1))
+				continue;	/* a hit's trap: its handler places it */
+			unsigned long nip = ip;
+			st = move ? place_ip(&nip) : hold_ip(ip);
+			if (nip != ip)
+				*(volatile unsigned long *)(a + 8 + UC_IP) = nip;
+		}
+	}
+	ukp_raw_syscall(SYS_munmap, m, FRAME_SCAN, 0, 0, 0, 0);
+	return st;
 }
 
 /* In the asked thread's SIGBUS handler (trap.c says why SIGBUS). */
@@ -630,36 +837,18 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 	if (atomic_load(&ask.tid) != me)
 		return true;	/* a late answer to an old question */
 	unsigned long ip = ukp_arch_uc_ip(uc);
-	int st = 2;
-	struct ukp_slot_hit h;
 	struct ukp_thread *t = ukp_thread_peek();
-	if (ip >= (unsigned long)ukp_post_trampoline &&
-	    ip < (unsigned long)ukp_post_trampoline_end)
-		st = 3;
-	else if (t && t->in_post && in_batch_region(t->in_post))
-		st = 3;
-	else if (ukp_slot_find(ip, &h) && !h.detour && in_batch_region(h.site))
-		st = 3;
-	for (size_t i = 0; i < ask.nnops; i++)	/* nops: skipping them is */
-		if (ip > ask.nops[i] && ip < ask.nops[i] + 5)	/* running them */
-			ukp_arch_uc_set_ip(uc, ask.nops[i] + 5);
-	for (size_t i = 0; i < ask.n && st == 2; i++) {
-		struct ukp_site *s = ask.v[i];
-		struct ukp_opt *o = s->opt;
-		if (ip <= s->addr || ip >= s->addr + o->r.len)
-			continue;
-		st = 3;
-		for (unsigned k = 1; k < o->map.n; k++)
-			if (s->addr + o->map.orig_off[k] == ip) {
-				ukp_arch_uc_set_ip(uc, (unsigned long)o->detour + o->map.copy_off[k]);
-				st = 2;
-			}
-	}
+	int st = t && t->in_post && in_batch_region(t->in_post) ? 3 : place_ip(&ip);
+	ukp_arch_uc_set_ip(uc, ip);
+	if (st == 2)
+		st = frames_place(ukp_arch_uc_sp(uc), true);
 	atomic_store(&ask.state, st);
 	return true;
 }
 
-/* Where a thread that does not answer (SIGBUS blocked, stopped) is. */
+/* Where a thread that does not answer (SIGBUS blocked, stopped) is: not
+ * inside a region, nor in a signal handler whose frame returns there
+ * (that frame cannot be moved while the thread may wake). */
 static int blocked_thread_ok(pid_t tid)
 {
 	char path[64], buf[256];
@@ -678,15 +867,10 @@ static int blocked_thread_ok(pid_t tid)
 	unsigned long pc = last ? strtoul(last + 1, NULL, 0) : 0;
 	if (!pc)
 		return 0;
-	for (size_t i = 0; i < ask.n; i++) {
-		struct ukp_site *s = ask.v[i];
-		if (pc > s->addr && pc < s->addr + s->opt->r.len)
-			return 0;
-	}
-	for (size_t i = 0; i < ask.nnops; i++)
-		if (pc > ask.nops[i] && pc < ask.nops[i] + 5)
-			return 0;
-	return 1;
+	*last = 0;
+	char *second = strrchr(buf, ' ');
+	unsigned long sp = second ? strtoul(second + 1, NULL, 0) : 0;
+	return hold_ip(pc) == 2 && (!sp || frames_place(sp, false) == 2);
 }
 
 static int ask_thread(pid_t tid)
@@ -725,7 +909,8 @@ static int ask_thread(pid_t tid)
 	return -EBUSY;
 }
 
-static int ask_all(struct ukp_site **v, size_t n, const unsigned long *nops, size_t nnops)
+static int ask_all(struct ukp_site **v, size_t n, bool *held, const unsigned long *nops,
+		   size_t nnops)
 {
 	DIR *d = opendir("/proc/self/task");
 	int err = 0;
@@ -737,6 +922,7 @@ static int ask_all(struct ukp_site **v, size_t n, const unsigned long *nops, siz
 	ask.n = n;
 	ask.nops = nops;
 	ask.nnops = nnops;
+	ask.held = held;
 	struct dirent *e;
 	while (!err && (e = readdir(d))) {
 		pid_t tid = (pid_t)atoi(e->d_name);
@@ -748,6 +934,7 @@ static int ask_all(struct ukp_site **v, size_t n, const unsigned long *nops, siz
 	ask.n = 0;
 	ask.nops = NULL;
 	ask.nnops = 0;
+	ask.held = NULL;
 	pthread_mutex_unlock(&ask_lock);
 	return err;
 }
@@ -756,12 +943,12 @@ static int ask_all(struct ukp_site **v, size_t n, const unsigned long *nops, siz
  * may be between them (one found there is moved past them). */
 int ukp_opt_ask_nops(const unsigned long *a, size_t n)
 {
-	return ask_all(NULL, 0, a, n);
+	return ask_all(NULL, 0, NULL, a, n);
 }
 
-static int ask_all_threads(struct ukp_site **v, size_t n)
+static int ask_all_threads(struct ukp_site **v, size_t n, bool *held)
 {
-	return ask_all(v, n, NULL, 0);
+	return ask_all(v, n, held, NULL, 0);
 }
 
 /* ---- the optimizer ---------------------------------------------------------- */
@@ -794,10 +981,14 @@ static void optimize_batch(void)
 	pthread_mutex_unlock(&ukp_lock);
 
 	int err = 0;
-	if (n) {
+	bool *held = calloc(n + 1, sizeof(*held));
+	if (n && !held)
+		err = -ENOMEM;
+	else if (n) {
 		ukp_synchronize();
-		err = ask_all_threads(batch, n);
+		err = ask_all_threads(batch, n, held);
 	}
+	size_t nheld = 0;
 
 	ukp_lock_registry();
 	struct ukp_poke *p1 = malloc((4 * n + 1) * sizeof(*p1));
@@ -808,9 +999,11 @@ static void optimize_batch(void)
 		if (s->gen != gens[i] || !wanted_locked(s) || !s->armed) {
 			continue;
 		}
-		if (err) {
+		if (err || held[i]) {
 			/* could not prove every thread outside: later */
 			atomic_store(&s->resume, NULL);
+			nheld += !err;
+			(void)push_locked(&retry, &nretry, &capretry, s);
 			continue;
 		}
 		uint8_t jmp[UKP_ARCH_JMP_LEN];
@@ -827,10 +1020,18 @@ static void optimize_batch(void)
 	free(p2);
 	if (done_gen < gen_target)
 		done_gen = gen_target;
+	if (!nretry)
+		retry_ns = RETRY_MIN_NS;
+	else if (nheld + (err != 0) && retry_ns < RETRY_MAX_NS)
+		retry_ns *= 2;
 	pthread_cond_broadcast(&done_cv);
 	pthread_mutex_unlock(&ukp_lock);
 	if (err && verbose())
 		ukp_log("optimizer: a thread did not leave the probed regions; will retry");
+	if (nheld && verbose())
+		ukp_log("optimizer: %zu probe(s) left as breakpoints: a thread that cannot be "
+			"asked (signals blocked, or stopped) would return into the region", nheld);
+	free(held);
 	free(batch);
 	free(gens);
 }
@@ -849,8 +1050,19 @@ static void *optimizer(void *arg)
 	}
 	pthread_mutex_lock(&ukp_lock);
 	for (;;) {
-		while (!nqueue)
-			pthread_cond_wait(&opt_cv, &ukp_lock);
+		while (!nqueue) {
+			if (!nretry) {
+				pthread_cond_wait(&opt_cv, &ukp_lock);
+				continue;
+			}
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += retry_ns % 1000000000L;
+			ts.tv_sec += retry_ns / 1000000000L + ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			if (pthread_cond_timedwait(&opt_cv, &ukp_lock, &ts) == ETIMEDOUT)
+				requeue_retry_locked();
+		}
 		pthread_mutex_unlock(&ukp_lock);
 		sleep_ns(OPT_DELAY_NS);
 		optimize_batch();

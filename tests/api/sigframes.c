@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A thread that a signal interrupted between two instructions of a
+ * region, and whose signal handler still runs while the region becomes
+ * a jump: when the handler returns, the thread goes on in the detour's
+ * copy of the region, not in the middle of the jump's bytes.  The
+ * kernel's optimizer waits for such tasks (synchronize_rcu_tasks); here
+ * the optimizer's question finds the thread's signal frames and moves
+ * the ip saved in them, as it moves a thread's own.
+ *
+ * The thread stops inside the region on purpose: the region's second
+ * instruction loads from a page the program keeps closed, and the
+ * program's SIGSEGV handler waits for the test to optimise the probe
+ * before it opens the page and returns (the load runs again).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include "ukt.h"
+
+/* *p + 5, its load at offset 1 of the region [0, 8) a probe at 0 covers */
+long sfr_load(const long *p);
+__asm__(".text\n.p2align 4\n.globl sfr_load\n.type sfr_load,@function\n"
+	"sfr_load: push %rbp\n mov (%rdi),%rax\n add $5,%rax\n pop %rbp\n ret\n"
+	".size sfr_load,.-sfr_load\n");
+
+static long *page;
+static atomic_int in_handler, go, usr1_in;
+static volatile unsigned long fault_ip;
+static bool nested, asleep;
+static char *alt;
+
+static void usr1(int sig)
+{
+	(void)sig;
+	atomic_store(&usr1_in, 1);
+	while (!atomic_load(&go))
+		sched_yield();
+}
+
+static void segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	ucontext_t *uc = ctx;
+	if ((char *)si->si_addr != (char *)page)
+		_exit(40);	/* a fault elsewhere: the jump's bytes ran */
+	fault_ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
+	atomic_store(&in_handler, 1);
+	if (nested)	/* waits in a second handler, on the sigaltstack */
+		raise(SIGUSR1);
+	while (!atomic_load(&go)) {
+		if (asleep)	/* in a system call, every time it is looked at */
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		else
+			sched_yield();
+	}
+	mprotect(page, 4096, PROT_READ | PROT_WRITE);
+}
+
+static void *loader(void *arg)
+{
+	(void)arg;
+	if (nested) {
+		stack_t ss = { .ss_sp = alt, .ss_size = 65536 };
+		if (sigaltstack(&ss, NULL))
+			return (void *)-1L;
+	}
+	return (void *)sfr_load(page);
+}
+
+static long hits;
+static int count(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; hits++; return 0; }
+
+enum { RUNS, NESTED, BLOCKED };
+
+static void frame_inside_region(int how)
+{
+	nested = how == NESTED;
+	asleep = how == BLOCKED;
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(page != MAP_FAILED);
+	*page = 37;
+	alt = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(alt != MAP_FAILED);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv;
+	sa.sa_flags = SA_SIGINFO;
+	if (how == BLOCKED)	/* the optimizer's question waits */
+		sigaddset(&sa.sa_mask, SIGBUS);
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = usr1;
+	sa.sa_flags = SA_ONSTACK;
+	UKT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	UKT_EQ(mprotect(page, 4096, PROT_NONE), 0);
+
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, loader, NULL), 0);
+	while (!atomic_load(&in_handler) || (nested && !atomic_load(&usr1_in)))
+		sched_yield();
+	UKT_EQ(fault_ip, (unsigned long)sfr_load + 1);
+
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	if (how == BLOCKED)	/* a frame it cannot move: not now */
+		UKT_EQ(kp.flags & KPROBE_FLAG_OPTIMIZED, 0);
+	else
+		UKT_EXPECT_OPTIMIZED(&kp);
+	atomic_store(&go, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);	/* the load ran again, in the copy */
+	UKT_EQ(hits, 0);	/* the thread was past the probe */
+	/* left out, the probe is tried again once the thread is gone */
+	for (int i = 0; i < 2000 && !(kp.flags & KPROBE_FLAG_OPTIMIZED); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(sfr_load(page), 42);
+	UKT_EQ(hits, 1);
+	unregister_kprobe(&kp);
+}
+
+UKT_CASE_T(signal_frame_inside_region_moves_to_the_copy, 30) { frame_inside_region(RUNS); }
+
+/* the handler that waits runs on the sigaltstack, nested in the one whose
+ * frame holds the region's ip on the thread's stack */
+UKT_CASE_T(nested_signal_frame_on_another_stack_moves_too, 30) { frame_inside_region(NESTED); }
+
+/* the handler blocks the question's signal and sleeps: the optimizer
+ * reads the thread's stack from outside, sees the frame, and leaves the
+ * probe a breakpoint (it cannot move a frame of a thread that may wake);
+ * the thread goes on right, through the original code, and the probe is
+ * optimised on a later try */
+UKT_CASE_T(frame_of_a_thread_that_cannot_answer_keeps_the_breakpoint, 60)
+{
+	frame_inside_region(BLOCKED);
+}
