@@ -638,7 +638,11 @@ void ukp_opt_update_locked(unsigned long addr)
 
 static struct {
 	_Atomic pid_t tid;
-	_Atomic int state;	/* 1 asked, 2 fine (maybe moved), 3 busy */
+	/* the question << 2 | 1 asked, 2 fine (maybe moved), 3 busy: an
+	 * answer late for its question (a thread that blocked in its
+	 * handler, then went on) is never taken for a later one's */
+	_Atomic unsigned state;
+	unsigned question;
 	struct ukp_site **v;
 	size_t n;
 	const unsigned long *nops;	/* ftrace sites of 1-byte nops */
@@ -834,7 +838,8 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 	    si->si_pid != getpid())
 		return false;
 	pid_t me = (pid_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
-	if (atomic_load(&ask.tid) != me)
+	unsigned asked = (unsigned)si->si_errno << 2 | 1;
+	if (atomic_load(&ask.tid) != me || atomic_load(&ask.state) != asked)
 		return true;	/* a late answer to an old question */
 	unsigned long ip = ukp_arch_uc_ip(uc);
 	struct ukp_thread *t = ukp_thread_peek();
@@ -842,7 +847,7 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 	ukp_arch_uc_set_ip(uc, ip);
 	if (st == 2)
 		st = frames_place(ukp_arch_uc_sp(uc), true);
-	atomic_store(&ask.state, st);
+	atomic_compare_exchange_strong(&ask.state, &asked, (asked & ~3U) | (unsigned)st);
 	return true;
 }
 
@@ -883,14 +888,16 @@ static int ask_thread(pid_t tid)
 		si.si_pid = getpid();
 		si.si_uid = getuid();
 		si.si_value.sival_ptr = (void *)&ask;
-		atomic_store(&ask.state, 1);
+		unsigned q = ask.question = (ask.question + 1) & 0x3fffffffU;
+		si.si_errno = (int)q;	/* rt_tgsigqueueinfo passes it on */
+		atomic_store(&ask.state, q << 2 | 1);
 		atomic_store(&ask.tid, tid);
 		if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si)) {
 			atomic_store(&ask.tid, 0);
 			return errno == ESRCH ? 0 : -errno;
 		}
-		int st = 1;
-		for (int spin = 0; spin < 2000 && (st = atomic_load(&ask.state)) == 1; spin++) {
+		unsigned st = 1;
+		for (int spin = 0; spin < 2000 && (st = atomic_load(&ask.state) & 3) == 1; spin++) {
 			if (spin < 50)
 				sched_yield();
 			else
