@@ -20,7 +20,11 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "ukt.h"
@@ -143,4 +147,79 @@ UKT_CASE_T(nested_signal_frame_on_another_stack_moves_too, 30) { frame_inside_re
 UKT_CASE_T(frame_of_a_thread_that_cannot_answer_keeps_the_breakpoint, 60)
 {
 	frame_inside_region(BLOCKED);
+}
+
+/* ---- a thread that cannot answer, stopped inside a region --------------- */
+
+static atomic_int loader_tid;
+
+static void *blocked_loader(void *arg)
+{
+	sigset_t set;	/* the optimizer's question waits */
+	sigemptyset(&set);
+	sigaddset(&set, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	atomic_store(&loader_tid, (int)syscall(SYS_gettid));
+	return (void *)sfr_load(arg);
+}
+
+/* the pc /proc shows for a thread that is not running, or 0 */
+static unsigned long stopped_pc(int tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *last = strrchr(buf, ' ');
+	return !strncmp(buf, "running", 7) || !last ? 0 : strtoul(last + 1, NULL, 0);
+}
+
+/*
+ * The thread's load at offset 1 of the region waits for a page that
+ * userfaultfd keeps missing: it sleeps there, with SIGBUS blocked, so
+ * the optimizer reads where it is from outside.  The site is held out of
+ * the batch rather than waited for; once the page is there the thread
+ * goes on through the original code, and a later try optimises it.
+ */
+UKT_CASE_T(thread_stopped_inside_a_region_holds_its_probe, 60)
+{
+	long *up = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(up != MAP_FAILED);
+	long uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	UKT_ASSERT(uffd >= 0);
+	struct uffdio_api api = { .api = UFFD_API };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
+	struct uffdio_register reg = { { (unsigned long)up, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
+
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, blocked_loader, up), 0);
+	while (!atomic_load(&loader_tid))
+		sched_yield();
+	for (int i = 0; i < 5000 && stopped_pc(atomic_load(&loader_tid)) != (unsigned long)sfr_load + 1; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	UKT_EQ(stopped_pc(atomic_load(&loader_tid)), (unsigned long)sfr_load + 1);
+
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(kp.flags & KPROBE_FLAG_OPTIMIZED, 0);	/* held, not waited for */
+
+	static long fill[512] = { 37 };
+	struct uffdio_copy c = { (unsigned long)up, (unsigned long)fill, 4096, 0, 0 };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_COPY, &c), 0);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	UKT_EQ(hits, 0);
+	for (int i = 0; i < 2000 && !(kp.flags & KPROBE_FLAG_OPTIMIZED); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EQ(sfr_load(up), 42);
+	UKT_EQ(hits, 1);
+	unregister_kprobe(&kp);
 }
