@@ -399,13 +399,18 @@ static __attribute__((noinline)) int call_entry_handler(struct ukp_thread *t,
 	struct ukp_jmpbuf jb, *outer = t->cur_jb;
 	int r = 0;
 
+	/* armed only while cur_jb is jb, in these orders: a fault between
+	 * two stores loses the instance rather than give it back and then
+	 * put it in flight too */
 	if (ukp_setjmp(&jb) == 0) {
 		in->entry_armed = 1;
+		atomic_signal_fence(memory_order_seq_cst);
 		t->cur_jb = &jb;	/* only once jb holds this frame */
 		atomic_signal_fence(memory_order_seq_cst);
 		r = rp->entry_handler(pub_of(in), regs);
 	}
 	t->cur_jb = outer;
+	atomic_signal_fence(memory_order_seq_cst);
 	in->entry_armed = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	return r;
@@ -490,6 +495,7 @@ kret_entry(struct kprobe *p, struct pt_regs *regs, bool call_entry)
 	in->slot->sysflags = (uint32_t)(regs->flags & ~(unsigned long)FLAGS_STATUS_DF);
 	prime(p, in, regs);
 	in->below = t->kret_top;
+	atomic_signal_fence(memory_order_seq_cst);	/* in whole before it is in flight */
 	t->kret_top = in;
 	*ra = in->stub_addr;
 	atomic_signal_fence(memory_order_seq_cst);

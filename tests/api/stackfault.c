@@ -30,6 +30,12 @@ long sf_chain(long x);	/* x + 3 */
 __asm__(".text\n.p2align 4\n.globl sf_chain\n.type sf_chain,@function\n"
 	"sf_chain: mov %rdi,%rax\n add $1,%rax\n add $2,%rax\n ret\n.size sf_chain,.-sf_chain\n");
 
+/* x + 3; with bit 8 set, itself on the low byte: a call inside a call */
+long sf_twice(long x);
+__asm__(".text\n.p2align 4\n.globl sf_twice\n.type sf_twice,@function\n"
+	"sf_twice: test $0x100,%edi\n jz 1f\n and $0xff,%edi\n sub $8,%rsp\n call sf_twice\n"
+	" add $8,%rsp\n ret\n1: lea 3(%rdi),%rax\n ret\n.size sf_twice,.-sf_twice\n");
+
 static volatile long hits;
 static volatile double vd = 1.5;
 static int leaf_pre(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; hits++; return 0; }
@@ -96,16 +102,21 @@ static void install_guard_handler(void)
 	UKT_EQ(ukt_on_signal_info(SIGSEGV, guard_segv, SA_ONSTACK | SA_NODEFER), 0);
 }
 
-/* sf_chain(2) with its return address at guard end + off - 8 */
-static __attribute__((noinline)) long guarded_call(unsigned off)
+/* fn(2) with its return address at guard end + off - 8 */
+static __attribute__((noinline)) long guarded_call_fn(long (*fn)(long), unsigned off)
 {
 	char *top = stack_map + 2 * 4096 + off;
 	long v, x = 2;
 	UKT_EQ(mprotect(guard, 4096, PROT_NONE), 0);
 	__asm__ volatile("mov %%rsp,%%rbx; mov %[sp],%%rsp; call *%[fn]; mov %%rbx,%%rsp"
-			 : "=&a"(v), "+D"(x) : [fn] "r"(sf_chain), [sp] "r"(top)
+			 : "=&a"(v), "+D"(x) : [fn] "r"(fn), [sp] "r"(top)
 			 : "rbx", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc");
 	return v;
+}
+
+static long guarded_call(unsigned off)
+{
+	return guarded_call_fn(sf_chain, off);
 }
 
 /* the same once the probe is optimised: one fault, the hit goes on */
@@ -359,9 +370,13 @@ UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120)
 /* ---- a kretprobe's entry on a stack that runs out ------------------------ */
 
 static volatile long entries, returns;
+/* the entry handlers use stack of their own, so that some depths fault
+ * inside them (where the instance is kept: the return is probed) */
 static int count_entry(struct kretprobe_instance *ri, struct pt_regs *r)
 {
 	(void)ri; (void)r;
+	volatile char pad[512];
+	pad[0] = pad[511] = 1;
 	entries++;
 	return 0;
 }
@@ -370,6 +385,8 @@ static int count_entry(struct kretprobe_instance *ri, struct pt_regs *r)
 static int count_entry_vec(struct kretprobe_instance *ri, struct pt_regs *r)
 {
 	(void)ri; (void)r;
+	volatile char pad[512];
+	pad[0] = pad[511] = 1;
 	vd *= 1.25;
 	entries++;
 	return 0;
@@ -389,19 +406,26 @@ static void open_guard_leave(int sig, siginfo_t *si, void *ctx)
 }
 
 /* in a child: the guarded call, then three calls that must each take the
- * one instance there is */
+ * one instance there is, and a call inside a call, whose inner one finds
+ * none (given back twice, the free stack would serve it again) */
 static int kret_child(const struct kretprobe *rp, unsigned off)
 {
-	if (!sigsetjmp(out_jb, 1) && guarded_call(off) != 5)
+	if (!sigsetjmp(out_jb, 1) && guarded_call_fn(sf_twice, off) != 5)
 		return 5;	/* (the program's handler may longjmp here) */
 	long e0 = entries, r0 = returns, m0 = rp->nmissed;
 	for (long x = 0; x < 3; x++)
-		if (sf_chain(x) != x + 3)
+		if (sf_twice(x) != x + 3)
 			return 6;
 	if (rp->nmissed != m0)
 		return 7;	/* the instance was lost */
 	if (entries - e0 != 3 || returns - r0 != 3)
 		return 8;
+	if (sf_twice(0x105) != 8)
+		return 9;
+	if (rp->nmissed != m0 + 1)
+		return 10;	/* the instance was given back twice */
+	if (entries - e0 != 4 || returns - r0 != 4)
+		return 11;
 	return 0;
 }
 
@@ -419,13 +443,13 @@ static void kret_at_every_depth(bool lean, bool leave)
 	install_guard_handler();
 	UKT_EQ(ukt_on_signal_info(SIGSEGV, leave ? open_guard_leave : open_guard_segv,
 				  SA_ONSTACK | SA_NODEFER), 0);
-	struct kretprobe rp = { .kp.addr = (void *)sf_chain, .handler = count_return,
+	struct kretprobe rp = { .kp.addr = (void *)sf_twice, .handler = count_return,
 				.entry_handler = lean ? count_entry : count_entry_vec,
 				.maxactive = 1 };
 	UKT_EQ(register_kretprobe(&rp), 0);
 	wait_for_kprobe_optimizer();
 	UKT_EXPECT_OPTIMIZED(&rp.kp);
-	UKT_EQ(sf_chain(1), 4);
+	UKT_EQ(sf_twice(1), 4);
 	UKT_EQ(entries, 1);
 	UKT_EQ(returns, 1);
 	for (unsigned off = 136; off < 4096; off += 8) {
