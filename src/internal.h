@@ -558,6 +558,8 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
 /* the return address every signal handler is entered with (glibc's
  * __restore_rt), 0 if none is known yet (ftrace_hit.c) */
 unsigned long ukp_sig_restorer(void);
+/* may ukp_copy_nofault run under this signal mask (trap.c) */
+bool ukp_nofault_usable(const sigset_t *mask);
 void ukp_opt_objects_changed(void);
 /* kprobes.c: every registered site (under ukp_lock) */
 void ukp_each_site_locked(void (*fn)(struct ukp_site *, void *), void *arg);

@@ -607,14 +607,22 @@ static void enqueue_locked(struct ukp_site *s)
  * Sites a batch could not patch (a thread that cannot answer is in the
  * region or would return into it; a thread that stayed busy): tried
  * again after a while, doubling up to RETRY_MAX_NS while they fail.
- * wait_for_kprobe_optimizer does not wait for them (such a thread may
- * sleep for good); the probe is a breakpoint meanwhile.
+ * wait_for_kprobe_optimizer waits RETRY_WAIT_NS at most for them (such a
+ * thread may sleep for good); the probe is a breakpoint meanwhile.
  */
 static struct ukp_site **retry;
 static size_t nretry, capretry;
 #define RETRY_MIN_NS (50L * 1000 * 1000)
 #define RETRY_MAX_NS (5L * 1000 * 1000 * 1000)
-static long retry_ns = RETRY_MIN_NS;
+#define RETRY_WAIT_NS (1000L * 1000 * 1000)	/* wait_for_kprobe_optimizer */
+static long retry_ns = RETRY_MIN_NS, retry_due;	/* CLOCK_MONOTONIC */
+
+static long mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
 
 static void requeue_retry_locked(void)
 {
@@ -643,6 +651,9 @@ static struct {
 	 * handler, then went on) is never taken for a later one's */
 	_Atomic unsigned state;
 	unsigned question;
+	_Atomic int readers;	/* handlers reading the batch: ask_all waits
+				   for them before it lets the batch go */
+	int attempt;		/* how often this thread was asked */
 	struct ukp_site **v;
 	size_t n;
 	const unsigned long *nops;	/* ftrace sites of 1-byte nops */
@@ -712,20 +723,40 @@ static int place_ip(unsigned long *ip)
  * stack (the frame is on the sigaltstack), whose words are read too.
  * The saved ip goes through place_ip like the thread's own.
  *
- * Words are read with process_vm_readv, page by page, into a mapping of
- * the handler's own: a read past a stack's end then fails with EFAULT
- * rather than a fault in a handler whose SIGSEGV may be blocked.  A
+ * Words are copied page by page into a mapping of the handler's own
+ * with process_vm_readv: a read past a stack's end is EFAULT, not a
+ * fault (in a handler that may block SIGSEGV, or under a debugger that
+ * stops at every SIGSEGV).  Where it is forbidden (containers' seccomp
+ * profiles without CAP_SYS_PTRACE), with ukp_copy_nofault if its faults
+ * reach our handler (direct); neither: the whole batch is held.  A
  * stale frame (one that returned, its words still above sp in a frame
- * of the program's) may be moved too: its word is dead.
+ * of the program's) may be moved too, its word being dead.  One that
+ * place_ip would wait for is waited for a while (a handler that
+ * interrupted a slot returns in microseconds), then holds its site: it
+ * may be dead, and must not keep the whole batch waiting for good.
  */
+#define FRAME_PATIENCE 64		/* questions, ~200 us apart */
 #define FRAME_SCAN (128UL << 10)	/* bytes read above each sp */
 #define FRAME_STACKS 4			/* sigaltstack and back, nested */
 #define FRAME_FP_MAX (64UL << 10)	/* frame to its fpregs: xstate */
 #define KERNEL_UC_WORDS 38		/* struct ucontext: flags, link,
 					   stack, sigcontext, 64-bit mask */
 
-static long read_self(void *dst, unsigned long src, size_t n)
+static long read_self(void *dst, unsigned long src, size_t n, bool direct)
 {
+	if (direct) {	/* ukp_copy_nofault's faults reach our handler */
+		size_t got = 0;
+		for (unsigned long a = src; got < n;) {
+			size_t len = (a | 4095) + 1 - a;
+			if (len > n - got)
+				len = n - got;
+			if (ukp_copy_nofault((char *)dst + got, (const void *)a, len) < 0)
+				break;
+			got += len;
+			a += len;
+		}
+		return (long)got;
+	}
 	struct iovec local = { dst, n }, remote[FRAME_SCAN / 4096 + 1];
 	unsigned nr = 0;
 	for (unsigned long a = src, end = src + n; a < end && nr < FRAME_SCAN / 4096 + 1; nr++) {
@@ -739,13 +770,14 @@ static long read_self(void *dst, unsigned long src, size_t n)
 }
 
 /*
- * The same for a thread that cannot answer (blocked in a system call
- * with SIGBUS blocked, or stopped), whose ips cannot be moved while it
- * may wake: 2 fine, or the batch site it would go on in held out of the
- * batch (a probe stays a breakpoint rather than wait for a thread that
- * may sleep for good); 3 wait (inside nops, or the post trampoline).
+ * For an ip that must not be moved (of a thread that cannot answer, and
+ * may wake), or one of a signal frame that place_ip would wait for (a
+ * frame may be dead: waiting for it would hold the whole batch for
+ * good): 2 fine, or the batch site whose region it would go on in held
+ * out of the batch; 3 wait (nops; the post trampoline for a thread's
+ * own ip, while a frame's is the hit's, which in_post covers).
  */
-static int hold_ip(unsigned long a)
+static int hold_ip(unsigned long a, bool frame)
 {
 	struct ukp_slot_hit h;
 	long i = batch_site_at(a, true);
@@ -755,8 +787,18 @@ static int hold_ip(unsigned long a)
 		ask.held[i] = true;
 		return 2;
 	}
+	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
+		return frame ? 2 : 3;
 	unsigned long b = a;
 	return i >= 0 || place_ip(&b) != 2 || b != a ? 3 : 2;
+}
+
+/* Frames that cannot be looked at: every site held, or wait (nops). */
+static int hold_all(void)
+{
+	for (size_t i = 0; ask.held && i < ask.n; i++)
+		ask.held[i] = true;
+	return ask.held ? 2 : 3;
 }
 
 /* the int3 at the start of a batch site or nops, where a hit traps */
@@ -782,7 +824,7 @@ static unsigned long word_at(const char *p, size_t off)
 	return v;
 }
 
-static int frames_place(unsigned long sp, bool move)
+static int frames_place(unsigned long sp, bool move, bool direct)
 {
 	unsigned long r = ukp_sig_restorer();
 	if (!r || (!ask.n && !ask.nnops))
@@ -790,7 +832,7 @@ static int frames_place(unsigned long sp, bool move)
 	long m = ukp_raw_syscall(SYS_mmap, 0, FRAME_SCAN, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m < 0 && m > -4096)
-		return 2;	/* as before frames were looked at */
+		return hold_all();
 	unsigned long *w = (unsigned long *)m, todo[FRAME_STACKS] = { sp & ~7UL };
 	const size_t ucw = (sizeof(ucontext_t) + 7) / 8;
 	_Static_assert(KERNEL_UC_WORDS * 8 + sizeof(siginfo_t) <= sizeof(ucontext_t),
@@ -799,7 +841,13 @@ static int frames_place(unsigned long sp, bool move)
 	int st = 2;
 	for (unsigned k = 0; k < nt && st == 2; k++) {
 		unsigned long base = todo[k];
-		long got = read_self(w, base, FRAME_SCAN);
+		long got = read_self(w, base, FRAME_SCAN, false);
+		if (got <= 0 && k == 0 && direct)	/* sp's own page: not allowed */
+			got = read_self(w, base, FRAME_SCAN, true);
+		if (got <= 0 && k == 0) {
+			st = hold_all();
+			break;
+		}
 		size_t nw = got > 0 ? (size_t)got / 8 : 0;
 		for (size_t i = 0; i + 1 + ucw <= nw && st == 2; i++) {
 			if (w[i] != r)
@@ -822,7 +870,11 @@ static int frames_place(unsigned long sp, bool move)
 			    at_batch_int3(ip - 1))
 				continue;	/* a hit's trap: its handler places it */
 			unsigned long nip = ip;
-			st = move ? place_ip(&nip) : hold_ip(ip);
+			st = move ? place_ip(&nip) : 3;
+			if (st == 3 && (!move || ask.attempt >= FRAME_PATIENCE)) {
+				nip = ip;
+				st = hold_ip(ip, true);
+			}
 			if (nip != ip)
 				*(volatile unsigned long *)(a + 8 + UC_IP) = nip;
 		}
@@ -839,15 +891,19 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 		return false;
 	pid_t me = (pid_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	unsigned asked = (unsigned)si->si_errno << 2 | 1;
-	if (atomic_load(&ask.tid) != me || atomic_load(&ask.state) != asked)
+	atomic_fetch_add(&ask.readers, 1);	/* before the checks: see ask_all */
+	if (atomic_load(&ask.tid) != me || atomic_load(&ask.state) != asked) {
+		atomic_fetch_sub(&ask.readers, 1);
 		return true;	/* a late answer to an old question */
+	}
 	unsigned long ip = ukp_arch_uc_ip(uc);
 	struct ukp_thread *t = ukp_thread_peek();
 	int st = t && t->in_post && in_batch_region(t->in_post) ? 3 : place_ip(&ip);
 	ukp_arch_uc_set_ip(uc, ip);
-	if (st == 2)
-		st = frames_place(ukp_arch_uc_sp(uc), true);
+	if (st == 2)	/* the mask this handler runs with: SA_NODEFER, none added */
+		st = frames_place(ukp_arch_uc_sp(uc), true, ukp_nofault_usable(&uc->uc_sigmask));
 	atomic_compare_exchange_strong(&ask.state, &asked, (asked & ~3U) | (unsigned)st);
+	atomic_fetch_sub(&ask.readers, 1);
 	return true;
 }
 
@@ -875,7 +931,9 @@ static int blocked_thread_ok(pid_t tid)
 	*last = 0;
 	char *second = strrchr(buf, ' ');
 	unsigned long sp = second ? strtoul(second + 1, NULL, 0) : 0;
-	return hold_ip(pc) == 2 && (!sp || frames_place(sp, false) == 2);
+	sigset_t mask;
+	pthread_sigmask(SIG_SETMASK, NULL, &mask);
+	return hold_ip(pc, false) == 2 && (!sp || frames_place(sp, false, ukp_nofault_usable(&mask)) == 2);
 }
 
 static int ask_thread(pid_t tid)
@@ -889,6 +947,7 @@ static int ask_thread(pid_t tid)
 		si.si_uid = getuid();
 		si.si_value.sival_ptr = (void *)&ask;
 		unsigned q = ask.question = (ask.question + 1) & 0x3fffffffU;
+		ask.attempt = attempt;
 		si.si_errno = (int)q;	/* rt_tgsigqueueinfo passes it on */
 		atomic_store(&ask.state, q << 2 | 1);
 		atomic_store(&ask.tid, tid);
@@ -937,6 +996,10 @@ static int ask_all(struct ukp_site **v, size_t n, bool *held, const unsigned lon
 			err = ask_thread(tid);
 	}
 	closedir(d);
+	/* a thread whose answer came late may still read the batch (ask.tid
+	 * is 0 now: no other starts) */
+	while (atomic_load(&ask.readers))
+		sleep_ns(50000);
 	ask.v = NULL;
 	ask.n = 0;
 	ask.nops = NULL;
@@ -1027,10 +1090,12 @@ static void optimize_batch(void)
 	free(p2);
 	if (done_gen < gen_target)
 		done_gen = gen_target;
-	if (!nretry)
+	if (nheld || err) {
+		retry_due = mono_ns() + retry_ns;
+		retry_ns = retry_ns < RETRY_MAX_NS / 2 ? 2 * retry_ns : RETRY_MAX_NS;
+	} else if (!nretry) {
 		retry_ns = RETRY_MIN_NS;
-	else if (nheld + (err != 0) && retry_ns < RETRY_MAX_NS)
-		retry_ns *= 2;
+	}
 	pthread_cond_broadcast(&done_cv);
 	pthread_mutex_unlock(&ukp_lock);
 	if (err && verbose())
@@ -1057,18 +1122,18 @@ static void *optimizer(void *arg)
 	}
 	pthread_mutex_lock(&ukp_lock);
 	for (;;) {
-		while (!nqueue) {
+		/* retries due join the next batch, however busy the queue */
+		while (!nqueue || (nretry && mono_ns() >= retry_due)) {
+			if (nretry && mono_ns() >= retry_due) {
+				requeue_retry_locked();
+				continue;
+			}
 			if (!nretry) {
 				pthread_cond_wait(&opt_cv, &ukp_lock);
 				continue;
 			}
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += retry_ns % 1000000000L;
-			ts.tv_sec += retry_ns / 1000000000L + ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			if (pthread_cond_timedwait(&opt_cv, &ukp_lock, &ts) == ETIMEDOUT)
-				requeue_retry_locked();
+			struct timespec ts = { retry_due / 1000000000L, retry_due % 1000000000L };
+			pthread_cond_clockwait(&opt_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
 		}
 		pthread_mutex_unlock(&ukp_lock);
 		sleep_ns(OPT_DELAY_NS);
@@ -1083,7 +1148,7 @@ static void start_thread(void);
 void ukp_opt_start(void)
 {
 	ukp_lock_registry();
-	bool start = !thread_running && nqueue;
+	bool start = !thread_running && (nqueue || nretry);
 	if (start)
 		thread_running = true;
 	pthread_mutex_unlock(&ukp_lock);
@@ -1136,6 +1201,7 @@ static void fork_child(void)
 	/* a thread asking when fork ran is not in the child */
 	pthread_mutex_init(&ask_lock, NULL);
 	atomic_store(&ask.tid, 0);
+	atomic_store(&ask.readers, 0);
 }
 
 void ukp_opt_init(void)
@@ -1153,6 +1219,12 @@ void wait_for_kprobe_optimizer(void)
 	unsigned long target = queued_gen;
 	while (done_gen < target && thread_running)
 		pthread_cond_wait(&done_cv, &ukp_lock);
+	/* sites held back (retry): a while for their tries, which most often
+	 * succeed at once; not for good, a thread may sleep in a region */
+	long end = mono_ns() + RETRY_WAIT_NS;
+	struct timespec ts = { end / 1000000000L, end % 1000000000L };
+	while ((nretry || nqueue) && thread_running && mono_ns() < end)
+		pthread_cond_clockwait(&done_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
 	pthread_mutex_unlock(&ukp_lock);
 }
 

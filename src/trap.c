@@ -124,6 +124,22 @@ static void install(int sig)
 	sigaction(sig, &sa, &prog_act[sig]);
 }
 
+/* May ukp_copy_nofault run here, a signal handler whose mask is mask?
+ * Its faults must reach our handler: SIGSEGV and SIGBUS not blocked, and
+ * ours still the kernel's action for both (async-signal-safe). */
+bool ukp_nofault_usable(const sigset_t *mask)
+{
+	for (int k = 0; k < 2; k++) {
+		int sig = k ? SIGBUS : SIGSEGV;
+		struct { unsigned long handler, flags, restorer, mask; } ka;
+		if (sigismember(mask, sig) ||
+		    ukp_raw_syscall(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0 ||
+		    ka.handler != (unsigned long)fault_handler)
+			return false;
+	}
+	return true;
+}
+
 /* Installs our handlers, or re-installs them over ones the program set
  * since (which then become the ones we chain to).  Registration calls it. */
 void ukp_trap_ensure(void)
@@ -833,12 +849,22 @@ void ukp_hits_gone(struct ukp_thread *t)
 		fault_rec_left(t, &t->frec[--t->nfrec]);
 }
 
+/* Where a fault of a probed instruction's copy runs it again: its slot,
+ * or, once the site is being optimised, the detour's copy of its region
+ * (the slot jumps back to the instruction after it, which the jump may
+ * cover by the time a handler that waited returns). */
+static unsigned long retry_at(const struct ukp_slot_hit *h)
+{
+	uint8_t *r = h->detour ? NULL : atomic_load_explicit(&h->site->resume, memory_order_acquire);
+	return r ? (unsigned long)r : h->retry_ip;
+}
+
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 		       ucontext_t *uc)
 {
 	struct ukp_thread *t = ukp_thread_self();
 	struct ukp_site *s = h->site;
-	unsigned long slot = h->retry_ip, at = h->orig_ip;
+	unsigned long at = h->orig_ip;
 	int handled = 0;
 
 	/* the state the instruction had in place; for faults that report
@@ -866,13 +892,13 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 			ukp_arch_regs_to_uc(uc, &regs);
 			/* unchanged ip: run the instruction again, out of line */
 			if (regs.ip == at && regs.sp == ukp_arch_uc_sp(uc))
-				ukp_arch_uc_set_ip(uc, slot);
+				ukp_arch_uc_set_ip(uc, retry_at(h));
 			return;
 		}
 	}
 	chain(sig, si, uc);
 	if (ukp_arch_uc_ip(uc) == at)
-		ukp_arch_uc_set_ip(uc, slot);	/* retry without a second hit */
+		ukp_arch_uc_set_ip(uc, retry_at(h));	/* retry without a second hit */
 }
 
 /*

@@ -20,8 +20,13 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -35,7 +40,19 @@ __asm__(".text\n.p2align 4\n.globl sfr_load\n.type sfr_load,@function\n"
 	"sfr_load: push %rbp\n mov (%rdi),%rax\n add $5,%rax\n pop %rbp\n ret\n"
 	".size sfr_load,.-sfr_load\n");
 
+/* *p + 5 again, the probe on the load itself: it runs in the probe's slot */
+long sfr_slot_load(const long *p);
+__asm__(".text\n.p2align 4\n.globl sfr_slot_load\n.type sfr_slot_load,@function\n"
+	"sfr_slot_load: mov (%rdi),%rax\n add $5,%rax\n ret\n"
+	".size sfr_slot_load,.-sfr_slot_load\n");
+/* x + 1, for a probe in the same batch that nothing holds */
+long sfr_other(long x);
+__asm__(".text\n.p2align 4\n.globl sfr_other\n.type sfr_other,@function\n"
+	"sfr_other: push %rbp\n mov %rdi,%rax\n add $1,%rax\n pop %rbp\n ret\n"
+	".size sfr_other,.-sfr_other\n");
+
 static long *page;
+static long (*volatile load_fn)(const long *) = sfr_load;
 static atomic_int in_handler, go, usr1_in;
 static volatile unsigned long fault_ip;
 static bool nested, asleep;
@@ -76,18 +93,35 @@ static void *loader(void *arg)
 		if (sigaltstack(&ss, NULL))
 			return (void *)-1L;
 	}
-	return (void *)sfr_load(page);
+	return (void *)load_fn(page);
 }
 
 static long hits;
 static int count(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; hits++; return 0; }
 
-enum { RUNS, NESTED, BLOCKED };
+enum { RUNS, NESTED, BLOCKED, NO_READ };
+
+/* process_vm_readv answers EPERM, as in a container without
+ * CAP_SYS_PTRACE */
+static void forbid_process_vm_readv(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	UKT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	UKT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
 
 static void frame_inside_region(int how)
 {
 	nested = how == NESTED;
 	asleep = how == BLOCKED;
+	if (how == NO_READ)
+		forbid_process_vm_readv();
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(page != MAP_FAILED);
 	*page = 37;
@@ -113,24 +147,32 @@ static void frame_inside_region(int how)
 	UKT_EQ(fault_ip, (unsigned long)sfr_load + 1);
 
 	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
+	struct kprobe kq = { .addr = (void *)sfr_other, .pre_handler = count };
 	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(register_kprobe(&kq), 0);
 	wait_for_kprobe_optimizer();
-	if (how == BLOCKED)	/* a frame it cannot move: not now */
+	if (how == BLOCKED || how == NO_READ)	/* not now */
 		UKT_EQ(kp.flags & KPROBE_FLAG_OPTIMIZED, 0);
 	else
 		UKT_EXPECT_OPTIMIZED(&kp);
+	if (how == NO_READ)	/* the frames could not be looked at */
+		UKT_EQ(kq.flags & KPROBE_FLAG_OPTIMIZED, 0);
+	else
+		UKT_EXPECT_OPTIMIZED(&kq);	/* the batch went on without it */
 	atomic_store(&go, 1);
 	void *v;
 	UKT_EQ(pthread_join(th, &v), 0);
 	UKT_EQ((long)v, 42);	/* the load ran again, in the copy */
 	UKT_EQ(hits, 0);	/* the thread was past the probe */
 	/* left out, the probe is tried again once the thread is gone */
-	for (int i = 0; i < 2000 && !(kp.flags & KPROBE_FLAG_OPTIMIZED); i++)
+	for (int i = 0; i < 2000 && !(kp.flags & kq.flags & KPROBE_FLAG_OPTIMIZED); i++)
 		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	UKT_EXPECT_OPTIMIZED(&kp);
+	UKT_EXPECT_OPTIMIZED(&kq);
 	UKT_EQ(sfr_load(page), 42);
 	UKT_EQ(hits, 1);
 	unregister_kprobe(&kp);
+	unregister_kprobe(&kq);
 }
 
 UKT_CASE_T(signal_frame_inside_region_moves_to_the_copy, 30) { frame_inside_region(RUNS); }
@@ -147,6 +189,172 @@ UKT_CASE_T(nested_signal_frame_on_another_stack_moves_too, 30) { frame_inside_re
 UKT_CASE_T(frame_of_a_thread_that_cannot_answer_keeps_the_breakpoint, 60)
 {
 	frame_inside_region(BLOCKED);
+}
+
+/* the handler blocks SIGSEGV (the copy that may fault cannot run) and
+ * process_vm_readv is forbidden: the frames cannot be read, so the whole
+ * batch waits for a later try */
+UKT_CASE_T(frames_that_cannot_be_read_hold_the_batch, 60) { frame_inside_region(NO_READ); }
+
+/* ---- an asynchronous signal's frame, read in place ------------------------ */
+
+static atomic_int usr2_in, usr2_go, async_tid;
+static void usr2(int sig)
+{
+	(void)sig;
+	atomic_store(&usr2_in, 1);
+	while (!atomic_load(&usr2_go))
+		sched_yield();
+}
+
+static void *async_loader(void *arg)
+{
+	atomic_store(&async_tid, (int)syscall(SYS_gettid));
+	return (void *)sfr_load(arg);
+}
+
+static long uffd_page(long **p)
+{
+	*p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(*p != MAP_FAILED);
+	long uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	UKT_ASSERT(uffd >= 0);
+	struct uffdio_api api = { .api = UFFD_API };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
+	struct uffdio_register reg = { { (unsigned long)*p, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
+	return uffd;
+}
+
+static unsigned long stopped_pc(int tid);
+
+/*
+ * The thread waits at the region's load (a userfaultfd page), a SIGUSR2
+ * interrupts the wait there, and its handler waits in turn: SIGSEGV is
+ * open in that handler, so the frame is read in place (ukp_copy_nofault)
+ * and moved; the load then runs in the copy once the page is filled.
+ */
+UKT_CASE_T(async_signal_frame_inside_region_moves_to_the_copy, 30)
+{
+	long *up;
+	long uffd = uffd_page(&up);
+	UKT_EQ(ukt_on_signal(SIGUSR2, usr2, 0), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, async_loader, up), 0);
+	while (!atomic_load(&async_tid))
+		sched_yield();
+	for (int i = 0; i < 5000 && stopped_pc(atomic_load(&async_tid)) != (unsigned long)sfr_load + 1; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	UKT_EQ(stopped_pc(atomic_load(&async_tid)), (unsigned long)sfr_load + 1);
+	UKT_EQ(syscall(SYS_tgkill, getpid(), atomic_load(&async_tid), SIGUSR2), 0);
+	while (!atomic_load(&usr2_in))
+		sched_yield();
+
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	atomic_store(&usr2_go, 1);
+	static long fill[512] = { 37 };
+	struct uffdio_copy c = { (unsigned long)up, (unsigned long)fill, 4096, 0, 0 };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_COPY, &c), 0);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	UKT_EQ(hits, 0);
+	UKT_EQ(sfr_load(up), 42);
+	UKT_EQ(hits, 1);
+	unregister_kprobe(&kp);
+}
+
+/* ---- a fault in a probe's slot ------------------------------------------- */
+
+static void slot_setup(void)
+{
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(page != MAP_FAILED);
+	*page = 37;
+	UKT_EQ(ukt_on_signal_info(SIGSEGV, segv, 0), 0);
+	UKT_EQ(mprotect(page, 4096, PROT_NONE), 0);
+	load_fn = sfr_slot_load;
+	UKT_EQ(kprobes_set_optimization(0), 0);	/* the hit runs the slot */
+}
+
+/*
+ * The probed instruction faults in its slot, and the program's handler
+ * (shown the probe point) waits while the probe is optimised: it returns
+ * to run the instruction again, in the detour's copy - the slot would
+ * jump back into the jump's bytes.
+ */
+UKT_CASE_T(fault_in_a_slot_while_its_site_is_optimised, 30)
+{
+	slot_setup();
+	struct kprobe kp = { .addr = (void *)sfr_slot_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, loader, NULL), 0);
+	while (!atomic_load(&in_handler))
+		sched_yield();
+	UKT_EQ(fault_ip, (unsigned long)sfr_slot_load);
+	UKT_EQ(hits, 1);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	atomic_store(&go, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	UKT_EQ(hits, 1);	/* run again without a second hit */
+	UKT_EQ(sfr_slot_load(page), 42);
+	UKT_EQ(hits, 2);
+	unregister_kprobe(&kp);
+}
+
+static atomic_int frame_made, sleeper_stop;
+
+static __attribute__((noinline)) void sleep_over_dead_frame(void)
+{
+	char buf[32 << 10];	/* never written: the old frame's words stay */
+	__asm__ volatile("" :: "r"(buf) : "memory");
+	while (!atomic_load(&sleeper_stop))
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+}
+
+static void *dead_frame_maker(void *arg)
+{
+	(void)arg;
+	atomic_store(&frame_made, (int)sfr_slot_load(page));
+	sleep_over_dead_frame();
+	return NULL;
+}
+
+/*
+ * A signal frame that returned long ago (the slot fault's, its ip the
+ * slot's) still lies in the untouched stack of a thread that sleeps: it
+ * cannot be told from a live one, so it holds its own site back, but
+ * not the rest of the batch.
+ */
+UKT_CASE_T(dead_frame_holds_only_its_site, 30)
+{
+	slot_setup();
+	go = 1;		/* the handler opens the page and returns */
+	struct kprobe kp = { .addr = (void *)sfr_slot_load, .pre_handler = count };
+	struct kprobe kq = { .addr = (void *)sfr_other, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(register_kprobe(&kq), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, dead_frame_maker, NULL), 0);
+	while (!atomic_load(&frame_made))
+		sched_yield();
+	UKT_EQ(atomic_load(&frame_made), 42);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kq);
+	UKT_EQ(sfr_other(1), 2);
+	atomic_store(&sleeper_stop, 1);
+	UKT_EQ(pthread_join(th, NULL), 0);
+	unregister_kprobe(&kp);
+	unregister_kprobe(&kq);
 }
 
 /* ---- a thread that cannot answer, stopped inside a region --------------- */
