@@ -64,6 +64,10 @@ struct ukt_case {
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
+#include <stddef.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <ukprobes.h>
 
 /* seconds on the monotonic clock: the stress cases' time bounds */
@@ -131,7 +135,6 @@ static inline void ukt_list_to(char *buf, size_t n)
 	fclose(f);
 }
 
-/* p->flags as another thread (the optimizer) last wrote them */
 /* the program's own handler h for sig, with these sa_flags (SA_ONSTACK,
  * SA_NODEFER...), nothing blocked: sigaction's answer */
 static inline int ukt_on_signal(int sig, void (*h)(int), int flags)
@@ -159,6 +162,22 @@ static inline int ukt_install_handler(int sig, void (*h)(int, siginfo_t *, void 
 	return ukt_on_signal_info(sig, h, 0);
 }
 
+/* From now on the system call nr fails with err in this process (a
+ * seccomp filter: a sandbox that forbids it); everything else runs. */
+static inline void ukt_deny_syscall(long nr, int err)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	UKT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	UKT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+/* p->flags as another thread (the optimizer) last wrote them */
 static inline unsigned ukt_probe_flags(const struct kprobe *p)
 {
 	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);

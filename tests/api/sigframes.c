@@ -22,11 +22,8 @@
 #include <time.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -101,27 +98,13 @@ static int count(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; hits++
 
 enum { RUNS, NESTED, BLOCKED, NO_READ };
 
-/* process_vm_readv answers EPERM, as in a container without
- * CAP_SYS_PTRACE */
-static void forbid_process_vm_readv(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-	UKT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	UKT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-}
 
 static void frame_inside_region(int how)
 {
 	nested = how == NESTED;
 	asleep = how == BLOCKED;
-	if (how == NO_READ)
-		forbid_process_vm_readv();
+	if (how == NO_READ)	/* as in a container without CAP_SYS_PTRACE */
+		ukt_deny_syscall(SYS_process_vm_readv, EPERM);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(page != MAP_FAILED);
 	*page = 37;
@@ -226,7 +209,25 @@ static long uffd_page(long **p)
 	return uffd;
 }
 
+/* the page's contents arrive: 37 first */
+static void uffd_fill(long uffd, long *p)
+{
+	static long fill[512] = { 37 };
+	struct uffdio_copy c = { (unsigned long)p, (unsigned long)fill, 4096, 0, 0 };
+	UKT_EQ(ioctl((int)uffd, UFFDIO_COPY, &c), 0);
+}
+
 static unsigned long stopped_pc(int tid);
+
+/* until the thread tid sleeps (not running) with its pc at pc */
+static void wait_stopped_at(atomic_int *tid, unsigned long pc)
+{
+	while (!atomic_load(tid))
+		sched_yield();
+	for (int i = 0; i < 5000 && stopped_pc(atomic_load(tid)) != pc; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	UKT_EQ(stopped_pc(atomic_load(tid)), pc);
+}
 
 /*
  * The thread waits at the region's load (a userfaultfd page), a SIGUSR2
@@ -241,11 +242,7 @@ UKT_CASE_T(async_signal_frame_inside_region_moves_to_the_copy, 30)
 	UKT_EQ(ukt_on_signal(SIGUSR2, usr2, 0), 0);
 	pthread_t th;
 	UKT_EQ(pthread_create(&th, NULL, async_loader, up), 0);
-	while (!atomic_load(&async_tid))
-		sched_yield();
-	for (int i = 0; i < 5000 && stopped_pc(atomic_load(&async_tid)) != (unsigned long)sfr_load + 1; i++)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	UKT_EQ(stopped_pc(atomic_load(&async_tid)), (unsigned long)sfr_load + 1);
+	wait_stopped_at(&async_tid, (unsigned long)sfr_load + 1);
 	UKT_EQ(syscall(SYS_tgkill, getpid(), atomic_load(&async_tid), SIGUSR2), 0);
 	while (!atomic_load(&usr2_in))
 		sched_yield();
@@ -255,9 +252,7 @@ UKT_CASE_T(async_signal_frame_inside_region_moves_to_the_copy, 30)
 	wait_for_kprobe_optimizer();
 	UKT_EXPECT_OPTIMIZED(&kp);
 	atomic_store(&usr2_go, 1);
-	static long fill[512] = { 37 };
-	struct uffdio_copy c = { (unsigned long)up, (unsigned long)fill, 4096, 0, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_COPY, &c), 0);
+	uffd_fill(uffd, up);
 	void *v;
 	UKT_EQ(pthread_join(th, &v), 0);
 	UKT_EQ((long)v, 42);
@@ -395,31 +390,18 @@ static unsigned long stopped_pc(int tid)
  */
 UKT_CASE_T(thread_stopped_inside_a_region_holds_its_probe, 60)
 {
-	long *up = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	UKT_ASSERT(up != MAP_FAILED);
-	long uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	UKT_ASSERT(uffd >= 0);
-	struct uffdio_api api = { .api = UFFD_API };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_API, &api), 0);
-	struct uffdio_register reg = { { (unsigned long)up, 4096 }, UFFDIO_REGISTER_MODE_MISSING, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_REGISTER, &reg), 0);
-
+	long *up;
+	long uffd = uffd_page(&up);
 	pthread_t th;
 	UKT_EQ(pthread_create(&th, NULL, blocked_loader, up), 0);
-	while (!atomic_load(&loader_tid))
-		sched_yield();
-	for (int i = 0; i < 5000 && stopped_pc(atomic_load(&loader_tid)) != (unsigned long)sfr_load + 1; i++)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	UKT_EQ(stopped_pc(atomic_load(&loader_tid)), (unsigned long)sfr_load + 1);
+	wait_stopped_at(&loader_tid, (unsigned long)sfr_load + 1);
 
 	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
 	UKT_EQ(kp.flags & KPROBE_FLAG_OPTIMIZED, 0);	/* held, not waited for */
 
-	static long fill[512] = { 37 };
-	struct uffdio_copy c = { (unsigned long)up, (unsigned long)fill, 4096, 0, 0 };
-	UKT_EQ(ioctl((int)uffd, UFFDIO_COPY, &c), 0);
+	uffd_fill(uffd, up);
 	void *v;
 	UKT_EQ(pthread_join(th, &v), 0);
 	UKT_EQ((long)v, 42);

@@ -331,6 +331,30 @@ static void open_guard_segv(int sig, siginfo_t *si, void *ctx)
 	mprotect(guard, 4096, PROT_READ | PROT_WRITE);
 }
 
+/* child(off, arg) in a child process for the stack's end at every 8
+ * bytes of depth below the guarded call: each must exit 0 */
+static void each_depth(int (*child)(unsigned off, const void *arg), const void *arg)
+{
+	for (unsigned off = 136; off < 4096; off += 8) {
+		pid_t pid = fork();
+		UKT_ASSERT(pid >= 0);
+		if (pid == 0)
+			_exit(child(off, arg));
+		int st;
+		UKT_EQ(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			UKT_FAIL("stack end %u bytes below the call: %s %d", off,
+				 WIFEXITED(st) ? "exit" : "signal",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+}
+
+static int plain_child(unsigned off, const void *arg)
+{
+	(void)arg;
+	return guarded_call(off) == 5 ? 0 : 5;
+}
+
 /*
  * The stack's end at every 8 bytes of depth below an optimised probe
  * whose hit goes through ukprobes' C dispatch (a vector-using
@@ -352,18 +376,7 @@ UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120)
 	long h0 = hits;
 	UKT_EQ(sf_chain(1), 4);
 	UKT_ASSERT(hits > h0);
-	for (unsigned off = 136; off < 4096; off += 8) {
-		pid_t pid = fork();
-		UKT_ASSERT(pid >= 0);
-		if (pid == 0)
-			_exit(guarded_call(off) == 5 ? 0 : 5);
-		int st;
-		UKT_EQ(waitpid(pid, &st, 0), pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			UKT_FAIL("stack end %u bytes below the call: %s %d", off,
-				 WIFEXITED(st) ? "exit" : "signal",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	}
+	each_depth(plain_child, NULL);
 	unregister_kprobe(&kp);
 }
 
@@ -408,8 +421,9 @@ static void open_guard_leave(int sig, siginfo_t *si, void *ctx)
 /* in a child: the guarded call, then three calls that must each take the
  * one instance there is, and a call inside a call, whose inner one finds
  * none (given back twice, the free stack would serve it again) */
-static int kret_child(const struct kretprobe *rp, unsigned off)
+static int kret_child(unsigned off, const void *arg)
 {
+	const struct kretprobe *rp = arg;
 	if (!sigsetjmp(out_jb, 1) && guarded_call_fn(sf_twice, off) != 5)
 		return 5;	/* (the program's handler may longjmp here) */
 	long e0 = entries, r0 = returns, m0 = rp->nmissed;
@@ -452,18 +466,7 @@ static void kret_at_every_depth(bool lean, bool leave)
 	UKT_EQ(sf_twice(1), 4);
 	UKT_EQ(entries, 1);
 	UKT_EQ(returns, 1);
-	for (unsigned off = 136; off < 4096; off += 8) {
-		pid_t pid = fork();
-		UKT_ASSERT(pid >= 0);
-		if (pid == 0)
-			_exit(kret_child(&rp, off));
-		int st;
-		UKT_EQ(waitpid(pid, &st, 0), pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			UKT_FAIL("stack end %u bytes below the call: %s %d", off,
-				 WIFEXITED(st) ? "exit" : "signal",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	}
+	each_depth(kret_child, &rp);
 	unregister_kretprobe(&rp);
 }
 

@@ -624,16 +624,7 @@ UKT_CASE(fault_in_one_lean_handler_keeps_errno)
 
 UKT_CASE(no_membarrier_takes_the_trampolines_call)
 {
-	/* membarrier -> ENOSYS; everything else allowed */
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-	UKT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	UKT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	ukt_deny_syscall(SYS_membarrier, ENOSYS);	/* everything else allowed */
 	ukp_init_once();
 	UKT_EQ(ukp_fast_readers, 0);
 	UKT_ASSERT(atomic_load(&ukp_gp) & UKP_GP_NOFAST);
