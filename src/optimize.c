@@ -616,6 +616,9 @@ static size_t nretry, capretry;
 #define RETRY_MAX_NS (5L * 1000 * 1000 * 1000)
 #define RETRY_WAIT_NS (1000L * 1000 * 1000)	/* wait_for_kprobe_optimizer */
 static long retry_ns = RETRY_MIN_NS, retry_due;	/* CLOCK_MONOTONIC */
+static bool retrying;		/* requeued sites in the queue or its batch */
+static unsigned long held_gen;	/* the last batch that held sites back */
+static unsigned long held_waited;	/* a wait_for_kprobe_optimizer waited for it */
 
 static long mono_ns(void)
 {
@@ -627,7 +630,7 @@ static long mono_ns(void)
 static void requeue_retry_locked(void)
 {
 	for (size_t i = 0; i < nretry; i++)
-		(void)queue_locked(retry[i]);
+		retrying |= queue_locked(retry[i]);
 	nretry = 0;
 }
 
@@ -742,6 +745,11 @@ static int place_ip(unsigned long *ip)
 #define KERNEL_UC_WORDS 38		/* struct ucontext: flags, link,
 					   stack, sigcontext, 64-bit mask */
 
+#define FRAME_IOVS (FRAME_SCAN / 4096 + 1)
+/* the mapping: FRAME_SCAN bytes of words, then the iovecs (off the
+ * handler's stack, which may be a small sigaltstack) */
+#define FRAME_MAP (FRAME_SCAN + FRAME_IOVS * sizeof(struct iovec))
+
 static long read_self(void *dst, unsigned long src, size_t n, bool direct)
 {
 	if (direct) {	/* ukp_copy_nofault's faults reach our handler */
@@ -757,9 +765,9 @@ static long read_self(void *dst, unsigned long src, size_t n, bool direct)
 		}
 		return (long)got;
 	}
-	struct iovec local = { dst, n }, remote[FRAME_SCAN / 4096 + 1];
+	struct iovec local = { dst, n }, *remote = (struct iovec *)((char *)dst + FRAME_SCAN);
 	unsigned nr = 0;
-	for (unsigned long a = src, end = src + n; a < end && nr < FRAME_SCAN / 4096 + 1; nr++) {
+	for (unsigned long a = src, end = src + n; a < end && nr < FRAME_IOVS; nr++) {
 		unsigned long next = (a | 4095) + 1;
 		remote[nr] = (struct iovec){ (void *)a, (next < end ? next : end) - a };
 		a = next;
@@ -769,13 +777,22 @@ static long read_self(void *dst, unsigned long src, size_t n, bool direct)
 			       (long)&local, 1, (long)remote, nr, 0);
 }
 
+/* Frames that cannot be looked at: every site held, or wait (nops). */
+static int hold_all(void)
+{
+	for (size_t i = 0; ask.held && i < ask.n; i++)
+		ask.held[i] = true;
+	return ask.held ? 2 : 3;
+}
+
 /*
  * For an ip that must not be moved (of a thread that cannot answer, and
  * may wake), or one of a signal frame that place_ip would wait for (a
  * frame may be dead: waiting for it would hold the whole batch for
  * good): 2 fine, or the batch site whose region it would go on in held
- * out of the batch; 3 wait (nops; the post trampoline for a thread's
- * own ip, while a frame's is the hit's, which in_post covers).
+ * out of the batch (every site for a frame in the post trampoline,
+ * which returns to a site it does not show); 3 wait (nops; the post
+ * trampoline for a thread's own ip).
  */
 static int hold_ip(unsigned long a, bool frame)
 {
@@ -788,18 +805,11 @@ static int hold_ip(unsigned long a, bool frame)
 		return 2;
 	}
 	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
-		return frame ? 2 : 3;
+		return frame ? hold_all() : 3;	/* returns to a site it does not show */
 	unsigned long b = a;
 	return i >= 0 || place_ip(&b) != 2 || b != a ? 3 : 2;
 }
 
-/* Frames that cannot be looked at: every site held, or wait (nops). */
-static int hold_all(void)
-{
-	for (size_t i = 0; ask.held && i < ask.n; i++)
-		ask.held[i] = true;
-	return ask.held ? 2 : 3;
-}
 
 /* the int3 at the start of a batch site or nops, where a hit traps */
 static bool at_batch_int3(unsigned long a)
@@ -829,7 +839,7 @@ static int frames_place(unsigned long sp, bool move, bool direct)
 	unsigned long r = ukp_sig_restorer();
 	if (!r || (!ask.n && !ask.nnops))
 		return 2;
-	long m = ukp_raw_syscall(SYS_mmap, 0, FRAME_SCAN, PROT_READ | PROT_WRITE,
+	long m = ukp_raw_syscall(SYS_mmap, 0, FRAME_MAP, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m < 0 && m > -4096)
 		return hold_all();
@@ -842,9 +852,12 @@ static int frames_place(unsigned long sp, bool move, bool direct)
 	for (unsigned k = 0; k < nt && st == 2; k++) {
 		unsigned long base = todo[k];
 		long got = read_self(w, base, FRAME_SCAN, false);
-		if (got <= 0 && k == 0 && direct)	/* sp's own page: not allowed */
+		bool denied = got < 0 && got != -EFAULT;	/* not EFAULT: not allowed */
+		if (denied && direct) {
 			got = read_self(w, base, FRAME_SCAN, true);
-		if (got <= 0 && k == 0) {
+			denied = false;
+		}
+		if (denied || (k == 0 && got <= 0)) {	/* sp's own page is there */
 			st = hold_all();
 			break;
 		}
@@ -879,7 +892,7 @@ static int frames_place(unsigned long sp, bool move, bool direct)
 				*(volatile unsigned long *)(a + 8 + UC_IP) = nip;
 		}
 	}
-	ukp_raw_syscall(SYS_munmap, m, FRAME_SCAN, 0, 0, 0, 0);
+	ukp_raw_syscall(SYS_munmap, m, FRAME_MAP, 0, 0, 0, 0);
 	return st;
 }
 
@@ -891,6 +904,14 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 		return false;
 	pid_t me = (pid_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	unsigned asked = (unsigned)si->si_errno << 2 | 1;
+	/* no program handler may run (and longjmp away, or fork) while this
+	 * one counts as a reader; faults stay open for ukp_copy_nofault, and
+	 * the handler's return puts the mask back */
+	static const int open_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+	uint64_t block = ~0ULL;
+	for (size_t k = 0; k < sizeof(open_sigs) / sizeof(open_sigs[0]); k++)
+		block &= ~(1ULL << (open_sigs[k] - 1));
+	ukp_raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&block, 0, 8, 0, 0);
 	atomic_fetch_add(&ask.readers, 1);	/* before the checks: see ask_all */
 	if (atomic_load(&ask.tid) != me || atomic_load(&ask.state) != asked) {
 		atomic_fetch_sub(&ask.readers, 1);
@@ -1090,7 +1111,9 @@ static void optimize_batch(void)
 	free(p2);
 	if (done_gen < gen_target)
 		done_gen = gen_target;
+	retrying = false;	/* this batch had them */
 	if (nheld || err) {
+		held_gen = gen_target;
 		retry_due = mono_ns() + retry_ns;
 		retry_ns = retry_ns < RETRY_MAX_NS / 2 ? 2 * retry_ns : RETRY_MAX_NS;
 	} else if (!nretry) {
@@ -1202,6 +1225,7 @@ static void fork_child(void)
 	pthread_mutex_init(&ask_lock, NULL);
 	atomic_store(&ask.tid, 0);
 	atomic_store(&ask.readers, 0);
+	retrying = false;	/* its batch ran in the parent */
 }
 
 void ukp_opt_init(void)
@@ -1219,12 +1243,19 @@ void wait_for_kprobe_optimizer(void)
 	unsigned long target = queued_gen;
 	while (done_gen < target && thread_running)
 		pthread_cond_wait(&done_cv, &ukp_lock);
-	/* sites held back (retry): a while for their tries, which most often
-	 * succeed at once; not for good, a thread may sleep in a region */
+	/* a retry already under way (requeued, or its batch running): its end */
+	while (retrying && thread_running)
+		pthread_cond_wait(&done_cv, &ukp_lock);
+	/* sites the batch that did this caller's work held back: a while
+	 * for their tries, which most often succeed at once; not for good
+	 * (a thread may sleep in a region), nor again for an older hold */
 	long end = mono_ns() + RETRY_WAIT_NS;
 	struct timespec ts = { end / 1000000000L, end % 1000000000L };
-	while ((nretry || nqueue) && thread_running && mono_ns() < end)
+	bool wait = held_gen >= target && held_gen != held_waited;
+	while (wait && (nretry || retrying) && thread_running && mono_ns() < end)
 		pthread_cond_clockwait(&done_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
+	if (wait)
+		held_waited = held_gen;
 	pthread_mutex_unlock(&ukp_lock);
 }
 
