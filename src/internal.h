@@ -410,6 +410,11 @@ struct ukp_site {
 	 * of the whole region (read by the hit path) */
 	_Atomic(uint8_t *) resume;
 	bool ftrace;				/* an ftrace patch site: no int3 */
+	uint8_t held;		/* optimize.c: 1 held out of a batch, its first
+				   retry to come; 2 retried since */
+	bool requeued;		/* optimize.c: queued again by a retry */
+	bool had_post;		/* a post_handler was here (the post trampoline
+				   may be returning into it) */
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */

@@ -792,6 +792,8 @@ int ukp_register_kind(struct kprobe **kps, int num, char kind)
 		p->__ukp_priv[0] = r;
 		__atomic_store_n(&p->__ukp_priv[1], s, __ATOMIC_RELAXED);	/* kret.c */
 		rec_link_locked(r);
+		if (l->any_post)
+			__atomic_store_n(&s->had_post, true, __ATOMIC_RELAXED);
 		atomic_store_explicit(&s->probes, l, memory_order_release);
 		ukp_opt_list_published_locked(s);
 		garbage_add(&g, old);

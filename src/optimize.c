@@ -616,9 +616,17 @@ static size_t nretry, capretry;
 #define RETRY_MAX_NS (5L * 1000 * 1000 * 1000)
 #define RETRY_WAIT_NS (1000L * 1000 * 1000)	/* wait_for_kprobe_optimizer */
 static long retry_ns = RETRY_MIN_NS, retry_due;	/* CLOCK_MONOTONIC */
+static unsigned untried;	/* held sites whose first retry is to come */
 static bool retrying;		/* requeued sites in the queue or its batch */
-static unsigned long held_gen;	/* the last batch that held sites back */
-static unsigned long held_waited;	/* a wait_for_kprobe_optimizer waited for it */
+
+/* s has had its retry (held again, or not), or leaves the retries */
+static void retried_locked(struct ukp_site *s, bool held_again)
+{
+	if (s->held == 1)
+		untried--;
+	s->held = held_again ? 2 : 0;
+	s->requeued = false;
+}
 
 static long mono_ns(void)
 {
@@ -629,8 +637,14 @@ static long mono_ns(void)
 
 static void requeue_retry_locked(void)
 {
-	for (size_t i = 0; i < nretry; i++)
-		retrying |= queue_locked(retry[i]);
+	for (size_t i = 0; i < nretry; i++) {
+		if (retry[i]->requeued)
+			continue;	/* twice in the list */
+		if (queue_locked(retry[i]))
+			retrying = retry[i]->requeued = true;
+		else
+			retried_locked(retry[i], false);
+	}
 	nretry = 0;
 }
 
@@ -785,14 +799,33 @@ static int hold_all(void)
 	return ask.held ? 2 : 3;
 }
 
+/* A frame in the post trampoline returns to a site it does not show,
+ * after the instruction of one that had a post_handler: every batch site
+ * whose region holds such a site is held (or wait: nops). */
+static int hold_post(void)
+{
+	for (size_t i = 0; i < ask.n; i++) {
+		const struct ukp_site *b = ask.v[i];
+		for (unsigned k = 0; k < b->opt->r.len; k++) {
+			const struct ukp_site *s = k ? ukp_site_lookup(b->addr + k) : b;
+			if (!s || !__atomic_load_n(&s->had_post, __ATOMIC_RELAXED))
+				continue;
+			if (!ask.held)
+				return 3;
+			ask.held[i] = true;
+			break;
+		}
+	}
+	return 2;
+}
+
 /*
  * For an ip that must not be moved (of a thread that cannot answer, and
  * may wake), or one of a signal frame that place_ip would wait for (a
  * frame may be dead: waiting for it would hold the whole batch for
  * good): 2 fine, or the batch site whose region it would go on in held
- * out of the batch (every site for a frame in the post trampoline,
- * which returns to a site it does not show); 3 wait (nops; the post
- * trampoline for a thread's own ip).
+ * out of the batch (hold_post for a frame in the post trampoline); 3
+ * wait (nops; the post trampoline for a thread's own ip).
  */
 static int hold_ip(unsigned long a, bool frame)
 {
@@ -805,7 +838,7 @@ static int hold_ip(unsigned long a, bool frame)
 		return 2;
 	}
 	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
-		return frame ? hold_all() : 3;	/* returns to a site it does not show */
+		return frame ? hold_post() : 3;
 	unsigned long b = a;
 	return i >= 0 || place_ip(&b) != 2 || b != a ? 3 : 2;
 }
@@ -1059,11 +1092,12 @@ static void optimize_batch(void)
 		if (!s->queued)
 			continue;
 		s->queued = false;
-		if (!wanted_locked(s))
+		if (!wanted_locked(s) || (prepare_locked(s), !s->opt || !s->opt->detour) ||
+		    !wanted_locked(s)) {
+			if (s->requeued)
+				retried_locked(s, false);
 			continue;
-		prepare_locked(s);
-		if (!s->opt || !s->opt->detour || !wanted_locked(s))
-			continue;
+		}
 		atomic_store(&s->resume, s->opt->detour + s->opt->copy);
 		gens[n] = s->gen;
 		batch[n++] = s;
@@ -1088,15 +1122,25 @@ static void optimize_batch(void)
 	for (size_t i = 0; i < n && p1 && p2; i++) {
 		struct ukp_site *s = batch[i];
 		if (s->gen != gens[i] || !wanted_locked(s) || !s->armed) {
+			if (s->requeued || s->held)
+				retried_locked(s, false);
 			continue;
 		}
 		if (err || held[i]) {
 			/* could not prove every thread outside: later */
 			atomic_store(&s->resume, NULL);
 			nheld += !err;
+			if (s->requeued) {
+				retried_locked(s, true);
+			} else if (!s->held) {
+				s->held = 1;
+				untried++;
+			}
 			(void)push_locked(&retry, &nretry, &capretry, s);
 			continue;
 		}
+		if (s->requeued || s->held)
+			retried_locked(s, false);
 		uint8_t jmp[UKP_ARCH_JMP_LEN];
 		ukp_arch_make_jump(jmp, s->addr, (unsigned long)s->opt->detour + s->opt->entry);
 		poke_region(p1, &n1, s, 1, UKP_ARCH_JMP_LEN, jmp);
@@ -1113,7 +1157,6 @@ static void optimize_batch(void)
 		done_gen = gen_target;
 	retrying = false;	/* this batch had them */
 	if (nheld || err) {
-		held_gen = gen_target;
 		retry_due = mono_ns() + retry_ns;
 		retry_ns = retry_ns < RETRY_MAX_NS / 2 ? 2 * retry_ns : RETRY_MAX_NS;
 	} else if (!nretry) {
@@ -1243,19 +1286,13 @@ void wait_for_kprobe_optimizer(void)
 	unsigned long target = queued_gen;
 	while (done_gen < target && thread_running)
 		pthread_cond_wait(&done_cv, &ukp_lock);
-	/* a retry already under way (requeued, or its batch running): its end */
-	while (retrying && thread_running)
-		pthread_cond_wait(&done_cv, &ukp_lock);
-	/* sites the batch that did this caller's work held back: a while
-	 * for their tries, which most often succeed at once; not for good
-	 * (a thread may sleep in a region), nor again for an older hold */
+	/* sites held back: their first retry (most often it goes through),
+	 * and a retry under way; a second at most (a thread may sleep in a
+	 * region for good).  A site held again is not waited for again. */
 	long end = mono_ns() + RETRY_WAIT_NS;
 	struct timespec ts = { end / 1000000000L, end % 1000000000L };
-	bool wait = held_gen >= target && held_gen != held_waited;
-	while (wait && (nretry || retrying) && thread_running && mono_ns() < end)
+	while ((untried || retrying) && thread_running && mono_ns() < end)
 		pthread_cond_clockwait(&done_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
-	if (wait)
-		held_waited = held_gen;
 	pthread_mutex_unlock(&ukp_lock);
 }
 

@@ -319,6 +319,59 @@ static void post_tramp(bool blocks)
 UKT_CASE_T(post_trampoline_frame_answering, 30) { post_tramp(false); }
 UKT_CASE_T(post_trampoline_frame_blocked, 30) { post_tramp(true); }
 
+/* ---- a dead frame in the post trampoline (its trap handler returned at
+ * once; its words stay in a buffer the thread never writes): it holds
+ * the sites that had a post_handler, not an unrelated one ---- */
+static atomic_int dead_trapped, dead_sleeping, dead_stop;
+static void trap_returns(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si;
+	ucontext_t *uc = ctx;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100LL;
+	atomic_store(&dead_trapped, 1);
+}
+
+static __attribute__((noinline)) void sleep_over_it(void)
+{
+	char big[96 * 1024];	/* never written */
+	__asm__ volatile("" :: "r"(big) : "memory");
+	atomic_store(&dead_sleeping, 1);
+	while (!atomic_load(&dead_stop))
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+}
+
+static void *dead_post_thread(void *a)
+{
+	atomic_store(&arm_tf, 1);
+	long v = oq_load(a);
+	sleep_over_it();
+	return (void *)v;
+}
+
+UKT_CASE_T(dead_post_trampoline_frame_holds_only_post_sites, 30)
+{
+	UKT_EQ(ukt_on_signal_info(SIGTRAP, trap_returns, 0), 0);
+	static long val = 37;
+	struct kprobe kp = { .addr = (void *)oq_load, .pre_handler = count, .post_handler = post };
+	UKT_EQ(register_kprobe(&kp), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, dead_post_thread, &val), 0);
+	while (!atomic_load(&dead_sleeping))
+		sched_yield();
+	UKT_EQ(atomic_load(&dead_trapped), 1);
+	struct kprobe kq = { .addr = (void *)oq_other, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kq), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kq);
+	UKT_EQ(oq_other(1), 2);
+	atomic_store(&dead_stop, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	unregister_kprobe(&kq);
+	unregister_kprobe(&kp);
+}
+
 /* ---- the answer on a sigaltstack of sysconf(_SC_MINSIGSTKSZ) bytes (what
  * the kernel says its own frame needs) between guard pages ---- */
 static atomic_int f_ready, f_stop;
