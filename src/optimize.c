@@ -539,6 +539,8 @@ static void poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s
 		pk[(*n)++] = (struct ukp_poke){ s->addr + k, bytes[k] };
 }
 
+static void retried_locked(struct ukp_site *s, bool held_again);
+
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 {
 	size_t n1 = 0, n2 = 0;
@@ -548,6 +550,8 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 	for (size_t i = 0; i < u->n; i++) {
 		struct ukp_site *s = u->v[i];
 		s->gen++;
+		if (s->queued && s->requeued)	/* its retry will not come */
+			retried_locked(s, false);
 		s->queued = false;	/* the optimizer skips it: gen changed */
 		if (!s->optimized)
 			continue;
@@ -622,7 +626,7 @@ static bool retrying;		/* requeued sites in the queue or its batch */
 /* s has had its retry (held again, or not), or leaves the retries */
 static void retried_locked(struct ukp_site *s, bool held_again)
 {
-	if (s->held == 1)
+	if (s->held == 1 && untried)	/* (0 in a fork child: fork_child) */
 		untried--;
 	s->held = held_again ? 2 : 0;
 	s->requeued = false;
@@ -1087,11 +1091,17 @@ static void optimize_batch(void)
 	unsigned long gen_target = queued_gen;
 	batch = malloc((nqueue + 1) * sizeof(*batch));
 	gens = malloc((nqueue + 1) * sizeof(*gens));
-	for (size_t i = 0; batch && gens && i < nqueue; i++) {
+	for (size_t i = 0; i < nqueue; i++) {
 		struct ukp_site *s = queue[i];
 		if (!s->queued)
 			continue;
 		s->queued = false;
+		if (!batch || !gens) {	/* no memory: a later try */
+			bool again = push_locked(&retry, &nretry, &capretry, s);
+			if (s->requeued || s->held)
+				retried_locked(s, again);
+			continue;
+		}
 		if (!wanted_locked(s) || (prepare_locked(s), !s->opt || !s->opt->detour) ||
 		    !wanted_locked(s)) {
 			if (s->requeued)
@@ -1105,7 +1115,7 @@ static void optimize_batch(void)
 	nqueue = 0;
 	pthread_mutex_unlock(&ukp_lock);
 
-	int err = 0;
+	int err = batch && gens ? 0 : -ENOMEM;
 	bool *held = calloc(n + 1, sizeof(*held));
 	if (n && !held)
 		err = -ENOMEM;
@@ -1119,7 +1129,9 @@ static void optimize_batch(void)
 	struct ukp_poke *p1 = malloc((4 * n + 1) * sizeof(*p1));
 	struct ukp_poke *p2 = malloc((n + 1) * sizeof(*p2));
 	size_t n1 = 0, n2 = 0;
-	for (size_t i = 0; i < n && p1 && p2; i++) {
+	if (!err && (!p1 || !p2))
+		err = -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
 		struct ukp_site *s = batch[i];
 		if (s->gen != gens[i] || !wanted_locked(s) || !s->armed) {
 			if (s->requeued || s->held)
@@ -1130,13 +1142,15 @@ static void optimize_batch(void)
 			/* could not prove every thread outside: later */
 			atomic_store(&s->resume, NULL);
 			nheld += !err;
-			if (s->requeued) {
+			if (!push_locked(&retry, &nretry, &capretry, s)) {
+				if (s->requeued || s->held)	/* no try to wait for */
+					retried_locked(s, false);
+			} else if (s->requeued) {
 				retried_locked(s, true);
 			} else if (!s->held) {
 				s->held = 1;
 				untried++;
 			}
-			(void)push_locked(&retry, &nretry, &capretry, s);
 			continue;
 		}
 		if (s->requeued || s->held)
@@ -1252,7 +1266,7 @@ static void start_thread(void)
 		thread_running = false;
 		pthread_mutex_unlock(&ukp_lock);
 	} else {
-		pthread_setname_np(th, "kprobe-optimizer");
+		pthread_setname_np(th, "kprobe-optimize");	/* 15 characters at most */
 	}
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1269,6 +1283,7 @@ static void fork_child(void)
 	atomic_store(&ask.tid, 0);
 	atomic_store(&ask.readers, 0);
 	retrying = false;	/* its batch ran in the parent */
+	untried = 0;		/* that batch's sites: settled at their next one */
 }
 
 void ukp_opt_init(void)
