@@ -12,21 +12,29 @@
  * instruction loads from a page the program keeps closed, and the
  * program's SIGSEGV handler waits for the test to optimise the probe
  * before it opens the page and returns (the load runs again).
+ *
+ * Then the question's own corners: wait_for_kprobe_optimizer() called
+ * while a retry batch runs; a program handler that longjmps out of the
+ * answer; a frame in the post trampoline, which returns to a site it
+ * does not show; the answer on a sigaltstack of the least size the
+ * system allows.
  */
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <string.h>
-#include <time.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "ukt.h"
@@ -96,14 +104,16 @@ static void *loader(void *arg)
 static long hits;
 static int count(struct kprobe *p, struct pt_regs *r) { (void)p; (void)r; hits++; return 0; }
 
-enum { RUNS, NESTED, BLOCKED, NO_READ };
+/* NESTED_NO_READ: NESTED with process_vm_readv forbidden and the SIGSEGV
+ * handler SA_NODEFER (SIGSEGV open): both frames are read in place */
+enum { RUNS, NESTED, BLOCKED, NO_READ, NESTED_NO_READ };
 
 
 static void frame_inside_region(int how)
 {
-	nested = how == NESTED;
+	nested = how == NESTED || how == NESTED_NO_READ;
 	asleep = how == BLOCKED;
-	if (how == NO_READ)	/* as in a container without CAP_SYS_PTRACE */
+	if (how == NO_READ || how == NESTED_NO_READ)	/* a container without CAP_SYS_PTRACE */
 		ukt_deny_syscall(SYS_process_vm_readv, EPERM);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	UKT_ASSERT(page != MAP_FAILED);
@@ -113,7 +123,7 @@ static void frame_inside_region(int how)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv;
-	sa.sa_flags = SA_SIGINFO;
+	sa.sa_flags = SA_SIGINFO | (how == NESTED_NO_READ ? SA_NODEFER : 0);
 	if (how == BLOCKED)	/* the optimizer's question waits */
 		sigaddset(&sa.sa_mask, SIGBUS);
 	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
@@ -178,6 +188,14 @@ UKT_CASE_T(frame_of_a_thread_that_cannot_answer_keeps_the_breakpoint, 60)
  * process_vm_readv is forbidden: the frames cannot be read, so the whole
  * batch waits for a later try */
 UKT_CASE_T(frames_that_cannot_be_read_hold_the_batch, 60) { frame_inside_region(NO_READ); }
+
+/* the same without process_vm_readv, SIGSEGV open: the frame on the
+ * sigaltstack and the one on the thread stack it leads to are both read
+ * in place */
+UKT_CASE_T(frame_on_a_second_stack_without_process_vm_readv, 30)
+{
+	frame_inside_region(NESTED_NO_READ);
+}
 
 /* ---- an asynchronous signal's frame, read in place ------------------------ */
 
@@ -412,4 +430,272 @@ UKT_CASE_T(thread_stopped_inside_a_region_holds_its_probe, 60)
 	UKT_EQ(sfr_load(up), 42);
 	UKT_EQ(hits, 1);
 	unregister_kprobe(&kp);
+}
+
+/* ---- a held site is tried again once its thread is gone: a wait during
+ * that batch waits for it ---- */
+static atomic_int questions, stop_consumer;
+/* a thread that takes the question with SIGBUS blocked (sigtimedwait) and
+ * never answers: the optimizer judges it from outside after ~20+ ms; it
+ * tells us a batch is being asked about right now */
+static void *consumer(void *arg)
+{
+	(void)arg;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	while (!atomic_load(&stop_consumer)) {
+		siginfo_t si;
+		struct timespec ts = { 0, 1000000 };
+		if (sigtimedwait(&set, &si, &ts) == SIGBUS && si.si_code == SI_QUEUE)
+			atomic_fetch_add(&questions, 1);
+	}
+	return NULL;
+}
+static void start_held(long **up, long *uffd, pthread_t *th)
+{
+	*uffd = uffd_page(up);
+	UKT_EQ(pthread_create(th, NULL, blocked_loader, *up), 0);
+	wait_stopped_at(&loader_tid, (unsigned long)sfr_load + 1);
+}
+
+static void release_held(long *up, long uffd, pthread_t th)
+{
+	uffd_fill(uffd, up);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+}
+
+UKT_CASE_T(wait_during_a_retry_batch_waits_for_it, 60)
+{
+	long *up, uffd;
+	pthread_t th, ct;
+	start_held(&up, &uffd, &th);
+	UKT_EQ(pthread_create(&ct, NULL, consumer, NULL), 0);
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED, 0);	/* held */
+	release_held(up, uffd, th);
+	/* the next batch asked about must be the retry */
+	int q0 = atomic_load(&questions);
+	while (atomic_load(&questions) == q0)
+		sched_yield();
+	wait_for_kprobe_optimizer();	/* during the retry's batch: its end */
+	int opt = !!(ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED);
+	atomic_store(&stop_consumer, 1);
+	pthread_join(ct, NULL);
+	UKT_EQ(opt, 1);
+	unregister_kprobe(&kp);
+}
+
+/* ---- a program handler that siglongjmps out of the answer (SIGUSR2 every
+ * 200 us to a spinning thread): the answer blocks them, so the optimizer
+ * never waits for a reader that left ---- */
+static sigjmp_buf jenv;
+static atomic_int jtid, jstop;
+static atomic_long jumps;
+static void usr2_jump(int s) { (void)s; atomic_fetch_add(&jumps, 1); siglongjmp(jenv, 1); }
+static void *jumper(void *a)
+{
+	(void)a;
+	int tid = (int)syscall(SYS_gettid);
+	if (sigsetjmp(jenv, 1) == 0)
+		atomic_store(&jtid, tid);
+	while (!atomic_load(&jstop))
+		;
+	return NULL;
+}
+static void *sender(void *a)
+{
+	(void)a;
+	while (!atomic_load(&jstop)) {
+		syscall(SYS_tgkill, getpid(), atomic_load(&jtid), SIGUSR2);
+		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+	}
+	return NULL;
+}
+static atomic_int wdone;
+static void *waiter(void *a) { (void)a; wait_for_kprobe_optimizer(); atomic_store(&wdone, 1); return NULL; }
+UKT_CASE_T(program_handler_longjmps_out_of_the_answer, 60)
+{
+	UKT_EQ(ukt_on_signal(SIGUSR2, usr2_jump, SA_NODEFER), 0);
+	{
+		struct kprobe k0 = { .addr = (void *)sfr_other, .pre_handler = count };
+		UKT_EQ(register_kprobe(&k0), 0);
+		wait_for_kprobe_optimizer();
+		unregister_kprobe(&k0);
+	}
+	pthread_t jt, st;
+	UKT_EQ(pthread_create(&jt, NULL, jumper, NULL), 0);
+	while (!atomic_load(&jtid))
+		sched_yield();
+	UKT_EQ(pthread_create(&st, NULL, sender, NULL), 0);
+	for (int it = 0; it < 40; it++) {
+		struct kprobe kq = { .addr = (void *)sfr_other, .pre_handler = count };
+		UKT_EQ(register_kprobe(&kq), 0);
+		atomic_store(&wdone, 0);
+		pthread_t wt;
+		UKT_EQ(pthread_create(&wt, NULL, waiter, NULL), 0);
+		UKT_EQ(pthread_join(wt, NULL), 0);	/* hung: the case's timeout */
+		unregister_kprobe(&kq);
+	}
+	UKT_ASSERT(atomic_load(&jumps) > 0);
+	atomic_store(&jstop, 1);
+	pthread_join(st, NULL);
+	pthread_join(jt, NULL);
+}
+
+/* ---- a frame in the post trampoline (the post_handler sets TF: the trap
+ * lands in its epilogue), which returns to a site it does not show: no site
+ * of the batch is patched while it lives ---- */
+static atomic_int arm_tf, in_trap, tgo;
+static volatile unsigned long trap_ip;
+static bool trap_blocks;
+static void post(struct kprobe *p, struct pt_regs *r, unsigned long f)
+{
+	(void)p; (void)f;
+	if (atomic_exchange(&arm_tf, 0))
+		r->flags |= 0x100;	/* TF: trap right after the epilogue's popfq */
+}
+static void trap(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si;
+	ucontext_t *uc = ctx;
+	trap_ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100LL;
+	atomic_store(&in_trap, 1);
+	while (!atomic_load(&tgo)) {
+		if (trap_blocks)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		else
+			sched_yield();
+	}
+}
+static void *tf_loader(void *a)
+{
+	atomic_store(&arm_tf, 1);
+	return (void *)sfr_load(a);
+}
+static void post_tramp(bool blocks)
+{
+	trap_blocks = blocks;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = trap;
+	sa.sa_flags = SA_SIGINFO;
+	if (blocks)
+		sigaddset(&sa.sa_mask, SIGBUS);
+	UKT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+	static long val = 37;
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count, .post_handler = post };
+	struct kprobe kq = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	UKT_EQ(register_kprobe(&kq), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, tf_loader, &val), 0);
+	while (!atomic_load(&in_trap))
+		sched_yield();
+	Dl_info di;	/* the trap is in the library: the post trampoline */
+	UKT_ASSERT(dladdr((void *)trap_ip, &di) && strstr(di.dli_fname, "libukprobes"));
+	unregister_kprobe(&kp);
+	wait_for_kprobe_optimizer();	/* not while that frame lives */
+	UKT_EQ(ukt_probe_flags(&kq) & KPROBE_FLAG_OPTIMIZED, 0);
+	atomic_store(&tgo, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	unregister_kprobe(&kq);
+}
+UKT_CASE_T(post_trampoline_frame_answering, 30) { post_tramp(false); }
+UKT_CASE_T(post_trampoline_frame_blocked, 30) { post_tramp(true); }
+
+/* ---- a dead frame in the post trampoline (its trap handler returned at
+ * once; its words stay in a buffer the thread never writes): it holds
+ * the sites that had a post_handler, not an unrelated one ---- */
+static atomic_int dead_trapped, dead_sleeping, dead_stop;
+static void trap_returns(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si;
+	ucontext_t *uc = ctx;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100LL;
+	atomic_store(&dead_trapped, 1);
+}
+
+static __attribute__((noinline)) void sleep_over_it(void)
+{
+	char big[96 * 1024];	/* never written */
+	__asm__ volatile("" :: "r"(big) : "memory");
+	atomic_store(&dead_sleeping, 1);
+	while (!atomic_load(&dead_stop))
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+}
+
+static void *dead_post_thread(void *a)
+{
+	atomic_store(&arm_tf, 1);
+	long v = sfr_load(a);
+	sleep_over_it();
+	return (void *)v;
+}
+
+UKT_CASE_T(dead_post_trampoline_frame_holds_only_post_sites, 30)
+{
+	UKT_EQ(ukt_on_signal_info(SIGTRAP, trap_returns, 0), 0);
+	static long val = 37;
+	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count, .post_handler = post };
+	UKT_EQ(register_kprobe(&kp), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, dead_post_thread, &val), 0);
+	while (!atomic_load(&dead_sleeping))
+		sched_yield();
+	UKT_EQ(atomic_load(&dead_trapped), 1);
+	struct kprobe kq = { .addr = (void *)sfr_other, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kq), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kq);
+	UKT_EQ(sfr_other(1), 2);
+	atomic_store(&dead_stop, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	unregister_kprobe(&kq);
+	unregister_kprobe(&kp);
+}
+
+/* ---- the answer on a sigaltstack of sysconf(_SC_MINSIGSTKSZ) bytes (what
+ * the kernel says its own frame needs) between guard pages ---- */
+static atomic_int f_ready, f_stop;
+static void *alt_runner(void *a)
+{
+	size_t n = (size_t)a;
+	char *m = mmap(NULL, n + 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mprotect(m, 4096, PROT_NONE);			/* guard below */
+	mprotect(m + 4096 + ((n + 4095) & ~4095UL), 4096, PROT_NONE);	/* and above */
+	char *sp = m + 4096 + ((n + 4095) & ~4095UL) - n;
+	stack_t ss = { .ss_sp = sp, .ss_size = n };
+	if (sigaltstack(&ss, NULL))
+		return (void *)-1L;
+	atomic_store(&f_ready, 1);
+	while (!atomic_load(&f_stop))
+		;
+	return NULL;
+}
+UKT_CASE_T(answer_on_the_least_sigaltstack, 30)
+{
+	size_t n = (size_t)sysconf(_SC_MINSIGSTKSZ);
+	UKT_ASSERT(n >= 2048);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, alt_runner, (void *)n), 0);
+	while (!atomic_load(&f_ready))
+		sched_yield();
+	struct kprobe kq = { .addr = (void *)sfr_other, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kq), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kq);
+	atomic_store(&f_stop, 1);
+	pthread_join(th, NULL);
+
 }
