@@ -56,10 +56,10 @@ unsigned long ukp_sig_restorer(void)
 	 * this first): glibc sets the same restorer, __restore_rt, for all */
 	for (long k = 0; !r && k < 65; k++) {
 		long sig = k ? k : SIGTRAP;	/* ours first */
-		struct { unsigned long handler, flags, restorer, mask; } ka;
+		struct ukp_ksigaction ka;
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		if (ukp_raw_syscall(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) == 0 &&
+		if (ukp_ksigaction_get((int)sig, &ka) == 0 &&
 		    (ka.flags & 0x04000000 /* SA_RESTORER */) && ka.handler > 1)
 			r = ka.restorer;
 	}

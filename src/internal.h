@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <ukprobes.h>
 #include "arch/x86_64/arch.h"
 #include "arch/x86_64/asm-offsets.h"
@@ -558,8 +559,17 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t);
 /* ip is where the return probes' detour of s goes on after its
  * trampoline (through a word the stack keeps: skip it if sp moved) */
 bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip);
-/* SIGTRAP from the optimizer asking where this thread is. */
+/* SIGBUS from the optimizer asking where this thread is. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
+/* The kernel's action for sig (raw rt_sigaction: async-signal-safe, and
+ * not glibc's view), 0 or a negative errno. */
+struct ukp_ksigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+static inline long ukp_ksigaction_get(int sig, struct ukp_ksigaction *ka)
+{
+	return ukp_raw_syscall(SYS_rt_sigaction, sig, 0, (long)ka, 8, 0, 0);
+}
 /* the return address every signal handler is entered with (glibc's
  * __restore_rt), 0 if none is known yet (ftrace_hit.c) */
 unsigned long ukp_sig_restorer(void);

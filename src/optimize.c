@@ -703,6 +703,11 @@ static bool in_batch_region(const struct ukp_site *s)
 	return batch_site_at(s->addr, false) >= 0;
 }
 
+static bool in_post_trampoline(unsigned long a)
+{
+	return a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end;
+}
+
 /*
  * Where the asked thread may go on at ip (where it is, or where a signal
  * frame of it returns to) while the batch is patched: 2 fine, with ip
@@ -714,7 +719,7 @@ static int place_ip(unsigned long *ip)
 {
 	struct ukp_slot_hit h;
 	unsigned long a = *ip;
-	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
+	if (in_post_trampoline(a))
 		return 3;
 	if (ukp_slot_find(a, &h) && !h.detour && in_batch_region(h.site))
 		return 3;
@@ -841,12 +846,11 @@ static int hold_ip(unsigned long a, bool frame)
 		ask.held[i] = true;
 		return 2;
 	}
-	if (a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end)
+	if (in_post_trampoline(a))
 		return frame ? hold_post() : 3;
 	unsigned long b = a;
 	return i >= 0 || place_ip(&b) != 2 || b != a ? 3 : 2;
 }
-
 
 /* the int3 at the start of a batch site or nops, where a hit traps */
 static bool at_batch_int3(unsigned long a)
@@ -1102,8 +1106,12 @@ static void optimize_batch(void)
 				retried_locked(s, again);
 			continue;
 		}
-		if (!wanted_locked(s) || (prepare_locked(s), !s->opt || !s->opt->detour) ||
-		    !wanted_locked(s)) {
+		bool ok = wanted_locked(s);
+		if (ok) {
+			prepare_locked(s);
+			ok = s->opt && s->opt->detour && wanted_locked(s);
+		}
+		if (!ok) {
 			if (s->requeued)
 				retried_locked(s, false);
 			continue;

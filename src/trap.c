@@ -131,9 +131,8 @@ bool ukp_nofault_usable(const sigset_t *mask)
 {
 	for (int k = 0; k < 2; k++) {
 		int sig = k ? SIGBUS : SIGSEGV;
-		struct { unsigned long handler, flags, restorer, mask; } ka;
-		if (sigismember(mask, sig) ||
-		    ukp_raw_syscall(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0 ||
+		struct ukp_ksigaction ka;
+		if (sigismember(mask, sig) || ukp_ksigaction_get(sig, &ka) != 0 ||
 		    ka.handler != (unsigned long)fault_handler)
 			return false;
 	}
