@@ -380,6 +380,9 @@ struct ukp_plist {
 				   no vector state */
 	void *kret;		/* kret1: that kretprobe's struct ukp_kret
 				   (kret.c), one load nearer the hit */
+	void *bare_fn;		/* lean1 2 with a pre_handler the bare fast
+				   path may run (ukp_opt_bare_locked): that
+				   handler; else NULL */
 	struct kprobe *p[];
 };
 
@@ -545,6 +548,7 @@ void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */
 bool ukp_opt_gpr_only_locked(unsigned long fn);
 /* ...and a leaf that cannot change errno */
 bool ukp_opt_leaf_locked(unsigned long fn);
+bool ukp_opt_bare_locked(unsigned long fn);
 /* a leaf: true, with the general registers it may write and read
  * (ukp_arch_code_leaf's masks) */
 bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads);

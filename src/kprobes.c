@@ -397,6 +397,8 @@ static struct ukp_plist *plist_with(const struct ukp_plist *old, struct kprobe *
 	}
 	l->lean1 = !(l->gpr_only && l->n == 1) ? 0 :
 		   ukp_opt_leaf_locked((unsigned long)l->p[0]->pre_handler) ? 2 : 1;
+	l->bare_fn = l->lean1 == 2 && ukp_opt_bare_locked((unsigned long)l->p[0]->pre_handler) ?
+		     (void *)l->p[0]->pre_handler : NULL;
 	l->kret1 = l->n == 1 && ukp_is_kret_plain_entry(l->p[0]) && !l->p[0]->post_handler;
 	l->kret = l->kret1 ? ukp_kret_of(l->p[0]) : NULL;
 	return l;

@@ -331,6 +331,17 @@ bool ukp_opt_leaf_locked(unsigned long fn)
 	return fn && handler_facts_locked(fn)->leaf;
 }
 
+/* A pre_handler the bare fast path may run (entry.S: ukp_lean_tpl_bare):
+ * a leaf that never reads its regs argument (%rsi, in any way) and
+ * writes only registers that path saves (the stack pointer aside: a leaf
+ * that returns has balanced it) */
+bool ukp_opt_bare_locked(unsigned long fn)
+{
+	const struct gpr_cache *c = fn ? handler_facts_locked(fn) : NULL;
+	return c && c->ok && c->leaf && !(c->reads & UKP_GPR(UKP_RSI)) &&
+	       !(c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP)));
+}
+
 bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads)
 {
 	const struct gpr_cache *c = fn ? handler_facts_locked(fn) : NULL;
@@ -373,21 +384,24 @@ static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
 	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : UKP_ARCH_SEL_SIZE) + off;
 }
 
-/* Does the detour's entry go straight to its own fast path (sel)?  While
- * the list is one lean probe and the fast paths may run at all (readers
- * fenced by membarrier: decided at start, before any site): the path the
- * fast path takes otherwise puts everything back first. */
-static bool sel_fast_locked(const struct ukp_site *s)
+/* Does the detour's entry go straight to one of its own fast paths
+ * (sel)?  While the list is one lean probe (one bare probe: the bare
+ * path) and the fast paths may run at all (readers fenced by membarrier:
+ * decided at start, before any site): the path a fast path takes
+ * otherwise puts everything back first. */
+static int sel_mode_locked(const struct ukp_site *s)
 {
 	const struct ukp_plist *l = atomic_load(&s->probes);
-	return l && l->lean1 && !(atomic_load(&ukp_gp) & UKP_GP_NOFAST);
+	if (!l || !l->lean1 || (atomic_load(&ukp_gp) & UKP_GP_NOFAST))
+		return UKP_SEL_TRAMP;
+	return l->bare_fn ? UKP_SEL_BARE : UKP_SEL_LEAN;
 }
 
-static void sel_set_locked(const struct ukp_opt *o, bool fast)
+static void sel_set_locked(const struct ukp_opt *o, int mode)
 {
 	if (!o->kret)
 		ukp_slot_set_word(o->detour + UKP_ARCH_SEL,
-				  (uint64_t)(uintptr_t)o->detour + ukp_arch_detour_sel(o->entry, fast));
+				  (uint64_t)(uintptr_t)o->detour + ukp_arch_detour_sel(o->entry, mode));
 }
 
 const uint8_t *ukp_opt_detour_header(unsigned long addr)
@@ -422,7 +436,7 @@ static void tramp_refresh_locked(struct ukp_site *s)
 {
 	if (s && s->opt && s->opt->detour) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s, s->opt->kret));
-		sel_set_locked(s->opt, sel_fast_locked(s));
+		sel_set_locked(s->opt, sel_mode_locked(s));
 	}
 }
 
@@ -443,7 +457,7 @@ int ukp_opt_force_tramp(unsigned long addr, void (*tramp)(void))
 	if (s && s->opt && s->opt->detour) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)(tramp ? tramp :
 				  ukp_arch_opt_tramp(s->opt->r.vsave)));
-		sel_set_locked(s->opt, false);	/* that trampoline runs */
+		sel_set_locked(s->opt, UKP_SEL_TRAMP);	/* that trampoline runs */
 		err = 0;
 	}
 	pthread_mutex_unlock(&ukp_lock);
@@ -465,12 +479,12 @@ static void prepare_locked(struct ukp_site *s)
 	for (unsigned i = 0; l && i < l->n; i++)
 		kret |= ukp_is_kret_entry(l->p[i]);
 	void (*tramp)(void) = tramp_for_locked(s, kret);
-	bool fast = sel_fast_locked(s);
-	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, l, tramp, fast, kret,
+	int sel = sel_mode_locked(s);
+	int len = ukp_arch_build_detour(&o->r, code, s->addr, s, l, tramp, sel, kret,
 					&o->entry, &o->copy, &o->map);
 	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(s->addr, (size_t)len + 16);
 	if (d)
-		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, l, tramp, fast,
+		len = ukp_arch_build_detour(&o->r, code, (unsigned long)d, s, l, tramp, sel,
 					    kret, &o->entry, &o->copy, &o->map);
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",

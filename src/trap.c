@@ -42,6 +42,7 @@ UKP_OFF(struct ukp_thread, lean_i, T_LEAN_I, 4);
 UKP_OFF(struct ukp_thread, lean_errno, T_LEAN_ERRNO, 4);
 UKP_OFF(struct ukp_plist, lean1, L_LEAN1, 1);
 UKP_OFF(struct ukp_plist, kret1, L_KRET1, 1);
+UKP_OFF(struct ukp_plist, bare_fn, L_BARE_FN, 8);
 UKP_OFF(struct ukp_plist, kret, L_KRET, 8);
 UKP_OFF(struct ukp_thread, tid, T_TID, 4);
 UKP_OFF(struct ukp_thread, kret_top, T_KRET_TOP, 8);
@@ -589,6 +590,9 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t)
 	return ret;
 }
 
+/* in_handler's bit for a bare fast path's hit (asm-offsets.h) */
+#define IH_BARE (UKP_GP_BARE >> 16)
+
 /* Leave a fault taken in a handler for where the hit goes on. */
 static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 {
@@ -597,6 +601,8 @@ static __attribute__((noreturn)) void fault_resume(struct ukp_thread *t)
 		ukp_longjmp(t->cur_jb, 1);
 	if (t->lean_kret)
 		ukp_kret_resume(ukp_kret_rec_sp(t), t);
+	if (t->in_handler & IH_BARE)
+		ukp_opt_resume_bare(t->cur_regs, t);
 	ukp_opt_resume(t->cur_regs, t);
 }
 
@@ -946,12 +952,16 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	struct ukp_thread *t = ukp_thread_peek();
 	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc)) {
 		struct kprobe *p = t->cur;
-		/* a lean hit whose one handler is a leaf: errno is the hit's
-		 * (a leaf cannot change it), and ukp_opt_tramp_lean_leaf did
-		 * not record it; a leaf return handler's hit did not either
+		/* a bare fast path's pt_regs: whole before anything reads it */
+		if (t->in_handler & IH_BARE)
+			ukp_arch_bare_fill(t->cur_regs, uc);
+		/* a lean hit whose one handler is a leaf (a bare one among
+		 * them): errno is the hit's (a leaf cannot change it), and
+		 * neither ukp_opt_tramp_lean_leaf nor the bare path recorded it; a leaf return handler's hit did not either
 		 * (kret_errp NULL): a program handler that the fault reaches
 		 * and that returns must not leave its errno behind */
-		if (!t->cur_jb && !t->lean_kret && t->lean_list && t->lean_list->lean1 == 2)
+		if (!t->cur_jb && !t->lean_kret &&
+		    ((t->in_handler & IH_BARE) || (t->lean_list && t->lean_list->lean1 == 2)))
 			t->lean_errno = saved_errno;
 		if (t->lean_kret && !t->kret_errp) {
 			t->kret_errp = t->errno_p;

@@ -60,6 +60,22 @@
  *                         hit, then faults deeper, or reads a bad pointer
  *                         argument with snprintf: its fault_handler takes
  *                         each fault (the program has no SIGSEGV handler)
+ *   handlers_without_regs_keep_every_register_and_flag   leaf handlers
+ *                         that never read regs (the bare fast path, which
+ *                         saves only rax, rcx, rdi and the flags) and ones
+ *                         that write rdx, rsi, r11, rbx or read regs (a
+ *                         path that builds pt_regs): every register, CF
+ *                         and all six status flags come through
+ *   handler_put_in_place_of_another_sees_registers   p->pre_handler
+ *                         changed on an optimised probe: the new handler
+ *                         sees every register
+ *   nonzero_answer_without_redirect_fires_again   1 with regs->ip as it
+ *                         was: the probe point runs again, on every path
+ *   handler_fault_without_regs_taken_or_the_programs   a bare handler's
+ *                         fault: its fault_handler takes it, or the
+ *                         program's SIGSEGV handler sees the probe point's
+ *                         registers and changes three, which the probed
+ *                         code then gets; errno kept
  *   vectors_live_in_sse_loop_survive_handler      16 xmm live mid-loop,
  *                         two rounding modes, subnormals (FTZ/DAZ)
  *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
@@ -141,6 +157,9 @@ long o_align16(long x);		/* x + 7, sp 16-aligned at the probe */
 #define o_align16_probe ukt_label("o_align16_probe")
 long o_align_odd(long x);	/* x + 9, sp = 16n + 5 at the probe */
 #define o_align_odd_probe ukt_label("o_align_odd_probe")
+unsigned long o_flags(long set);	/* all status flags set (1) or clear (0) across
+					   o_flags_probe; returns the flags after it */
+#define o_flags_probe ukt_label("o_flags_probe")
 unsigned long o_std(void);	/* DF set across o_std_probe; returns the flags after it */
 #define o_std_probe ukt_label("o_std_probe")
 void o_x87(const double *in, double *out);	/* out[0] = in[0] + in[1] * in[2], 80-bit */
@@ -215,6 +234,18 @@ __asm__(
 	" mov %rsp,o_regs_out+128(%rip)\n"
 	" pop %r15\n pop %r14\n pop %r13\n pop %r12\n pop %rbp\n pop %rbx\n ret\n"
 	".size o_regs,.-o_regs\n"
+
+	/* o_flags(1): all six status flags set at o_flags_probe; o_flags(0):
+	 * all clear; returns the flags after it */
+	".p2align 4\n"
+	".globl o_flags\n.type o_flags,@function\n"
+	"o_flags: test $1,%edi\n jz 1f\n"
+	" mov $0x7f,%cl\n add $1,%cl\n mov $0xd7,%ah\n sahf\n jmp 2f\n"
+	"1: xor %ecx,%ecx\n add $0,%cl\n mov $0x02,%ah\n sahf\n"
+	"2:\n"
+	".globl o_flags_probe\no_flags_probe: nopl 0x0(%rax,%rax,1)\n"
+	" pushfq\n pop %rax\n ret\n"
+	".size o_flags,.-o_flags\n"
 
 	".p2align 4\n"
 	".globl o_sp\n.type o_sp,@function\n"
@@ -1558,6 +1589,268 @@ UKT_CASE(handler_fault_after_a_returned_signal_is_the_handlers)
 		}
 	}
 	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
+/* ---- handlers that never read their registers ---------------------------------- */
+
+/*
+ * A pre_handler that is a leaf, never reads its regs and writes no
+ * general register but rax, rcx and rdi runs on the detour's bare fast
+ * path, which saves only those and the flags (tests/unit/handlers.c
+ * checks which path each of these takes).  Every kind here, bare or not,
+ * with every general register and the flags live across the probe: each
+ * must come out as it went in, and a handler that reads regs after
+ * another was put in its place must see them whole.
+ */
+static int writes_rdx_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("mov $-1, %%edx" ::: "rdx");
+	hits++;
+	return 0;
+}
+
+static int writes_rsi_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("mov $-1, %%esi" ::: "rsi");
+	hits++;
+	return 0;
+}
+
+static int writes_r11_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("mov $-1, %%r11d" ::: "r11");
+	hits++;
+	return 0;
+}
+
+static int writes_rbx_pre(struct kprobe *p, struct pt_regs *r)	/* pushed, popped */
+{
+	(void)p; (void)r;
+	__asm__ volatile("mov $-1, %%ebx" ::: "rbx");
+	hits++;
+	return 0;
+}
+
+static int writes_rdi_rcx_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("mov $-1, %%edi\n mov $-1, %%ecx" ::: "rdi", "rcx");
+	hits++;
+	return 0;
+}
+
+/* reads one register through regs, writes only what a bare one may */
+static int reads_di_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p;
+	if (r->di != V_IN(5))
+		reg_bad |= 1UL << 5;
+	hits++;
+	return 0;
+}
+
+/* reads every register the probe saw */
+static int sees_in_pre(struct kprobe *p, struct pt_regs *r)
+{
+	const unsigned long v[] = { r->ax, r->bx, r->cx, r->dx, r->si, r->di, r->bp, r->r8,
+				    r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+	for (int i = 0; i < 15; i++)
+		if (v[i] != V_IN(i))
+			reg_bad |= 1UL << i;
+	if (r->ip != (unsigned long)p->addr)
+		reg_bad |= 1UL << 15;
+	if (!(r->flags & 1))
+		reg_bad |= 1UL << 16;
+	hits++;
+	return 0;
+}
+
+/* The stack below the caller's sp filled with garbage: what a path
+ * leaves unwritten there must not be what an earlier hit wrote */
+static __attribute__((noinline)) void scrub_stack(void)
+{
+	volatile unsigned char junk[4096];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(0xa5 ^ i);
+}
+
+/* o_regs once: every register as it went in, CF too */
+static void check_regs_kept(const char *what)
+{
+	memset(o_regs_out, 0, sizeof(o_regs_out));
+	reg_bad = 0;
+	scrub_stack();
+	o_regs();
+	if (reg_bad)
+		UKT_FAIL("%s: the handler saw wrong registers: mask %#lx", what, reg_bad);
+	for (int i = 0; i < 15; i++)
+		if (o_regs_out[i] != V_IN(i))
+			UKT_FAIL("%s: register %d is %#lx after the probe, %#lx before", what, i,
+				 o_regs_out[i], V_IN(i));
+	if (!(o_regs_out[15] & 1))
+		UKT_FAIL("%s: CF lost", what);
+	UKT_EQ(o_regs_out[16], o_regs_sp);
+}
+
+/* o_flags both ways: all six status flags as they went in */
+static void check_flags_kept(const char *what)
+{
+	for (long set = 0; set < 2; set++) {
+		unsigned long f = o_flags(set) & 0x8d5;	/* OF SF ZF AF PF CF */
+		if (f != (set ? 0x8d5UL : 0))
+			UKT_FAIL("%s: status flags %#lx after the probe, %#lx before", what, f,
+				 set ? 0x8d5UL : 0);
+	}
+}
+
+UKT_CASE(handlers_without_regs_keep_every_register_and_flag)
+{
+	static const struct {
+		const char *name;
+		int (*pre)(struct kprobe *, struct pt_regs *);
+	} hs[] = {
+		{ "count_pre", count_pre },
+		{ "writes_rdi_rcx_pre", writes_rdi_rcx_pre },
+		{ "writes_rdx_pre", writes_rdx_pre },
+		{ "writes_rsi_pre", writes_rsi_pre },
+		{ "writes_r11_pre", writes_r11_pre },
+		{ "writes_rbx_pre", writes_rbx_pre },
+		{ "sees_in_pre", sees_in_pre },
+		{ "reads_di_pre", reads_di_pre },
+	};
+	for (size_t h = 0; h < sizeof(hs) / sizeof(hs[0]); h++) {
+		struct kprobe kr = { .addr = (void *)o_regs_probe, .pre_handler = hs[h].pre };
+		struct kprobe kf = { .addr = (void *)o_flags_probe, .pre_handler = hs[h].pre };
+		UKT_EQ(register_kprobe(&kr), 0);
+		UKT_EQ(register_kprobe(&kf), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kr);
+		UKT_EXPECT_OPTIMIZED(&kf);
+		long h0 = hits;
+		for (int i = 0; i < 100; i++) {
+			check_regs_kept(hs[h].name);
+			check_flags_kept(hs[h].name);
+		}
+		UKT_EQ(hits - h0, 300);
+		UKT_EQ(kr.nmissed + kf.nmissed, 0);
+		unregister_kprobe(&kr);
+		unregister_kprobe(&kf);
+	}
+}
+
+UKT_CASE(handler_put_in_place_of_another_sees_registers)
+{
+	struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	check_regs_kept("count_pre");
+	kp.pre_handler = sees_in_pre;	/* not what the path was chosen for */
+	long h0 = hits;
+	for (int i = 0; i < 10; i++)
+		check_regs_kept("sees_in_pre in count_pre's place");
+	UKT_EQ(hits - h0, 10);
+	kp.pre_handler = count_pre;
+	check_regs_kept("count_pre again");
+	UKT_EQ(hits - h0, 11);
+	unregister_kprobe(&kp);
+}
+
+/* non-zero without changing regs->ip: the probed code resumes at the
+ * probe point, so the probe fires again there */
+static int twice_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	return (hits++ & 1) == 0;
+}
+
+static int twice_regs_pre(struct kprobe *p, struct pt_regs *r)
+{
+	sees_in_pre(p, r);
+	return (hits & 1) == 1;		/* sees_in_pre counted */
+}
+
+UKT_CASE(nonzero_answer_without_redirect_fires_again)
+{
+	int (*pres[])(struct kprobe *, struct pt_regs *) = { twice_pre, twice_regs_pre };
+	for (int opt = 0; opt < 2; opt++) {
+		for (size_t h = 0; h < 2; h++) {
+			UKT_EQ(kprobes_set_optimization(opt), 0);
+			struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = pres[h] };
+			UKT_EQ(register_kprobe(&kp), 0);
+			wait_for_kprobe_optimizer();
+			UKT_EQ(!!(kp.flags & KPROBE_FLAG_OPTIMIZED), opt);
+			hits = 0;
+			for (int i = 0; i < 10; i++)
+				check_regs_kept(h ? "twice_regs_pre" : "twice_pre");
+			UKT_EQ(hits, 20);
+			unregister_kprobe(&kp);
+		}
+	}
+	UKT_EQ(kprobes_set_optimization(1), 0);
+}
+
+/* The program's handler of a handler's fault sees the probe point's
+ * registers, and what it changes there is what the probed code gets */
+static volatile unsigned long seen_bad;
+static void prog_sees_and_changes(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si;
+	ucontext_t *uc = ctx;
+	static const int gr[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP,
+				  REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14,
+				  REG_R15 };
+	for (int i = 0; i < 15; i++)
+		if ((unsigned long)uc->uc_mcontext.gregs[gr[i]] != V_IN(i))
+			seen_bad |= 1UL << i;
+	if ((unsigned long)uc->uc_mcontext.gregs[REG_RIP] != (unsigned long)o_regs_probe)
+		seen_bad |= 1UL << 15;
+	if ((unsigned long)uc->uc_mcontext.gregs[REG_RSP] != o_regs_sp)
+		seen_bad |= 1UL << 16;
+	uc->uc_mcontext.gregs[REG_RAX] = (greg_t)V_OUT(0);
+	uc->uc_mcontext.gregs[REG_RDX] = (greg_t)V_OUT(3);
+	uc->uc_mcontext.gregs[REG_R13] = (greg_t)V_OUT(12);
+	fault_hits++;
+}
+
+UKT_CASE(handler_fault_without_regs_taken_or_the_programs)
+{
+	for (int taken = 0; taken < 2; taken++) {
+		struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = pre_faults,
+				     .fault_handler = taken ? fault_take : fault_pass };
+		ukt_install_handler(SIGSEGV, prog_sees_and_changes);
+		UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp);
+		long h0 = hits, f0 = fault_hits;
+		for (int i = 0; i < 20; i++) {
+			memset(o_regs_out, 0, sizeof(o_regs_out));
+			seen_bad = 0;
+			scrub_stack();
+			errno = 1000 + i;
+			o_regs();
+			UKT_EQ(errno, 1000 + i);
+			UKT_EQ(seen_bad, 0);
+			for (int k = 0; k < 15; k++) {
+				bool changed = !taken && (k == 0 || k == 3 || k == 12);
+				unsigned long want = changed ? V_OUT(k) : V_IN(k);
+				if (o_regs_out[k] != want)
+					UKT_FAIL("fault %s: register %d is %#lx, want %#lx",
+						 taken ? "taken" : "to the program", k,
+						 o_regs_out[k], want);
+			}
+			UKT_ASSERT(o_regs_out[15] & 1);
+			UKT_EQ(o_regs_out[16], o_regs_sp);
+		}
+		/* taken: fault_take and fault_pass count as the program's does */
+		UKT_EQ(hits - h0, 20);
+		UKT_EQ(fault_hits - f0, taken ? 20 : 40);
+		UKT_EQ(kp.nmissed, 0);
+		unregister_kprobe(&kp);
+	}
 }
 
 /* ---- vector, x87 and FP control state ----------------------------------------------- */

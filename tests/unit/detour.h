@@ -62,8 +62,8 @@ static __attribute__((noinline, unused)) uint64_t detour_tramp(unsigned long add
 	return tramp;
 }
 
-/* 1: the detour's entry goes straight on to its own lean fast path; 0:
- * to the call of its trampoline (sel) */
+/* 1: the detour's entry goes straight on to its own lean fast path; 2:
+ * to its bare fast path; 0: to the call of its trampoline (sel) */
 static __attribute__((noinline, unused)) int detour_sel_fast(unsigned long addr)
 {
 	uint8_t *e;
@@ -73,9 +73,11 @@ static __attribute__((noinline, unused)) int detour_sel_fast(unsigned long addr)
 	memcpy(&sel, d + UKP_ARCH_SEL, 8);
 	if (sel == (uint64_t)(uintptr_t)(e + (ukp_lean_tpl_sel - ukp_lean_tpl)))
 		return 1;
+	if (sel == (uint64_t)(uintptr_t)(e + (ukp_lean_tpl_bare - ukp_lean_tpl)))
+		return 2;
 	if (sel == (uint64_t)(uintptr_t)(d + UKP_ARCH_R - 11))
 		return 0;
-	UKT_FAIL("the detour of %#lx selects %#lx: neither its fast path nor its call",
+	UKT_FAIL("the detour of %#lx selects %#lx: neither a fast path nor its call",
 		 addr, (unsigned long)sel);
 }
 

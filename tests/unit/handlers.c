@@ -86,6 +86,14 @@ static int lean_pre(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
+/* a leaf that never reads its regs: the bare fast path's */
+static int bare_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return 0;
+}
+
 static int getpid_pre(struct kprobe *p, struct pt_regs *r)
 {
 	(void)p; (void)r;
@@ -507,8 +515,10 @@ static const struct lean_target {
 };
 #define NTARGETS (sizeof(lean_targets) / sizeof(lean_targets[0]))
 
-/* one probe, optimised, on the trampoline wanted, with the list's flag */
-static void expect_one_lean(struct kprobe *kp, int lean1, void (*tramp)(void), const char *name)
+/* one probe, optimised, on the trampoline wanted, with the list's flag,
+ * its detour's entry going to the fast path wanted (detour_sel_fast) */
+static void expect_one_lean(struct kprobe *kp, int lean1, void (*tramp)(void), int sel,
+			    const char *name)
 {
 	wait_for_kprobe_optimizer();
 	if (!(kp->flags & KPROBE_FLAG_OPTIMIZED))
@@ -517,8 +527,11 @@ static void expect_one_lean(struct kprobe *kp, int lean1, void (*tramp)(void), c
 	if (detour_tramp((unsigned long)kp->addr) != (uint64_t)(uintptr_t)tramp)
 		UKT_FAIL("%s: the detour calls %#lx, not %p", name,
 			 (unsigned long)detour_tramp((unsigned long)kp->addr), (void *)tramp);
-	if (detour_sel_fast((unsigned long)kp->addr) != 1)
-		UKT_FAIL("%s: the detour does not take its own fast path", name);
+	int got = detour_sel_fast((unsigned long)kp->addr);
+	if (got != sel)
+		UKT_FAIL("%s: the detour's entry goes to %s, not %s", name,
+			 got == 2 ? "the bare fast path" : got ? "the lean fast path" : "its call",
+			 sel == 2 ? "the bare fast path" : sel ? "the lean fast path" : "its call");
 }
 
 static int sys_pre(struct kprobe *p, struct pt_regs *r)
@@ -535,12 +548,14 @@ UKT_CASE(leaf_handler_runs_from_the_leaf_trampoline)
 		int (*pre)(struct kprobe *, struct pt_regs *);
 		int lean1;
 		void (*tramp)(void);
+		int sel;
 		long per_call;
 	} hs[] = {
-		{ "lean_pre (a leaf)", lean_pre, 2, ukp_opt_tramp_lean_leaf, 1 },
-		{ "getpid_pre (calls libc)", getpid_pre, 1, ukp_opt_tramp_lean, 1 },
-		{ "errno_pre (writes errno)", errno_pre, 1, ukp_opt_tramp_lean, 0 },
-		{ "sys_pre (a failing system call)", sys_pre, 1, ukp_opt_tramp_lean, 1 },
+		{ "lean_pre (a leaf)", lean_pre, 2, ukp_opt_tramp_lean_leaf, 1, 1 },
+		{ "bare_pre (a leaf, no regs)", bare_pre, 2, ukp_opt_tramp_lean_leaf, 2, 1 },
+		{ "getpid_pre (calls libc)", getpid_pre, 1, ukp_opt_tramp_lean, 1, 1 },
+		{ "errno_pre (writes errno)", errno_pre, 1, ukp_opt_tramp_lean, 1, 0 },
+		{ "sys_pre (a failing system call)", sys_pre, 1, ukp_opt_tramp_lean, 1, 1 },
 	};
 	char why[160];
 	errno = 0;	/* binds __errno_location's PLT entry: a lazy one is not lean */
@@ -552,7 +567,7 @@ UKT_CASE(leaf_handler_runs_from_the_leaf_trampoline)
 			const struct lean_target *tg = &lean_targets[k];
 			struct kprobe kp = { .addr = tg->at, .pre_handler = hs[h].pre };
 			UKT_EQ(register_kprobe(&kp), 0);
-			expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, tg->name);
+			expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, hs[h].sel, tg->name);
 			long h0 = hits;
 			for (long i = 0; i < 1000; i++) {
 				errno = (int)(i + 1000);
@@ -582,10 +597,12 @@ UKT_CASE(fault_in_one_lean_handler_keeps_errno)
 		int (*pre)(struct kprobe *, struct pt_regs *);
 		int lean1;
 		void (*tramp)(void);
+		int sel;
 	} hs[] = {
-		{ "faulting_pre (a leaf)", faulting_pre, 2, ukp_opt_tramp_lean_leaf },
+		{ "faulting_pre (a leaf, no regs: bare)", faulting_pre, 2,
+		  ukp_opt_tramp_lean_leaf, 2 },
 		{ "errno_faulting_pre (errno 77, then the fault)", errno_faulting_pre, 1,
-		  ukp_opt_tramp_lean },
+		  ukp_opt_tramp_lean, 1 },
 	};
 	char why[160];
 	errno = 0;	/* binds __errno_location's PLT entry */
@@ -603,7 +620,7 @@ UKT_CASE(fault_in_one_lean_handler_keeps_errno)
 				struct kprobe kp = { .addr = tg->at, .pre_handler = hs[h].pre,
 						     .fault_handler = taken ? take_fault : NULL };
 				UKT_EQ(register_kprobe(&kp), 0);
-				expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, tg->name);
+				expect_one_lean(&kp, hs[h].lean1, hs[h].tramp, hs[h].sel, tg->name);
 				long h0 = hits;
 				for (long i = 0; i < 20; i++) {
 					errno = (int)(i + 3000);

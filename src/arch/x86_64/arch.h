@@ -175,7 +175,7 @@ struct ukp_copy_map {
  *   1: lea -120(%rsp),%rsp; call *-19(%rip); R: jmp *-8(%rsp);
  *   lea 8(%rsp),%rsp; copy: <relocated region>; jmp addr+len }
  */
-#define UKP_DETOUR_MAX 1024
+#define UKP_DETOUR_MAX 2048
 #define UKP_ARCH_KRET_DROP_LEN 5	/* the lea 8(%rsp),%rsp before the copy */
 #define UKP_ARCH_KRET_R_LEN 9		/* from R to the copy */
 #define UKP_ARCH_KRET_HDR 16		/* where its { list, site, trampoline }
@@ -191,12 +191,20 @@ struct ukp_copy_map {
 #define UKP_ARCH_R 43			/* and R */
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, const void *list,
-			  void (*tramp)(void), bool fast,
+			  void (*tramp)(void), int sel,
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map);
-/* The offset sel holds: the fast path of the detour whose entry is at
- * offset entry, or the call of the trampoline. */
-unsigned ukp_arch_detour_sel(unsigned entry, bool fast);
+/* The offset sel holds: a fast path of the detour whose entry is at
+ * offset entry (UKP_SEL_LEAN: one lean probe; UKP_SEL_BARE: one bare
+ * probe), or (UKP_SEL_TRAMP) the call of the trampoline. */
+enum { UKP_SEL_TRAMP, UKP_SEL_LEAN, UKP_SEL_BARE };
+unsigned ukp_arch_detour_sel(unsigned entry, int sel);
+/* The probe point and R of a bare fast path's hit whose handler is
+ * running on the frame of regs (entry.S: ukp_lean_tpl_bare) */
+void ukp_arch_bare_frame(const struct pt_regs *regs, unsigned long *addr, unsigned long *r);
+/* The registers a bare fast path saves (and uses): its handler may write
+ * these only */
+#define UKP_ARCH_BARE_SAVED (UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDI))
 /* The trampoline for a vector class. */
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
 const char *ukp_arch_vsave_name(enum ukp_vsave v);
@@ -233,6 +241,7 @@ void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
 /* pt_regs <-> signal context */
 void ukp_arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc);
 void ukp_arch_regs_to_uc(ucontext_t *uc, const struct pt_regs *regs);
+void ukp_arch_bare_fill(struct pt_regs *regs, const ucontext_t *uc);
 unsigned long ukp_arch_uc_ip(const ucontext_t *uc);
 void ukp_arch_uc_set_ip(ucontext_t *uc, unsigned long ip);
 unsigned long ukp_arch_uc_sp(const ucontext_t *uc);
@@ -300,7 +309,12 @@ void ukp_opt_tramp_kret(void);	/* a plain kretprobe's entry, in place */
 extern const char ukp_lean_tpl[], ukp_lean_tpl_end[], ukp_lean_tpl_sel[],
 	ukp_lean_tpl_addr[], ukp_lean_tpl_tls[], ukp_lean_tpl_gp[],
 	ukp_lean_tpl_list[], ukp_lean_tpl_r2[], ukp_lean_tpl_jmp_r[],
-	ukp_lean_tpl_call[];
+	ukp_lean_tpl_call[], ukp_lean_tpl_bare[], ukp_lean_tpl_bare_tls[],
+	ukp_lean_tpl_bare_gp[], ukp_lean_tpl_bare_list[], ukp_lean_tpl_bare_ret[],
+	ukp_lean_tpl_bare_tls2[], ukp_lean_tpl_bare_jmp_r[],
+	ukp_lean_tpl_bare_addr[], ukp_lean_tpl_bare_call[];
+/* a fault in a bare fast path's handler taken: out through regs, made whole */
+__attribute__((noreturn)) void ukp_opt_resume_bare(struct pt_regs *regs, struct ukp_thread *t);
 void ukp_opt_exit_rare(void);
 extern unsigned long ukp_xsave_size;	/* regs.c: 0 without XSAVE */
 extern char ukp_opt_tramp_begin[], ukp_opt_tramp_end[];

@@ -16,6 +16,9 @@
 #define UKP_GP_LOCK 0x30001
 #define UKP_GP_NOFAST 2
 #define UKP_GP_NOKNOB 4
+/* or-ed in by a detour's bare fast path (entry.S): in_handler bit 2, its
+ * pt_regs holds only what that path saved (trap.c fills in the rest) */
+#define UKP_GP_BARE 0x40000
 
 /* struct ukp_thread (internal.h) */
 #define T_NEST 0
@@ -46,7 +49,8 @@
 #define L_LEAN1 6
 #define L_KRET1 7
 #define L_KRET 16
-#define L_P 24
+#define L_BARE_FN 24
+#define L_P 32
 /* struct kprobe (ukprobes/kprobes.h) */
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 56

@@ -807,6 +807,28 @@ ukp_opt_resume:
 	jmp *%rcx
 	.size ukp_opt_resume, .-ukp_opt_resume
 
+/*
+ * void ukp_opt_resume_bare(struct pt_regs *regs, struct ukp_thread *t):
+ * a fault in the handler of a bare fast path was taken, and trap.c made
+ * regs whole (every field, and R above it).  Leaves the signal handler for
+ * that frame, puts the hit's errno back, leaves the hit as the path would
+ * and goes out through the trampolines' exit, which loads every register
+ * from regs (a program handler that took the fault may have changed any).
+ */
+	.globl ukp_opt_resume_bare
+	.hidden ukp_opt_resume_bare
+	.type ukp_opt_resume_bare, @function
+ukp_opt_resume_bare:
+	mov %rdi, %rsp
+	mov T_LEAN_ERRNO(%rsi), %ecx
+	mov T_ERRNO_P(%rsi), %rdx
+	mov %ecx, (%rdx)
+	movq $0, T_CUR(%rsi)
+	HIT_UNLOCK %rsi
+	xor %eax, %eax
+	OPT_EXIT
+	.size ukp_opt_resume_bare, .-ukp_opt_resume_bare
+
 /* The rare ends of a detour's own lean fast path (ukp_lean_tpl): a
  * handler redirected the probed code or moved its sp.  %rsp = pt_regs,
  * R written, eax = the pre_handler's answer. */
@@ -934,6 +956,116 @@ ukp_lean_tpl_r2:
 	.globl ukp_lean_tpl_call
 	.hidden ukp_lean_tpl_call
 ukp_lean_tpl_call:
+
+/*
+ * The bare fast path: sel's target while the site's list is one bare
+ * probe (optimize.c: ukp_opt_bare_locked), a leaf pre_handler that never
+ * reads its regs argument and writes no general register but rax, rcx
+ * and rdi (the ones this path uses itself).  Nothing the handler can see
+ * needs pt_regs, so only the flags and those three are saved, in their
+ * pt_regs fields; the other fields stay unwritten.  in_handler bit 2,
+ * taken with the lock in the same store, says so: a fault in the handler
+ * first fills the rest in from the signal context (trap.c), then resumes
+ * through ukp_opt_resume_bare.  The list names the handler it analysed
+ * (L_BARE_FN): a probe whose pre_handler was changed since takes the
+ * trampoline's way.  The handler is called from pt_regs' address rounded
+ * down to 16, as on the lean paths; cur_regs is that address, and gives
+ * it back after the call (nothing of the hit's changes it meanwhile).  A non-zero answer resumes at
+ * the probe point (regs->ip, which the handler cannot have changed), as
+ * every other path does.
+ */
+.macro BARE_SAVE
+	mov %rax, PT_AX(%rsp)
+	mov %rcx, PT_CX(%rsp)
+	mov %rdi, PT_DI(%rsp)
+.endm
+.macro BARE_LOAD
+	mov PT_AX(%rsp), %rax
+	mov PT_CX(%rsp), %rcx
+	mov PT_DI(%rsp), %rdi
+.endm
+	.globl ukp_lean_tpl_bare
+	.hidden ukp_lean_tpl_bare
+ukp_lean_tpl_bare:
+	lea -(128+8+PT_SIZE-PT_FLAGS-8)(%rsp), %rsp	/* lea: flags untouched */
+	pushfq					/* to PT_FLAGS */
+	lea -PT_FLAGS(%rsp), %rsp
+	BARE_SAVE
+	testl $0x400, PT_FLAGS(%rsp)	/* DF set: the trampoline clears it */
+	jnz .Lbare_slow
+	mov %fs:0x7fffffff, %rcx	/* t = ukp_self */
+	.globl ukp_lean_tpl_bare_tls
+	.hidden ukp_lean_tpl_bare_tls
+ukp_lean_tpl_bare_tls:
+	test %rcx, %rcx
+	jz .Lbare_slow
+	cmpl $0, T_NEST(%rcx)		/* HIT_LOCK, with in_handler bit 2 */
+	jne .Lbare_slow
+	movabs 0x7fffffffffffffff, %rax	/* ukp_gp */
+	.globl ukp_lean_tpl_bare_gp
+	.hidden ukp_lean_tpl_bare_gp
+ukp_lean_tpl_bare_gp:
+	test $(UKP_GP_NOFAST|UKP_GP_NOKNOB), %rax
+	jnz .Lbare_slow
+	or $UKP_GP_BARE, %rax
+	mov %rax, T_NEST(%rcx)
+	mov %rsp, T_CUR_REGS(%rcx)	/* next: the hit's frame (in_handler 7) */
+	mov 0(%rip), %rdi		/* the list (the header's copy) */
+	.globl ukp_lean_tpl_bare_list
+	.hidden ukp_lean_tpl_bare_list
+ukp_lean_tpl_bare_list:
+	test %rdi, %rdi
+	jz .Lbare_slow_unlock
+	mov L_BARE_FN(%rdi), %rax	/* 0: not one bare probe */
+	test %rax, %rax
+	jz .Lbare_slow_unlock
+	mov L_P(%rdi), %rdi		/* p */
+	cmp KP_PRE_HANDLER(%rdi), %rax
+	jne .Lbare_slow_unlock
+	testl $KP_FLAGS_DEAD, KP_FLAGS(%rdi)
+	jnz .Lbare_slow_unlock
+	mov %rdi, T_CUR(%rcx)
+	and $-16, %rsp			/* LEAN_ENTRY's frame */
+	call *%rax			/* p->pre_handler(p, -) */
+	.globl ukp_lean_tpl_bare_ret
+	.hidden ukp_lean_tpl_bare_ret
+ukp_lean_tpl_bare_ret:
+	mov %fs:0x7fffffff, %rcx	/* t again */
+	.globl ukp_lean_tpl_bare_tls2
+	.hidden ukp_lean_tpl_bare_tls2
+ukp_lean_tpl_bare_tls2:
+	mov T_CUR_REGS(%rcx), %rsp	/* pt_regs again: the hit's own */
+	movq $0, T_CUR(%rcx)
+	HIT_UNLOCK %rcx
+	test %eax, %eax
+	jnz .Lbare_again
+	FLAGS_BACK PT_FLAGS
+	BARE_LOAD
+	lea FRAME_SP(%rsp), %rsp
+	.byte 0xe9			/* jmp R */
+	.long 0
+	.globl ukp_lean_tpl_bare_jmp_r
+	.hidden ukp_lean_tpl_bare_jmp_r
+ukp_lean_tpl_bare_jmp_r:
+.Lbare_again:				/* to regs->ip: the probe point */
+	lea 0(%rip), %rcx
+	.globl ukp_lean_tpl_bare_addr
+	.hidden ukp_lean_tpl_bare_addr
+ukp_lean_tpl_bare_addr:
+	jmp .Lbare_out
+.Lbare_slow_unlock:
+	HIT_UNLOCK %rcx
+.Lbare_slow:				/* to the trampoline's way (R - 11), */
+	lea 0(%rip), %rcx		/* which saves everything and decides */
+	.globl ukp_lean_tpl_bare_call
+	.hidden ukp_lean_tpl_bare_call
+ukp_lean_tpl_bare_call:
+.Lbare_out:				/* %rsp = pt_regs: on to rcx */
+	mov %rcx, PT_SIZE(%rsp)
+	FLAGS_BACK PT_FLAGS
+	BARE_LOAD
+	lea PT_SIZE(%rsp), %rsp
+	ret $128			/* to rcx, on the thread's sp */
 	.p2align 3, 0xcc
 .Ltpl_exit_rare:
 	.quad 0				/* ukp_opt_exit_rare: written per copy */

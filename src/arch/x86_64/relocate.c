@@ -252,27 +252,58 @@ static void emit_lean_tpl(struct emit *e, unsigned long addr)
 	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_addr - ukp_lean_tpl) - 4, &v, 4);
 	v = (int32_t)tls;
 	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_tls - ukp_lean_tpl) - 4, &v, 4);
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_tls - ukp_lean_tpl) - 4, &v, 4);
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_tls2 - ukp_lean_tpl) - 4, &v, 4);
 	uint64_t gp = (uint64_t)(uintptr_t)&ukp_gp;
 	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_gp - ukp_lean_tpl) - 8, &gp, 8);
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_gp - ukp_lean_tpl) - 8, &gp, 8);
 	tpl_rel(e, base, ukp_lean_tpl_sel, UKP_ARCH_SEL);
 	tpl_rel(e, base, ukp_lean_tpl_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
 	tpl_rel(e, base, ukp_lean_tpl_r2, UKP_ARCH_R);
 	tpl_rel(e, base, ukp_lean_tpl_jmp_r, UKP_ARCH_R);
 	tpl_rel(e, base, ukp_lean_tpl_call, UKP_ARCH_R - 6);
+	tpl_rel(e, base, ukp_lean_tpl_bare_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
+	tpl_rel(e, base, ukp_lean_tpl_bare_jmp_r, UKP_ARCH_R);
+	tpl_rel(e, base, ukp_lean_tpl_bare_call, UKP_ARCH_R - 11);
+	rel = (long)(addr - (e->at + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl)));
+	if (!fits32(rel)) {
+		e->err = -ERANGE;
+		return;
+	}
+	v = (int32_t)rel;
+	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) - 4, &v, 4);
 	uint64_t rare = (uint64_t)(uintptr_t)ukp_opt_exit_rare;
 	memcpy(e->buf + base + n - 8, &rare, 8);
 }
 
-/* Where sel sends the detour's entry: its fast path, or the call of the
- * trampoline */
-unsigned ukp_arch_detour_sel(unsigned entry, bool fast)
+/* Where sel sends the detour's entry: one of its fast paths, or the call
+ * of the trampoline */
+unsigned ukp_arch_detour_sel(unsigned entry, int sel)
 {
-	return fast ? entry + (unsigned)(ukp_lean_tpl_sel - ukp_lean_tpl) : UKP_ARCH_R - 11;
+	if (sel == UKP_SEL_BARE)
+		return entry + (unsigned)(ukp_lean_tpl_bare - ukp_lean_tpl);
+	return sel == UKP_SEL_LEAN ? entry + (unsigned)(ukp_lean_tpl_sel - ukp_lean_tpl) :
+	       UKP_ARCH_R - 11;
+}
+
+/* The probe point and R of the bare fast path whose handler was called
+ * from the frame of regs: from the detour's copy of the template, found
+ * through the call's return address */
+void ukp_arch_bare_frame(const struct pt_regs *regs, unsigned long *addr, unsigned long *r)
+{
+	unsigned long top = (unsigned long)regs & ~15UL;
+	unsigned long ret = *(const unsigned long *)(top - 8);
+	unsigned long base = ret - (unsigned long)(ukp_lean_tpl_bare_ret - ukp_lean_tpl);
+	int32_t rel;
+	memcpy(&rel, (const void *)(base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) - 4), 4);
+	*addr = base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) + (unsigned long)(long)rel;
+	memcpy(&rel, (const void *)(base + (size_t)(ukp_lean_tpl_bare_jmp_r - ukp_lean_tpl) - 4), 4);
+	*r = base + (size_t)(ukp_lean_tpl_bare_jmp_r - ukp_lean_tpl) + (unsigned long)(long)rel;
 }
 
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 			  unsigned long at, void *site, const void *list,
-			  void (*tramp)(void), bool fast,
+			  void (*tramp)(void), int sel_mode,
 			  bool kret, unsigned *entry, unsigned *copy,
 			  struct ukp_copy_map *map)
 {
@@ -368,7 +399,7 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		emit_lean_tpl(&e, r->addr);
 		if (e.err)
 			return e.err;
-		uint64_t sel = at + ukp_arch_detour_sel(*entry, fast);
+		uint64_t sel = at + ukp_arch_detour_sel(*entry, sel_mode);
 		memcpy(buf + UKP_ARCH_SEL, &sel, 8);
 	}
 	return (int)e.len;
