@@ -44,6 +44,11 @@
  *                         code goes on with its own errno, on both stack
  *                         alignments (the resume finds the frame from
  *                         pt_regs)
+ *   status_flags_put_back_only_where_live   a handler that sets CF, on
+ *                         the bare and the lean fast path: where a flag
+ *                         is read after the probe the detour puts them
+ *                         back, where a compare writes them all first it
+ *                         jumps over that, and both give the right answer
  *   post_handlers_lean_or_not   a list whose post_handlers (and their
  *                         probes' fault_handlers) keep to the general
  *                         registers says so (the post trampoline saves
@@ -707,4 +712,66 @@ UKT_CASE(post_handlers_lean_or_not)
 	UKT_EQ(register_kprobe(&d), 0);
 	UKT_EQ(plist_at((unsigned long)u_xmm_live_probe)->post_lean, false);
 	unregister_kprobe(&d);
+}
+
+/* u_flags_live: CF from a compare read after its probe; u_flags_dead:
+ * the compare after it (each returns a < b, unsigned) */
+__asm__(".text\n"
+	".globl u_flags_live\n.type u_flags_live,@function\n"
+	"u_flags_live: cmp %rsi, %rdi\n"
+	".globl u_flags_live_probe\nu_flags_live_probe: nopl 0x0(%rax,%rax,1)\n"
+	" setb %al\n movzbl %al, %eax\n ret\n.size u_flags_live,.-u_flags_live\n"
+	".globl u_flags_dead\n.type u_flags_dead,@function\n"
+	"u_flags_dead: nopl 0x0(%rax,%rax,1)\n cmp %rsi, %rdi\n"
+	" setb %al\n movzbl %al, %eax\n ret\n.size u_flags_dead,.-u_flags_dead\n");
+long u_flags_live(long a, long b), u_flags_dead(long a, long b);
+extern const char u_flags_live_probe[];
+
+/* a handler that leaves CF set and ZF clear */
+static int cf_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	__asm__ volatile("stc" ::: "cc");
+	return 0;
+}
+
+UKT_CASE(status_flags_put_back_only_where_live)
+{
+	static const struct {
+		const char *name;
+		long (*fn)(long, long);
+		const void *at;
+		bool dead;
+	} tg[] = {
+		{ "u_flags_live", u_flags_live, u_flags_live_probe, false },
+		{ "u_flags_dead", u_flags_dead, (const void *)u_flags_dead, true },
+	};
+	int (*pres[])(struct kprobe *, struct pt_regs *) = { cf_pre, lean_pre };
+	for (size_t k = 0; k < 2; k++) {
+		for (size_t h = 0; h < 2; h++) {
+			struct kprobe kp = { .addr = (void *)tg[k].at, .pre_handler = pres[h] };
+			UKT_EQ(register_kprobe(&kp), 0);
+			wait_for_kprobe_optimizer();
+			UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+			UKT_EQ(detour_sel_fast((unsigned long)kp.addr), h ? 1 : 2);
+			/* the fast paths' exits in the detour's copy: a jmp over
+			 * the flags' restore only where none is live */
+			uint8_t *e;
+			detour_header((unsigned long)kp.addr, &e);
+			const uint8_t *fb = e + (ukp_lean_tpl_fb - ukp_lean_tpl);
+			const uint8_t *bfb = e + (ukp_lean_tpl_bare_fb - ukp_lean_tpl);
+			if ((fb[0] == 0xeb) != tg[k].dead || (bfb[0] == 0xeb) != tg[k].dead)
+				UKT_FAIL("%s: the flags are %sput back", tg[k].name,
+					 tg[k].dead ? "" : "not ");
+			long h0 = hits;
+			for (long i = 0; i < 200; i++) {
+				long a = i * 7919 - 700000, b = 12345 - i * 31;
+				if (tg[k].fn(a, b) != ((unsigned long)a < (unsigned long)b))
+					UKT_FAIL("%s: wrong answer for %ld, %ld", tg[k].name, a, b);
+			}
+			UKT_EQ(hits - h0, 200);
+			unregister_kprobe(&kp);
+		}
+	}
 }

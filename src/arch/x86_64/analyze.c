@@ -703,11 +703,13 @@ void ukp_arch_opt_forget_if(bool (*gone)(const void *key))
 /* ---- vector liveness ---------------------------------------------------------- */
 
 /* lo: low 128 bits of vector registers 0-31 (bits 0-31), mask registers
- * (32-39), the x87/MMX stack (40); hi: bits 128 and up of vector 0-31. */
+ * (32-39), the x87/MMX stack (40), the status flags (41: not vector
+ * state, but solved the same way); hi: bits 128 and up of vector 0-31. */
 struct vm { uint64_t lo, hi; };
 
 #define VM_K(n)		(1ULL << (32 + (n)))
 #define VM_X87		(1ULL << 40)
+#define VM_FLAGS	(1ULL << 41)
 #define VM_ALLVEC	0xffffffffULL
 #define VM_ALLK		(0xffULL << 32)
 #define VM_ARGS		0xffULL
@@ -825,6 +827,41 @@ static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *
 	}
 }
 
+/*
+ * The status flags (CF PF AF ZF SF OF) as one: read if an instruction
+ * tests any, dead before one that writes all six for certain.  Not a
+ * shift or rotate (a count of 0 leaves them), not a rep string
+ * instruction (rcx 0 runs none of it); a call neither reads nor writes
+ * them here (IPA-RA could keep them live across a callee known not to
+ * touch them), and a return reads them (the same for a caller).
+ */
+#define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | \
+		      ZYDIS_CPUFLAG_ZF | ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
+
+static void flags_usedef(const ZydisDecodedInstruction *d, struct vm *use, struct vm *def)
+{
+	const ZydisAccessedFlags *f = d->cpu_flags;
+	if (!f)
+		return;
+	if (f->tested & STATUS_FLAGS)
+		use->lo |= VM_FLAGS;
+	ZydisAccessedFlagsMask w = f->modified | f->set_0 | f->set_1 | f->undefined;
+	bool sure = (w & STATUS_FLAGS) == STATUS_FLAGS &&
+		    !(d->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
+				       ZYDIS_ATTRIB_HAS_REPNE));
+	switch (d->mnemonic) {
+	case ZYDIS_MNEMONIC_SHL: case ZYDIS_MNEMONIC_SHR: case ZYDIS_MNEMONIC_SAR:
+	case ZYDIS_MNEMONIC_ROL: case ZYDIS_MNEMONIC_ROR: case ZYDIS_MNEMONIC_RCL:
+	case ZYDIS_MNEMONIC_RCR: case ZYDIS_MNEMONIC_SHLD: case ZYDIS_MNEMONIC_SHRD:
+		sure = false;
+		break;
+	default:
+		break;
+	}
+	if (sure && d->meta.category != ZYDIS_CATEGORY_CALL)
+		def->lo |= VM_FLAGS;
+}
+
 enum fkind { K_FALL, K_JMP, K_JCC, K_CALL, K_RET, K_JIND, K_STOP };
 
 struct finsn {
@@ -932,6 +969,7 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 		e->len = d.length;
 		e->jt = -1;
 		usedef(&d, op, &e->use, &e->def);
+		flags_usedef(&d, &e->use, &e->def);
 		if (e->use.lo & VM_X87)
 			x87_used = true;
 		bool rel = d.raw.imm[0].is_relative;
@@ -984,7 +1022,7 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 	 * functions).  The x87 stack: st0-1 when the function uses the x87
 	 * at all (a C handler keeps the x87 stack balanced, so values the
 	 * ABI parks there across our code survive it otherwise). */
-	struct vm all = { (ukp_vec_level >= 2 ? VM_ALLVEC | VM_ALLK : 0xffffULL) | VM_X87,
+	struct vm all = { (ukp_vec_level >= 2 ? VM_ALLVEC | VM_ALLK : 0xffffULL) | VM_X87 | VM_FLAGS,
 			  ukp_vec_level >= 2 ? VM_ALLVEC : 0xffffULL };
 	struct vm retuse = all;
 	if (!x87_used)
@@ -1166,8 +1204,13 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	 * register live in its low 128 bits only is saved zmm-wide on
 	 * AVX-512); only a live x87 stack, or liveness unknown, needs
 	 * XSAVE.  Registers 16-31 and the opmasks exist on AVX-512 alone,
-	 * where liveness counts them (liveness_compute()'s "all") */
-	if (!liveness(os, flo, fhi, addr, &live) || (live.lo & VM_X87)) {
+	 * where liveness counts them (liveness_compute()'s "all").  The
+	 * status flags dead there: the detour's fast paths need not put them
+	 * back (relocate.c) */
+	bool known = liveness(os, flo, fhi, addr, &live);
+	r->flags_dead = known && !(live.lo & VM_FLAGS);
+	live.lo &= ~VM_FLAGS;
+	if (!known || (live.lo & VM_X87)) {
 		r->vsave = UKP_VSAVE_XSAVE;
 	} else if (!live.lo && !live.hi) {
 		r->vsave = UKP_VSAVE_NONE;

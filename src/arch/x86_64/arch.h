@@ -123,6 +123,7 @@ struct ukp_region {
 	unsigned ninsn;
 	struct ukp_insn insn[UKP_REGION_MAX];
 	enum ukp_vsave vsave;
+	bool flags_dead;	/* no status flag live at addr (liveness) */
 	uint8_t orig[16];	/* the original bytes of [addr, addr+len) */
 };
 
@@ -312,7 +313,8 @@ extern const char ukp_lean_tpl[], ukp_lean_tpl_end[], ukp_lean_tpl_sel[],
 	ukp_lean_tpl_call[], ukp_lean_tpl_bare[], ukp_lean_tpl_bare_tls[],
 	ukp_lean_tpl_bare_gp[], ukp_lean_tpl_bare_list[], ukp_lean_tpl_bare_ret[],
 	ukp_lean_tpl_bare_tls2[], ukp_lean_tpl_bare_jmp_r[],
-	ukp_lean_tpl_bare_addr[], ukp_lean_tpl_bare_call[];
+	ukp_lean_tpl_bare_addr[], ukp_lean_tpl_bare_call[], ukp_lean_tpl_fb[],
+	ukp_lean_tpl_fb_end[], ukp_lean_tpl_bare_fb[], ukp_lean_tpl_bare_fb_end[];
 /* a fault in a bare fast path's handler taken: out through regs, made whole */
 __attribute__((noreturn)) void ukp_opt_resume_bare(struct pt_regs *regs, struct ukp_thread *t);
 void ukp_opt_exit_rare(void);

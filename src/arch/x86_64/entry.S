@@ -919,7 +919,13 @@ ukp_lean_tpl_list:
 	jne .Ltpl_rare			/* a handler moved sp */
 	test %eax, %eax
 	jnz .Ltpl_rare
+	.globl ukp_lean_tpl_fb
+	.hidden ukp_lean_tpl_fb
+ukp_lean_tpl_fb:			/* status flags dead: a jmp over (relocate.c) */
 	FLAGS_BACK PT_FLAGS
+	.globl ukp_lean_tpl_fb_end
+	.hidden ukp_lean_tpl_fb_end
+ukp_lean_tpl_fb_end:
 	LOAD_GPRS
 	lea FRAME_SP(%rsp), %rsp
 	.byte 0xe9			/* jmp R */
@@ -1039,7 +1045,13 @@ ukp_lean_tpl_bare_tls2:
 	HIT_UNLOCK %rcx
 	test %eax, %eax
 	jnz .Lbare_again
+	.globl ukp_lean_tpl_bare_fb
+	.hidden ukp_lean_tpl_bare_fb
+ukp_lean_tpl_bare_fb:			/* status flags dead: a jmp over */
 	FLAGS_BACK PT_FLAGS
+	.globl ukp_lean_tpl_bare_fb_end
+	.hidden ukp_lean_tpl_bare_fb_end
+ukp_lean_tpl_bare_fb_end:
 	BARE_LOAD
 	lea FRAME_SP(%rsp), %rsp
 	.byte 0xe9			/* jmp R */

@@ -230,10 +230,26 @@ static void tpl_rel(struct emit *e, size_t base, const char *at, size_t to)
 	memcpy(e->buf + end - 4, &rel, 4);
 }
 
-/* The copy of ukp_lean_tpl at e's end, for a detour whose header and
- * the trampolines' way are where arch.h says. */
-static void emit_lean_tpl(struct emit *e, unsigned long addr)
+/* A short jmp over [from, to) of the copy at base: what it skips is not
+ * needed at this site */
+static void tpl_skip(struct emit *e, size_t base, const char *from, const char *to)
 {
+	long d = (long)(to - from) - 2;
+	if (d < 0 || d > 127) {
+		e->err = -EINVAL;
+		return;
+	}
+	e->buf[base + (size_t)(from - ukp_lean_tpl)] = 0xeb;
+	e->buf[base + (size_t)(from - ukp_lean_tpl) + 1] = (uint8_t)d;
+}
+
+/* The copy of ukp_lean_tpl at e's end, for a detour whose header and
+ * the trampolines' way are where arch.h says.  Where no status flag is
+ * live at the probe point (r->flags_dead), the fast paths' usual exits
+ * leave the flags as the handler left them. */
+static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
+{
+	unsigned long addr = r->addr;
 	size_t base = e->len, n = (size_t)(ukp_lean_tpl_end - ukp_lean_tpl);
 	long tls = tls_offset();
 	if (!fits32(tls)) {
@@ -274,6 +290,10 @@ static void emit_lean_tpl(struct emit *e, unsigned long addr)
 	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) - 4, &v, 4);
 	uint64_t rare = (uint64_t)(uintptr_t)ukp_opt_exit_rare;
 	memcpy(e->buf + base + n - 8, &rare, 8);
+	if (r->flags_dead) {
+		tpl_skip(e, base, ukp_lean_tpl_fb, ukp_lean_tpl_fb_end);
+		tpl_skip(e, base, ukp_lean_tpl_bare_fb, ukp_lean_tpl_bare_fb_end);
+	}
 }
 
 /* Where sel sends the detour's entry: one of its fast paths, or the call
@@ -396,7 +416,7 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		while (e.len & 7)
 			put8(&e, 0xcc);
 		*entry = (unsigned)e.len;
-		emit_lean_tpl(&e, r->addr);
+		emit_lean_tpl(&e, r);
 		if (e.err)
 			return e.err;
 		uint64_t sel = at + ukp_arch_detour_sel(*entry, sel_mode);
