@@ -331,15 +331,48 @@ bool ukp_opt_leaf_locked(unsigned long fn)
 	return fn && handler_facts_locked(fn)->leaf;
 }
 
+/*
+ * The code [fn, end) of every handler found bare: a fault in a bare hit
+ * is its handler's only if it is in there (trap.c; a leaf runs no other
+ * code), not in a program signal handler that interrupted it on its
+ * stack, whose registers are not the probed code's.  Written under
+ * ukp_lock, appended to only; read by signal handlers without a lock.
+ */
+#define BARE_MAX 256
+static struct { _Atomic unsigned long fn, end; } bare_code[BARE_MAX];
+static _Atomic unsigned nbare;
+
 /* A pre_handler the bare fast path may run (entry.S: ukp_lean_tpl_bare):
  * a leaf that never reads its regs argument (%rsi, in any way) and
  * writes only registers that path saves (the stack pointer aside: a leaf
- * that returns has balanced it) */
+ * that returns has balanced it); its code is recorded (BARE_MAX of them:
+ * after that, the lean path) */
 bool ukp_opt_bare_locked(unsigned long fn)
 {
 	const struct gpr_cache *c = fn ? handler_facts_locked(fn) : NULL;
-	return c && c->ok && c->leaf && !(c->reads & UKP_GPR(UKP_RSI)) &&
-	       !(c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP)));
+	if (!c || !c->ok || !c->leaf || (c->reads & UKP_GPR(UKP_RSI)) ||
+	    (c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP))))
+		return false;
+	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed) == fn)
+			return true;
+	unsigned long lo, hi;
+	if (n == BARE_MAX || fn_bounds(fn, &lo, &hi) || lo != fn)
+		return false;
+	atomic_store_explicit(&bare_code[n].fn, fn, memory_order_relaxed);
+	atomic_store_explicit(&bare_code[n].end, hi, memory_order_relaxed);
+	atomic_store_explicit(&nbare, n + 1, memory_order_release);
+	return true;
+}
+
+unsigned long ukp_opt_bare_end(unsigned long fn)
+{
+	unsigned n = atomic_load_explicit(&nbare, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed) == fn)
+			return atomic_load_explicit(&bare_code[i].end, memory_order_relaxed);
+	return 0;
 }
 
 bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads)

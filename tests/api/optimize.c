@@ -76,6 +76,14 @@
  *                         program's SIGSEGV handler sees the probe point's
  *                         registers and changes three, which the probed
  *                         code then gets; errno kept
+ *   return_probe_on_a_bare_handler_keeps_registers   a kretprobe on a bare
+ *                         handler, whose detour writes r11 at its entry:
+ *                         the nested hit is missed, the registers kept
+ *   program_signal_handler_fault_in_a_bare_hit_is_the_programs   a
+ *                         SIGALRM handler interrupting a bare handler
+ *                         faults on purpose: the program's SIGSEGV handler
+ *                         gets it, the probe's fault_handler does not,
+ *                         and the probed code keeps every register
  *   vectors_live_in_sse_loop_survive_handler      16 xmm live mid-loop,
  *                         two rounding modes, subnormals (FTZ/DAZ)
  *   vectors_live_in_avx_loop_survive_handler      16 ymm live mid-loop
@@ -1851,6 +1859,107 @@ UKT_CASE(handler_fault_without_regs_taken_or_the_programs)
 		UKT_EQ(kp.nmissed, 0);
 		unregister_kprobe(&kp);
 	}
+}
+
+/* A return probe on a bare handler: its detour at the handler's entry
+ * writes r11 there (as a function's entry may), and the nested hit only
+ * counts a miss; the probed code still gets r11 back */
+static int probed_handler_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	hits++;
+	return 0;
+}
+
+static int ret_count(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+	(void)ri; (void)r;
+	post_hits++;
+	return 0;
+}
+
+UKT_CASE(return_probe_on_a_bare_handler_keeps_registers)
+{
+	struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = probed_handler_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	check_regs_kept("before the return probe");
+	struct kretprobe rp = { .kp.addr = (void *)probed_handler_pre, .handler = ret_count,
+				.maxactive = 4 };
+	UKT_EQ(register_kretprobe(&rp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&rp.kp);
+	UKT_EXPECT_OPTIMIZED(&kp);
+	long h0 = hits, p0 = post_hits;
+	for (int i = 0; i < 20; i++)
+		check_regs_kept("a return probe on the handler");
+	UKT_EQ(hits - h0, 20);
+	UKT_EQ(post_hits - p0, 0);	/* inside a hit: missed */
+	UKT_EQ(rp.kp.nmissed, 20);	/* the entry, nested */
+	int (*volatile direct)(struct kprobe *, struct pt_regs *) = probed_handler_pre;
+	UKT_EQ(direct(NULL, NULL), 0);		/* outside a hit: it fires */
+	UKT_EQ(post_hits - p0, 1);
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+}
+
+/* A program's SIGALRM handler interrupts a bare handler on its stack and
+ * faults on purpose (probing memory); its SIGSEGV handler jumps back into
+ * it.  The fault is the program's, not the probe handler's: a bare
+ * handler's faults come from its own code */
+static volatile int alarm_seen;
+static sigjmp_buf alarm_jb;
+static volatile int *volatile null_int;
+
+static int waits_for_alarm_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	while (!alarm_seen)
+		__asm__ volatile("pause");
+	hits++;
+	return 0;
+}
+
+static void alarm_probes_memory(int sig)
+{
+	(void)sig;
+	alarm_seen = 1;
+	if (!sigsetjmp(alarm_jb, 1))
+		__asm__ volatile("mov $0xdead1, %%r12\n mov $0xdead2, %%rbx\n"
+				 "mov $0xdead3, %%r8\n mov (%0), %%eax"
+				 :: "r"(null_int) : "r12", "rbx", "r8", "rax", "memory");
+}
+
+static void segv_back_to_alarm(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si; (void)ctx;
+	prog_sig++;
+	siglongjmp(alarm_jb, 1);
+}
+
+UKT_CASE(program_signal_handler_fault_in_a_bare_hit_is_the_programs)
+{
+	struct kprobe kp = { .addr = (void *)o_regs_probe, .pre_handler = waits_for_alarm_pre,
+			     .fault_handler = fault_take };
+	UKT_EQ(ukt_on_signal(SIGALRM, alarm_probes_memory, 0), 0);
+	ukt_install_handler(SIGSEGV, segv_back_to_alarm);
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	alarm_seen = 1;
+	check_regs_kept("before");
+	long f0 = fault_hits;
+	for (int i = 0; i < 3; i++) {
+		alarm_seen = 0;
+		prog_sig = 0;
+		ualarm(10000, 0);
+		check_regs_kept("a program fault during the handler");
+		UKT_EQ(prog_sig, 1);
+	}
+	UKT_EQ(fault_hits - f0, 0);
+	UKT_EQ(kp.nmissed, 0);
+	unregister_kprobe(&kp);
 }
 
 /* ---- vector, x87 and FP control state ----------------------------------------------- */

@@ -205,7 +205,8 @@ unsigned ukp_arch_detour_sel(unsigned entry, int sel);
 void ukp_arch_bare_frame(const struct pt_regs *regs, unsigned long *addr, unsigned long *r);
 /* The registers a bare fast path saves (and uses): its handler may write
  * these only */
-#define UKP_ARCH_BARE_SAVED (UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDI))
+#define UKP_ARCH_BARE_SAVED (UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) | UKP_GPR(UKP_RDI) | \
+			     UKP_GPR(UKP_R11))
 /* The trampoline for a vector class. */
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void);
 const char *ukp_arch_vsave_name(enum ukp_vsave v);

@@ -966,29 +966,35 @@ ukp_lean_tpl_call:
 /*
  * The bare fast path: sel's target while the site's list is one bare
  * probe (optimize.c: ukp_opt_bare_locked), a leaf pre_handler that never
- * reads its regs argument and writes no general register but rax, rcx
- * and rdi (the ones this path uses itself).  Nothing the handler can see
- * needs pt_regs, so only the flags and those three are saved, in their
- * pt_regs fields; the other fields stay unwritten.  in_handler bit 2,
- * taken with the lock in the same store, says so: a fault in the handler
- * first fills the rest in from the signal context (trap.c), then resumes
- * through ukp_opt_resume_bare.  The list names the handler it analysed
+ * reads its regs argument and writes no general register but rax, rcx,
+ * rdi (the ones this path uses itself) and r11 (which a return probe's
+ * detour on the handler's own entry writes, as a function's entry may).
+ * Nothing the handler can see needs pt_regs, so only the flags and those
+ * four are saved, in their pt_regs fields; the other fields stay
+ * unwritten.  in_handler bit 2, taken with the lock in the same store,
+ * says so: a fault in the handler's own code first fills the rest in
+ * from the signal context (trap.c), then resumes through
+ * ukp_opt_resume_bare.  The list names the handler it analysed
  * (L_BARE_FN): a probe whose pre_handler was changed since takes the
  * trampoline's way.  The handler is called from pt_regs' address rounded
  * down to 16, as on the lean paths; cur_regs is that address, and gives
- * it back after the call (nothing of the hit's changes it meanwhile).  A non-zero answer resumes at
- * the probe point (regs->ip, which the handler cannot have changed), as
- * every other path does.
+ * it back after the call (nothing of the hit's changes it meanwhile).
+ * A non-zero answer resumes at the probe point (regs->ip, which the
+ * handler cannot have changed), as every other path does.  No exit
+ * returns without a call: the slow one jumps to the trampoline's call,
+ * as the lean path's does, and the others jump.
  */
 .macro BARE_SAVE
 	mov %rax, PT_AX(%rsp)
 	mov %rcx, PT_CX(%rsp)
 	mov %rdi, PT_DI(%rsp)
+	mov %r11, PT_R11(%rsp)
 .endm
 .macro BARE_LOAD
 	mov PT_AX(%rsp), %rax
 	mov PT_CX(%rsp), %rcx
 	mov PT_DI(%rsp), %rdi
+	mov PT_R11(%rsp), %r11
 .endm
 	.globl ukp_lean_tpl_bare
 	.hidden ukp_lean_tpl_bare
@@ -1060,24 +1066,25 @@ ukp_lean_tpl_bare_fb_end:
 	.hidden ukp_lean_tpl_bare_jmp_r
 ukp_lean_tpl_bare_jmp_r:
 .Lbare_again:				/* to regs->ip: the probe point */
-	lea 0(%rip), %rcx
+	FLAGS_BACK PT_FLAGS
+	BARE_LOAD
+	lea FRAME_SP(%rsp), %rsp
+	.byte 0xe9			/* jmp addr */
+	.long 0
 	.globl ukp_lean_tpl_bare_addr
 	.hidden ukp_lean_tpl_bare_addr
 ukp_lean_tpl_bare_addr:
-	jmp .Lbare_out
 .Lbare_slow_unlock:
 	HIT_UNLOCK %rcx
-.Lbare_slow:				/* to the trampoline's way (R - 11), */
-	lea 0(%rip), %rcx		/* which saves everything and decides */
+.Lbare_slow:				/* %rsp = pt_regs: all back, DF too, */
+	FLAGS_BACK PT_FLAGS		/* and on to the call of the trampoline, */
+	BARE_LOAD			/* which saves everything and decides */
+	lea PT_SIZE+8(%rsp), %rsp	/* sp - 128 */
+	.byte 0xe9
+	.long 0
 	.globl ukp_lean_tpl_bare_call
 	.hidden ukp_lean_tpl_bare_call
 ukp_lean_tpl_bare_call:
-.Lbare_out:				/* %rsp = pt_regs: on to rcx */
-	mov %rcx, PT_SIZE(%rsp)
-	FLAGS_BACK PT_FLAGS
-	BARE_LOAD
-	lea PT_SIZE(%rsp), %rsp
-	ret $128			/* to rcx, on the thread's sp */
 	.p2align 3, 0xcc
 .Ltpl_exit_rare:
 	.quad 0				/* ukp_opt_exit_rare: written per copy */

@@ -75,19 +75,21 @@ void ukp_arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc)
 }
 
 /* pt_regs of a bare fast path's hit made whole (entry.S: it saved the
- * flags, rax, rcx and rdi only: UKP_ARCH_BARE_SAVED), from the context
- * of a fault in its handler: neither that path nor the handler writes
- * any other general register, so the others still hold the probed
- * code's values; and R above it, where the trampolines' exit returns to. */
+ * flags, rax, rcx, rdi and r11 only: UKP_ARCH_BARE_SAVED), from the
+ * context of a fault in its handler's own code: neither that path nor
+ * the handler writes any other general register, so the others still
+ * hold the probed code's values; and R above it, where the trampolines'
+ * exit returns to. */
 void ukp_arch_bare_fill(struct pt_regs *regs, const ucontext_t *uc)
 {
 	_Static_assert(UKP_ARCH_BARE_SAVED == (UKP_GPR(UKP_RAX) | UKP_GPR(UKP_RCX) |
-					       UKP_GPR(UKP_RDI)), "what entry.S saves");
+					       UKP_GPR(UKP_RDI) | UKP_GPR(UKP_R11)),
+		       "what entry.S saves");
 	unsigned long addr, r;
 	ukp_arch_bare_frame(regs, &addr, &r);
 	regs->r15 = G(R15); regs->r14 = G(R14); regs->r13 = G(R13);
 	regs->r12 = G(R12); regs->bp = G(RBP); regs->bx = G(RBX);
-	regs->r11 = G(R11); regs->r10 = G(R10); regs->r9 = G(R9);
+	regs->r10 = G(R10); regs->r9 = G(R9);
 	regs->r8 = G(R8); regs->dx = G(RDX); regs->si = G(RSI);
 	regs->orig_ax = (unsigned long)-1;
 	regs->ip = addr;

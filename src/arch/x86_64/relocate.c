@@ -280,7 +280,7 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	tpl_rel(e, base, ukp_lean_tpl_call, UKP_ARCH_R - 6);
 	tpl_rel(e, base, ukp_lean_tpl_bare_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
 	tpl_rel(e, base, ukp_lean_tpl_bare_jmp_r, UKP_ARCH_R);
-	tpl_rel(e, base, ukp_lean_tpl_bare_call, UKP_ARCH_R - 11);
+	tpl_rel(e, base, ukp_lean_tpl_bare_call, UKP_ARCH_R - 6);
 	rel = (long)(addr - (e->at + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl)));
 	if (!fits32(rel)) {
 		e->err = -ERANGE;
