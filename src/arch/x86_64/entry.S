@@ -922,7 +922,8 @@ ukp_lean_tpl_list:
 	.globl ukp_lean_tpl_fb
 	.hidden ukp_lean_tpl_fb
 ukp_lean_tpl_fb:			/* status flags dead: a jmp over (relocate.c) */
-	FLAGS_BACK PT_FLAGS
+	STATUS_FLAGS_BACK PT_FLAGS	/* DF: clear on entry (or slow), and so
+					   after the handler (the ABI) */
 	.globl ukp_lean_tpl_fb_end
 	.hidden ukp_lean_tpl_fb_end
 ukp_lean_tpl_fb_end:
@@ -1054,7 +1055,7 @@ ukp_lean_tpl_bare_tls2:
 	.globl ukp_lean_tpl_bare_fb
 	.hidden ukp_lean_tpl_bare_fb
 ukp_lean_tpl_bare_fb:			/* status flags dead: a jmp over */
-	FLAGS_BACK PT_FLAGS
+	STATUS_FLAGS_BACK PT_FLAGS	/* DF clear, as on the lean path */
 	.globl ukp_lean_tpl_bare_fb_end
 	.hidden ukp_lean_tpl_bare_fb_end
 ukp_lean_tpl_bare_fb_end:
