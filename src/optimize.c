@@ -430,11 +430,17 @@ static int sel_mode_locked(const struct ukp_site *s)
 	return l->bare_fn ? UKP_SEL_BARE : UKP_SEL_LEAN;
 }
 
+/* sel, and the entry's jmp (an aligned displacement: one store, and a
+ * thread running it meanwhile goes the old way or the new one, each of
+ * which checks the list for itself, as ftrace retargets its stubs) */
 static void sel_set_locked(const struct ukp_opt *o, int mode)
 {
-	if (!o->kret)
-		ukp_slot_set_word(o->detour + UKP_ARCH_SEL,
-				  (uint64_t)(uintptr_t)o->detour + ukp_arch_detour_sel(o->entry, mode));
+	if (o->kret)
+		return;
+	unsigned to = ukp_arch_detour_sel(o->entry, mode);
+	ukp_slot_set_word(o->detour + UKP_ARCH_SEL, (uint64_t)(uintptr_t)o->detour + to);
+	ukp_slot_set_u32(o->detour + o->entry + 1,
+			 (uint32_t)(int32_t)((long)to - (long)(o->entry + UKP_ARCH_JMP_LEN)));
 }
 
 const uint8_t *ukp_opt_detour_header(unsigned long addr)

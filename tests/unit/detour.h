@@ -10,14 +10,35 @@
 #include "internal.h"
 #include "ukt.h"
 
-/* The word a detour's entry jumps through (jmp *rel32(%rip): sel) */
+/* A detour's entry is a jmp rel32 (its displacement 4-aligned, so one
+ * store retargets it), then, 8-aligned, the copy of the fast paths'
+ * template (entry.S: ukp_lean_tpl) */
+static __attribute__((noinline, unused)) const uint8_t *detour_tpl(const uint8_t *e)
+{
+	UKT_EQ(e[0], 0xe9);
+	UKT_EQ((uintptr_t)(e + 1) & 3, 0);
+	return (const uint8_t *)(((uintptr_t)e + 5 + 7) & ~(uintptr_t)7);
+}
+
+/* where the entry's jmp goes */
+static __attribute__((noinline, unused)) const uint8_t *detour_entry_target(const uint8_t *e)
+{
+	UKT_EQ(e[0], 0xe9);
+	int32_t rel;
+	memcpy(&rel, e + 1, 4);
+	return e + 5 + rel;
+}
+
+/* The word the template's copy begins by jumping through (jmp
+ * *rel32(%rip): sel), which says the same as the entry's jmp */
 static __attribute__((noinline, unused)) const uint8_t *detour_sel_word(const uint8_t *e)
 {
-	UKT_EQ(e[0], 0xff);
-	UKT_EQ(e[1], 0x25);
+	const uint8_t *c = detour_tpl(e);
+	UKT_EQ(c[0], 0xff);
+	UKT_EQ(c[1], 0x25);
 	int32_t rel;
-	memcpy(&rel, e + 2, 4);
-	return e + 6 + rel;
+	memcpy(&rel, c + 2, 4);
+	return c + 6 + rel;
 }
 
 /*
@@ -63,7 +84,8 @@ static __attribute__((noinline, unused)) uint64_t detour_tramp(unsigned long add
 }
 
 /* 1: the detour's entry goes straight on to its own lean fast path; 2:
- * to its bare fast path; 0: to the call of its trampoline (sel) */
+ * to its bare fast path; 0: to the call of its trampoline (its jmp and
+ * sel agree) */
 static __attribute__((noinline, unused)) int detour_sel_fast(unsigned long addr)
 {
 	uint8_t *e;
@@ -71,9 +93,11 @@ static __attribute__((noinline, unused)) int detour_sel_fast(unsigned long addr)
 	const uint8_t *d = h - UKP_ARCH_SEL_SIZE;
 	uint64_t sel;
 	memcpy(&sel, d + UKP_ARCH_SEL, 8);
-	if (sel == (uint64_t)(uintptr_t)(e + (ukp_lean_tpl_sel - ukp_lean_tpl)))
+	UKT_EQ((uint64_t)(uintptr_t)detour_entry_target(e), sel);
+	const uint8_t *c = detour_tpl(e);
+	if (sel == (uint64_t)(uintptr_t)(c + (ukp_lean_tpl_sel - ukp_lean_tpl)))
 		return 1;
-	if (sel == (uint64_t)(uintptr_t)(e + (ukp_lean_tpl_bare - ukp_lean_tpl)))
+	if (sel == (uint64_t)(uintptr_t)(c + (ukp_lean_tpl_bare - ukp_lean_tpl)))
 		return 2;
 	if (sel == (uint64_t)(uintptr_t)(d + UKP_ARCH_R - 11))
 		return 0;

@@ -759,8 +759,8 @@ UKT_CASE(status_flags_put_back_only_where_live)
 			 * the flags' restore only where none is live */
 			uint8_t *e;
 			detour_header((unsigned long)kp.addr, &e);
-			const uint8_t *fb = e + (ukp_lean_tpl_fb - ukp_lean_tpl);
-			const uint8_t *bfb = e + (ukp_lean_tpl_bare_fb - ukp_lean_tpl);
+			const uint8_t *fb = detour_tpl(e) + (ukp_lean_tpl_fb - ukp_lean_tpl);
+			const uint8_t *bfb = detour_tpl(e) + (ukp_lean_tpl_bare_fb - ukp_lean_tpl);
 			if ((fb[0] == 0xeb) != tg[k].dead || (bfb[0] == 0xeb) != tg[k].dead)
 				UKT_FAIL("%s: the flags are %sput back", tg[k].name,
 					 tg[k].dead ? "" : "not ");

@@ -251,6 +251,7 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 {
 	unsigned long addr = r->addr;
 	size_t base = e->len, n = (size_t)(ukp_lean_tpl_end - ukp_lean_tpl);
+	_Static_assert(UKP_ARCH_JMP_LEN == 5, "the entry's jmp rel32");
 	long tls = tls_offset();
 	if (!fits32(tls)) {
 		e->err = -ERANGE;
@@ -296,13 +297,19 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	}
 }
 
-/* Where sel sends the detour's entry: one of its fast paths, or the call
- * of the trampoline */
+/* The offset of the template's copy: 8-aligned after the entry's jmp */
+static unsigned tpl_at(unsigned entry)
+{
+	return (entry + UKP_ARCH_JMP_LEN + 7) & ~7U;
+}
+
+/* Where the detour's entry goes: one of its fast paths, or the call of
+ * the trampoline */
 unsigned ukp_arch_detour_sel(unsigned entry, int sel)
 {
 	if (sel == UKP_SEL_BARE)
-		return entry + (unsigned)(ukp_lean_tpl_bare - ukp_lean_tpl);
-	return sel == UKP_SEL_LEAN ? entry + (unsigned)(ukp_lean_tpl_sel - ukp_lean_tpl) :
+		return tpl_at(entry) + (unsigned)(ukp_lean_tpl_bare - ukp_lean_tpl);
+	return sel == UKP_SEL_LEAN ? tpl_at(entry) + (unsigned)(ukp_lean_tpl_sel - ukp_lean_tpl) :
 	       UKP_ARCH_R - 11;
 }
 
@@ -412,15 +419,27 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 				map->idx[i] = (uint8_t)k;
 	}
 	if (!kret) {
-		/* the entry: the lean fast path's own copy (entry.S) */
-		while (e.len & 7)
+		/* the entry: a jmp straight to where sel says, its
+		 * displacement 4-aligned so that one store retargets it
+		 * (optimize.c); then the lean fast paths' own copy (entry.S),
+		 * whose first instruction, jmp *sel, stands for the same */
+		while ((at + e.len + 1) & 3)
 			put8(&e, 0xcc);
 		*entry = (unsigned)e.len;
+		put8(&e, 0xe9);
+		put32(&e, 0);
+		while (e.len & 7)
+			put8(&e, 0xcc);
+		if (!e.err && e.len != tpl_at(*entry))
+			return -EINVAL;
 		emit_lean_tpl(&e, r);
 		if (e.err)
 			return e.err;
-		uint64_t sel = at + ukp_arch_detour_sel(*entry, sel_mode);
+		unsigned to = ukp_arch_detour_sel(*entry, sel_mode);
+		uint64_t sel = at + to;
 		memcpy(buf + UKP_ARCH_SEL, &sel, 8);
+		int32_t rel = (int32_t)((long)to - (long)(*entry + UKP_ARCH_JMP_LEN));
+		memcpy(buf + *entry + 1, &rel, 4);
 	}
 	return (int)e.len;
 }
