@@ -550,8 +550,8 @@ bool ukp_opt_gpr_only_locked(unsigned long fn);
 bool ukp_opt_leaf_locked(unsigned long fn);
 /* ...and one the bare fast path may run (it never reads its regs) */
 bool ukp_opt_bare_locked(unsigned long fn);
-/* the end of the code of fn, a handler found bare, or 0 (signal-safe) */
-unsigned long ukp_opt_bare_end(unsigned long fn);
+/* is ip in the code of a handler found bare? (signal-safe) */
+bool ukp_opt_in_bare_code(unsigned long ip);
 /* a leaf: true, with the general registers it may write and read
  * (ukp_arch_code_leaf's masks) */
 bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads);

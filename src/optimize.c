@@ -336,11 +336,25 @@ bool ukp_opt_leaf_locked(unsigned long fn)
  * is its handler's only if it is in there (trap.c; a leaf runs no other
  * code), not in a program signal handler that interrupted it on its
  * stack, whose registers are not the probed code's.  Written under
- * ukp_lock, appended to only; read by signal handlers without a lock.
+ * ukp_lock; read by signal handlers without a lock: an entry's fn is 0
+ * while it is free, stored last (release) when it is taken, and
+ * cleared when its object goes (ukp_opt_objects_changed).
  */
 #define BARE_MAX 256
 static struct { _Atomic unsigned long fn, end; } bare_code[BARE_MAX];
 static _Atomic unsigned nbare;
+
+/* the code no longer there, or not where it was: the entry is free */
+static void bare_code_forget_gone_locked(void)
+{
+	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long fn = atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed), lo, hi;
+		if (fn && (fn_bounds(fn, &lo, &hi) || lo != fn ||
+			   hi != atomic_load_explicit(&bare_code[i].end, memory_order_relaxed)))
+			atomic_store_explicit(&bare_code[i].fn, 0, memory_order_relaxed);
+	}
+}
 
 /* A pre_handler the bare fast path may run (entry.S: ukp_lean_tpl_bare):
  * a leaf that never reads its regs argument (%rsi, in any way) and
@@ -353,26 +367,33 @@ bool ukp_opt_bare_locked(unsigned long fn)
 	if (!c || !c->ok || !c->leaf || (c->reads & UKP_GPR(UKP_RSI)) ||
 	    (c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP))))
 		return false;
-	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed);
-	for (unsigned i = 0; i < n; i++)
-		if (atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed) == fn)
+	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed), free = n;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long f = atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed);
+		if (f == fn)
 			return true;
+		if (!f && free == n)
+			free = i;
+	}
 	unsigned long lo, hi;
-	if (n == BARE_MAX || fn_bounds(fn, &lo, &hi) || lo != fn)
+	if (free == BARE_MAX || fn_bounds(fn, &lo, &hi) || lo != fn)
 		return false;
-	atomic_store_explicit(&bare_code[n].fn, fn, memory_order_relaxed);
-	atomic_store_explicit(&bare_code[n].end, hi, memory_order_relaxed);
-	atomic_store_explicit(&nbare, n + 1, memory_order_release);
+	atomic_store_explicit(&bare_code[free].end, hi, memory_order_relaxed);
+	atomic_store_explicit(&bare_code[free].fn, fn, memory_order_release);
+	if (free == n)
+		atomic_store_explicit(&nbare, n + 1, memory_order_release);
 	return true;
 }
 
-unsigned long ukp_opt_bare_end(unsigned long fn)
+bool ukp_opt_in_bare_code(unsigned long ip)
 {
 	unsigned n = atomic_load_explicit(&nbare, memory_order_acquire);
-	for (unsigned i = 0; i < n; i++)
-		if (atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed) == fn)
-			return atomic_load_explicit(&bare_code[i].end, memory_order_relaxed);
-	return 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long fn = atomic_load_explicit(&bare_code[i].fn, memory_order_acquire);
+		if (fn && ip >= fn && ip < atomic_load_explicit(&bare_code[i].end, memory_order_relaxed))
+			return true;
+	}
+	return false;
 }
 
 bool ukp_opt_leaf_regs_locked(unsigned long fn, uint16_t *writes, uint16_t *reads)
@@ -1417,6 +1438,7 @@ void ukp_opt_objects_changed(void)
 {
 	ukp_arch_opt_forget_if(object_dead);
 	ngprc = 0;
+	bare_code_forget_gone_locked();
 	for (struct desc_cache **pp = &descs; *pp;) {
 		struct desc_cache *c = *pp;
 		if (object_dead(c->d.key)) {

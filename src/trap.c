@@ -929,16 +929,19 @@ static bool fault_in_handler(const struct ukp_thread *t, const ucontext_t *uc)
 	return sp < top && top - sp <= HANDLER_STACK_MAX;
 }
 
-/* A bare hit's fault is its handler's only in the handler's own code
- * (optimize.c: a leaf runs no other): elsewhere below the hit's frame
- * it is a program signal handler's that interrupted it, whose registers
- * cannot complete pt_regs, and the program's as without the probe */
-static bool bare_own(const struct ukp_thread *t, unsigned long ip)
+/* A bare hit's fault is its handler's only in a bare handler's code
+ * (optimize.c: a leaf runs no other; which one does not matter, so a
+ * pre_handler swapped meanwhile changes nothing), or in a copy of one of
+ * its instructions (another probe on the handler: its slot or detour);
+ * elsewhere below the hit's frame it is a program signal handler's that
+ * interrupted the handler, whose registers cannot complete pt_regs, and
+ * the program's as without the probe */
+static bool bare_own(const struct ukp_thread *t, unsigned long ip, bool slot,
+		     const struct ukp_slot_hit *h)
 {
 	if (!(t->in_handler & IH_BARE))
 		return true;
-	unsigned long fn = (unsigned long)t->cur->pre_handler, end = ukp_opt_bare_end(fn);
-	return ip >= fn && ip < end;
+	return ukp_opt_in_bare_code(slot && !h->own ? h->orig_ip : ip);
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
@@ -962,7 +965,7 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	struct ukp_slot_hit h;
 	bool slot = ukp_slot_find(ip, &h);
 	struct ukp_thread *t = ukp_thread_peek();
-	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc) && bare_own(t, ip)) {
+	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc) && bare_own(t, ip, slot, &h)) {
 		struct kprobe *p = t->cur;
 		/* a bare fast path's pt_regs: whole before anything reads it */
 		if (t->in_handler & IH_BARE)

@@ -831,15 +831,25 @@ static void usedef(const ZydisDecodedInstruction *d, const ZydisDecodedOperand *
  * The status flags (CF PF AF ZF SF OF) as one: read if an instruction
  * tests any, dead before one that writes all six for certain.  Not a
  * shift or rotate (a count of 0 leaves them), not a rep string
- * instruction (rcx 0 runs none of it); a call neither reads nor writes
- * them here (IPA-RA could keep them live across a callee known not to
- * touch them), and a return reads them (the same for a caller).
+ * instruction (rcx 0 runs none of it), not a system call or software
+ * interrupt (the kernel gives the program its own flags back; Zydis
+ * describes the instruction alone).  A call and a return read them: a
+ * callee or a caller written by hand may use flags set on the other
+ * side (gcc never does; IPA-RA could keep them across a callee that
+ * leaves them alone), and code after an instruction that traps
+ * (int3, ud2, hlt) runs again if a signal handler returns to it.
  */
 #define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | \
 		      ZYDIS_CPUFLAG_ZF | ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
 
 static void flags_usedef(const ZydisDecodedInstruction *d, struct vm *use, struct vm *def)
 {
+	if (d->meta.category == ZYDIS_CATEGORY_CALL ||
+	    d->meta.category == ZYDIS_CATEGORY_SYSCALL ||
+	    d->meta.category == ZYDIS_CATEGORY_INTERRUPT) {
+		use->lo |= VM_FLAGS;
+		return;
+	}
 	const ZydisAccessedFlags *f = d->cpu_flags;
 	if (!f)
 		return;
@@ -858,7 +868,7 @@ static void flags_usedef(const ZydisDecodedInstruction *d, struct vm *use, struc
 	default:
 		break;
 	}
-	if (sure && d->meta.category != ZYDIS_CATEGORY_CALL)
+	if (sure)
 		def->lo |= VM_FLAGS;
 }
 
@@ -1043,7 +1053,8 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 			case K_FALL: case K_CALL: o = next; break;
 			case K_JCC: o = vm_or(next, live_at(f, n, e->target, all)); break;
 			case K_JMP: o = live_at(f, n, e->target, all); break;
-			case K_RET: case K_STOP: break;
+			case K_RET: break;
+			case K_STOP: o.lo = VM_FLAGS; break;	/* see flags_usedef */
 			case K_JIND:
 				if (e->jt < 0)
 					o = all;	/* tail call or unknown */

@@ -919,11 +919,14 @@ ukp_lean_tpl_list:
 	jne .Ltpl_rare			/* a handler moved sp */
 	test %eax, %eax
 	jnz .Ltpl_rare
+	testl $0x400, PT_FLAGS(%rsp)	/* a handler set DF in regs->flags */
+	jnz .Ltpl_rare
 	.globl ukp_lean_tpl_fb
 	.hidden ukp_lean_tpl_fb
 ukp_lean_tpl_fb:			/* status flags dead: a jmp over (relocate.c) */
-	STATUS_FLAGS_BACK PT_FLAGS	/* DF: clear on entry (or slow), and so
-					   after the handler (the ABI) */
+	STATUS_FLAGS_BACK PT_FLAGS	/* DF clear: on entry (else the slow
+					   way), after the handler (the ABI),
+					   in regs->flags (just tested) */
 	.globl ukp_lean_tpl_fb_end
 	.hidden ukp_lean_tpl_fb_end
 ukp_lean_tpl_fb_end:
@@ -1055,7 +1058,8 @@ ukp_lean_tpl_bare_tls2:
 	.globl ukp_lean_tpl_bare_fb
 	.hidden ukp_lean_tpl_bare_fb
 ukp_lean_tpl_bare_fb:			/* status flags dead: a jmp over */
-	STATUS_FLAGS_BACK PT_FLAGS	/* DF clear, as on the lean path */
+	STATUS_FLAGS_BACK PT_FLAGS	/* DF clear, as on the lean path (this
+					   handler cannot write regs) */
 	.globl ukp_lean_tpl_bare_fb_end
 	.hidden ukp_lean_tpl_bare_fb_end
 ukp_lean_tpl_bare_fb_end:
