@@ -253,7 +253,7 @@ void ukp_opt_analyse_locked(struct ukp_site *s)
  * trampoline, which saves none of that state (most of a detour's cost).
  * Cached; forgotten when objects go away (an address may be reused).
  */
-struct gpr_cache { unsigned long fn; bool ok, leaf; uint16_t writes, reads; };
+struct gpr_cache { unsigned long fn; bool ok, leaf, df; uint16_t writes, reads; };
 static struct gpr_cache *gprc;
 static size_t ngprc, capgprc;
 
@@ -298,14 +298,15 @@ static const struct ukp_code_env code_env = { fn_bounds, slot_read_only };
 
 static const struct gpr_cache *handler_facts_locked(unsigned long fn)
 {
-	static const struct gpr_cache oom = { 0, false, false, 0xffff, 0xffff };
+	static const struct gpr_cache oom = { 0, false, false, true, 0xffff, 0xffff };
 	for (size_t i = 0; i < ngprc; i++)
 		if (gprc[i].fn == fn)
 			return &gprc[i];
 	char why[112];
 	bool ok = ukp_arch_code_gpr_only(fn, &code_env, why, sizeof(why)) == 0;
 	uint16_t writes = 0xffff, reads = 0xffff;
-	bool leaf = ukp_arch_code_leaf(fn, &code_env, &writes, &reads) == 0;
+	bool df = true;
+	bool leaf = ukp_arch_code_leaf(fn, &code_env, &writes, &reads, &df) == 0;
 	if (verbose() >= 2)
 		ukp_log("handler at %#lx: %s%s", fn, ok ? "leaves vector state alone" : why,
 			leaf ? ", a leaf" : "");
@@ -317,7 +318,7 @@ static const struct gpr_cache *handler_facts_locked(unsigned long fn)
 		gprc = nv;
 		capgprc = nc;
 	}
-	gprc[ngprc] = (struct gpr_cache){ fn, ok, leaf, writes, reads };
+	gprc[ngprc] = (struct gpr_cache){ fn, ok, leaf, df, writes, reads };
 	return &gprc[ngprc++];
 }
 
@@ -357,14 +358,15 @@ static void bare_code_forget_gone_locked(void)
 }
 
 /* A pre_handler the bare fast path may run (entry.S: ukp_lean_tpl_bare):
- * a leaf that never reads its regs argument (%rsi, in any way) and
- * writes only registers that path saves (the stack pointer aside: a leaf
- * that returns has balanced it); its code is recorded (BARE_MAX of them:
- * after that, the lean path) */
+ * a leaf that never reads its regs argument (%rsi, in any way), writes
+ * only registers that path saves (the stack pointer aside: a leaf that
+ * returns has balanced it) and neither reads nor writes the direction
+ * flag (so that path neither tests nor restores it); its code is
+ * recorded (BARE_MAX of them: after that, the lean path) */
 bool ukp_opt_bare_locked(unsigned long fn)
 {
 	const struct gpr_cache *c = fn ? handler_facts_locked(fn) : NULL;
-	if (!c || !c->ok || !c->leaf || (c->reads & UKP_GPR(UKP_RSI)) ||
+	if (!c || !c->ok || !c->leaf || c->df || (c->reads & UKP_GPR(UKP_RSI)) ||
 	    (c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP))))
 		return false;
 	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed), free = n;

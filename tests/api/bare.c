@@ -18,6 +18,9 @@
  *                         DF in regs->flags: the probed code gets it, on
  *                         the lean fast path too, where flags are live
  *                         and where they are dead
+ *   df_set_at_a_bare_probe_kept    DF and every status flag set (or all
+ *                         clear but DF) across a bare handler's probe:
+ *                         the bare path neither tests nor restores DF
  *   bare_handler_fault_after_pre_handler_swap   a bare handler that
  *                         swaps its probe's pre_handler and faults: its
  *                         fault_handler takes the fault
@@ -354,5 +357,31 @@ UKT_CASE(flags_across_program_ud2_kept)
 	UKT_EXPECT_OPTIMIZED(&kp);
 	UKT_EQ(r_ud2(), 1);
 	UKT_EQ(ills, 3);
+	unregister_kprobe(&kp);
+}
+
+/* ---- 9: DF set at the probe, a bare handler (which never uses DF) ---- */
+unsigned long r_std(long set);
+__asm__(".text\n.p2align 4\n.globl r_std\n.type r_std,@function\n"
+	"r_std: std\n test $1,%edi\n jz 1f\n"
+	" mov $0x7f,%cl\n add $1,%cl\n mov $0xd7,%ah\n sahf\n jmp 2f\n"
+	"1: xor %ecx,%ecx\n add $0,%cl\n mov $0x02,%ah\n sahf\n"
+	"2:\n.globl r_std_probe\nr_std_probe: nopl 0x0(%rax,%rax,1)\n"
+	" pushfq\n pop %rax\n cld\n ret\n.size r_std,.-r_std\n");
+
+UKT_CASE(df_set_at_a_bare_probe_kept)
+{
+	struct kprobe kp = { .addr = (void *)ukt_label("r_std_probe"), .pre_handler = clobber_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	long h0 = hits;
+	for (long i = 0; i < 20; i++) {
+		unsigned long f = r_std(i & 1) & 0xcd5;	/* OF DF SF ZF AF PF CF */
+		if (f != (i & 1 ? 0xcd5UL : 0x400UL))
+			UKT_FAIL("flags %#lx after the probe, %#lx before", f,
+				 i & 1 ? 0xcd5UL : 0x400UL);
+	}
+	UKT_EQ(hits - h0, 20);
 	unregister_kprobe(&kp);
 }

@@ -1818,6 +1818,8 @@ static void prog_sees_and_changes(int sig, siginfo_t *si, void *ctx)
 		seen_bad |= 1UL << 15;
 	if ((unsigned long)uc->uc_mcontext.gregs[REG_RSP] != o_regs_sp)
 		seen_bad |= 1UL << 16;
+	if (!(uc->uc_mcontext.gregs[REG_EFL] & 1))	/* CF, set before the probe */
+		seen_bad |= 1UL << 17;
 	uc->uc_mcontext.gregs[REG_RAX] = (greg_t)V_OUT(0);
 	uc->uc_mcontext.gregs[REG_RDX] = (greg_t)V_OUT(3);
 	uc->uc_mcontext.gregs[REG_R13] = (greg_t)V_OUT(12);

@@ -99,6 +99,15 @@ static int bare_pre(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
+/* the same clearing DF: not bare (that path leaves DF alone) */
+static int cld_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("cld" ::: "cc");
+	hits++;
+	return 0;
+}
+
 static int getpid_pre(struct kprobe *p, struct pt_regs *r)
 {
 	(void)p; (void)r;
@@ -558,6 +567,7 @@ UKT_CASE(leaf_handler_runs_from_the_leaf_trampoline)
 	} hs[] = {
 		{ "lean_pre (a leaf)", lean_pre, 2, ukp_opt_tramp_lean_leaf, 1, 1 },
 		{ "bare_pre (a leaf, no regs)", bare_pre, 2, ukp_opt_tramp_lean_leaf, 2, 1 },
+		{ "cld_pre (a leaf, no regs, writes DF)", cld_pre, 2, ukp_opt_tramp_lean_leaf, 1, 1 },
 		{ "getpid_pre (calls libc)", getpid_pre, 1, ukp_opt_tramp_lean, 1, 1 },
 		{ "errno_pre (writes errno)", errno_pre, 1, ukp_opt_tramp_lean, 1, 0 },
 		{ "sys_pre (a failing system call)", sys_pre, 1, ukp_opt_tramp_lean, 1, 1 },

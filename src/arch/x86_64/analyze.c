@@ -1418,11 +1418,12 @@ static uint16_t gpr_bit(ZydisRegister r)
 }
 
 int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
-		       uint16_t *writes, uint16_t *reads)
+		       uint16_t *writes, uint16_t *reads, bool *df)
 {
 	unsigned long lo, hi;
 	int ok = -EDOM;
 	uint16_t w = 0, r = 0;
+	bool dfu = false;
 
 	dec_init();
 	if (env->bounds(fn, &lo, &hi) || fn != lo)
@@ -1471,6 +1472,10 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 			}
 			mark[t - lo] |= 2;
 		}
+		const ZydisAccessedFlags *cf = d->cpu_flags;
+		if (cf && ((cf->tested | cf->modified | cf->set_0 | cf->set_1 | cf->undefined) &
+			   ZYDIS_CPUFLAG_DF))
+			dfu = true;
 		bool tls_store = false;
 		/* every operand, the implicit ones too (mul's rdx, movs's
 		 * rsi and rdi, cpuid's four...) */
@@ -1502,6 +1507,8 @@ int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
 			*writes = w;
 		if (reads)
 			*reads = r;
+		if (df)
+			*df = dfu;
 	}
 	free(code);
 	free(mark);

@@ -230,9 +230,11 @@ int ukp_arch_code_gpr_only(unsigned long fn, const struct ukp_code_env *env,
 /* a leaf that cannot change errno (no call, system call or TLS store): 0;
  * then *writes and *reads (if not NULL) have bit n set for every general
  * register n (x86 numbering: rax 0, rcx 1, rdx 2 ... r15 15) that one of
- * its instructions may write, or read (as an operand or in an address) */
+ * its instructions may write, or read (as an operand or in an address),
+ * and *df (if not NULL) whether one reads or writes the direction flag
+ * (a string instruction, pushf, std, cld, popf) */
 int ukp_arch_code_leaf(unsigned long fn, const struct ukp_code_env *env,
-		       uint16_t *writes, uint16_t *reads);
+		       uint16_t *writes, uint16_t *reads, bool *df);
 #define UKP_GPR(n) ((uint16_t)(1u << (n)))
 enum { UKP_RAX, UKP_RCX, UKP_RDX, UKP_RBX, UKP_RSP, UKP_RBP, UKP_RSI, UKP_RDI,
        UKP_R8, UKP_R9, UKP_R10, UKP_R11 };

@@ -75,7 +75,7 @@ void ukp_arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc)
 }
 
 /* pt_regs of a bare fast path's hit made whole (entry.S: it saved the
- * flags, rax, rcx, rdi and r11 only: UKP_ARCH_BARE_SAVED), from the
+ * status flags, rax, rcx, rdi and r11 only: UKP_ARCH_BARE_SAVED), from the
  * context of a fault in its handler's own code: neither that path nor
  * the handler writes any other general register, so the others still
  * hold the probed code's values; and R above it, where the trampolines'
@@ -91,6 +91,10 @@ void ukp_arch_bare_fill(struct pt_regs *regs, const ucontext_t *uc)
 	regs->r12 = G(R12); regs->bp = G(RBP); regs->bx = G(RBX);
 	regs->r10 = G(R10); regs->r9 = G(R9);
 	regs->r8 = G(R8); regs->dx = G(RDX); regs->si = G(RSI);
+	/* the status flags from the path's word (al OF, ah SF ZF AF PF CF,
+	 * entry.S: BARE_SAVE), the others (DF, IF...) untouched since */
+	unsigned long fw = regs->flags & 0xffff;
+	regs->flags = ((unsigned long)G(EFL) & ~0x8d5UL) | ((fw >> 8) & 0xd5) | (fw & 1 ? 0x800 : 0);
 	regs->orig_ax = (unsigned long)-1;
 	regs->ip = addr;
 	regs->sp = (unsigned long)regs + sizeof(*regs) + 8 + 128;
