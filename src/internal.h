@@ -541,6 +541,8 @@ void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr);
 void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s);
 void ukp_opt_unoptimize_locked(struct ukp_unopt *u);
 void ukp_opt_update_locked(unsigned long addr);
+/* fn(s) for every site (under ukp_lock, or single-threaded) */
+void ukp_sites_each_locked(void (*fn)(struct ukp_site *));
 /* s->probes changed: the detour's copy of it (arch.h) follows */
 void ukp_opt_list_published_locked(struct ukp_site *s);
 void ukp_opt_analyse_locked(struct ukp_site *s);	/* before arming it */

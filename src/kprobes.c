@@ -175,6 +175,16 @@ static void map_del(struct map *m, unsigned long key)
 }
 
 static struct map sites;	/* addr -> struct ukp_site */
+
+void ukp_sites_each_locked(void (*fn)(struct ukp_site *))
+{
+	struct tab *t = atomic_load_explicit(&sites.t, memory_order_acquire);
+	for (size_t i = 0; t && i <= t->mask; i++) {
+		struct ukp_site *s = atomic_load_explicit(&t->e[i].val, memory_order_acquire);
+		if (atomic_load_explicit(&t->e[i].key, memory_order_acquire) > TOMB && s)
+			fn(s);
+	}
+}
 static struct map recs;		/* struct kprobe * -> struct rec */
 static struct map patched;	/* 64-byte blocks we ever wrote code in */
 

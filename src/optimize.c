@@ -369,6 +369,11 @@ bool ukp_opt_bare_locked(unsigned long fn)
 	if (!c || !c->ok || !c->leaf || c->df || (c->reads & UKP_GPR(UKP_RSI)) ||
 	    (c->writes & ~(UKP_ARCH_BARE_SAVED | UKP_GPR(UKP_RSP))))
 		return false;
+	/* an ftrace site in it: a hook there runs C code, which wants DF
+	 * clear, and the bare path leaves DF as the probe point had it */
+	unsigned long flo, fhi;
+	if (fn_bounds(fn, &flo, &fhi) || ukp_ftrace_overlaps(flo, fhi))
+		return false;
 	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed), free = n;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned long f = atomic_load_explicit(&bare_code[i].fn, memory_order_relaxed);
@@ -458,7 +463,7 @@ static int sel_mode_locked(const struct ukp_site *s)
  * which checks the list for itself, as ftrace retargets its stubs) */
 static void sel_set_locked(const struct ukp_opt *o, int mode)
 {
-	if (o->kret)
+	if (o->kret || ukp_slot_is_shared(o->detour))	/* the parent's code */
 		return;
 	unsigned to = ukp_arch_detour_sel(o->entry, mode);
 	ukp_slot_set_word(o->detour + UKP_ARCH_SEL, (uint64_t)(uintptr_t)o->detour + to);
@@ -496,7 +501,7 @@ void ukp_opt_list_published_locked(struct ukp_site *s)
  * to save everything). */
 static void tramp_refresh_locked(struct ukp_site *s)
 {
-	if (s && s->opt && s->opt->detour) {
+	if (s && s->opt && s->opt->detour && !ukp_slot_is_shared(s->opt->detour)) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s, s->opt->kret));
 		sel_set_locked(s->opt, sel_mode_locked(s));
 	}
@@ -1356,8 +1361,19 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* A fork child's copy of the slot memory (slots.c) was taken after the
+ * parent let go of the lock: a list, trampoline or entry the parent
+ * switched meanwhile is in it.  Each detour's words and entry again from
+ * this process's own sites. */
+static void fork_child_detour(struct ukp_site *s)
+{
+	ukp_opt_list_published_locked(s);
+	tramp_refresh_locked(s);
+}
+
 static void fork_child(void)
 {
+	ukp_sites_each_locked(fork_child_detour);
 	/* the optimizer thread stayed in the parent; the next call starts one */
 	thread_running = false;
 	pthread_cond_init(&opt_cv, NULL);

@@ -18,6 +18,8 @@
  *                         DF in regs->flags: the probed code gets it, on
  *                         the lean fast path too, where flags are live
  *                         and where they are dead
+ *   xmm_live_past_program_ud2_kept xmm0 live across the probe and a ud2
+ *                         the program's SIGILL handler steps over: kept
  *   df_set_at_a_bare_probe_kept    DF and every status flag set (or all
  *                         clear but DF) across a bare handler's probe:
  *                         the bare path neither tests nor restores DF
@@ -383,5 +385,41 @@ UKT_CASE(df_set_at_a_bare_probe_kept)
 				 i & 1 ? 0xcd5UL : 0x400UL);
 	}
 	UKT_EQ(hits - h0, 20);
+	unregister_kprobe(&kp);
+}
+
+/* ---- 10: a vector register live past a ud2 the program steps over ---- */
+void r_xud2(double *out);
+__asm__(".text\n.p2align 4\n.globl r_xud2\n.type r_xud2,@function\n"
+	"r_xud2: mov $0x4045000000000000,%rax\n movq %rax,%xmm0\n"	/* 42.0 */
+	".globl r_xud2_probe\nr_xud2_probe: nopl 0x0(%rax,%rax,1)\n"
+	" ud2\n movsd %xmm0,(%rdi)\n ret\n.size r_xud2,.-r_xud2\n");
+
+/* a handler that writes xmm0 (not lean: the detour saves what is live) */
+static int xmm_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	__asm__ volatile("pxor %%xmm0, %%xmm0" ::: "xmm0");
+	hits++;
+	return 0;
+}
+
+UKT_CASE(xmm_live_past_program_ud2_kept)
+{
+	ukt_install_handler(SIGILL, over_ud2);
+	double d = 0;
+	r_xud2(&d);
+	UKT_ASSERT(d == 42.0);
+	struct kprobe kp = { .addr = (void *)ukt_label("r_xud2_probe"), .pre_handler = xmm_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	long h0 = hits;
+	for (int i = 0; i < 5; i++) {
+		d = 0;
+		r_xud2(&d);
+		UKT_ASSERT(d == 42.0);
+	}
+	UKT_EQ(hits - h0, 5);
 	unregister_kprobe(&kp);
 }

@@ -46,8 +46,8 @@ static __attribute__((noinline, unused)) const uint8_t *detour_sel_word(const ui
  * to the detour's entry; the detour's header holds the site's probe list
  * (a copy of site->probes, which must never lag behind it), the site and
  * the trampoline its probes need (arch.h, UKP_ARCH_HDR_*): after the sel
- * word at the detour's start, with the entry (jmp *sel, then the
- * detour's own copy of the lean fast path) after the relocated region,
+ * word at the detour's start, with the entry (a jmp where sel says, then
+ * the detour's own copy of the fast paths) after the relocated region,
  * or in the return probes' variant (lea, push r11, jmp over it) the 24
  * bytes after its first 16.  Checks the site and list words.
  */

@@ -49,6 +49,15 @@
  *                         is read after the probe the detour puts them
  *                         back, where a compare writes them all first it
  *                         jumps over that, and both give the right answer
+ *   shared_fork_child_leaves_the_parents_detour_alone   a fork child
+ *                         that cannot copy the slot memory unregisters
+ *                         its probe: the parent's detour still goes to
+ *                         its bare path
+ *   fork_child_detour_words_are_its_own   200 forks while another
+ *                         thread registers and unregisters a second
+ *                         probe there: each child's detour names the
+ *                         child's own list (the copy is made after the
+ *                         parent lets go of the lock)
  *   post_handlers_lean_or_not   a list whose post_handlers (and their
  *                         probes' fault_handlers) keep to the general
  *                         registers says so (the post trampoline saves
@@ -74,7 +83,9 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
 #include "ukt.h"
@@ -784,4 +795,95 @@ UKT_CASE(status_flags_put_back_only_where_live)
 			unregister_kprobe(&kp);
 		}
 	}
+}
+
+/* ---- fork children and the detours' words ---- */
+long u_fork(long x);
+__asm__(".text\n.p2align 4\n.globl u_fork\n.type u_fork,@function\n"
+	"u_fork: nopl 0x0(%rax,%rax,1)\n lea 1(%rdi),%rax\n ret\n.size u_fork,.-u_fork\n");
+
+UKT_CASE(shared_fork_child_leaves_the_parents_detour_alone)
+{
+	long (*volatile fn)(long) = u_fork;
+	struct kprobe kp = { .addr = (void *)u_fork, .pre_handler = bare_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_EQ(fn(1), 2);
+	UKT_EQ(detour_sel_fast((unsigned long)u_fork), 2);
+	/* no descriptor left for the child's own slot memory: it shares */
+	struct rlimit old, rl;
+	UKT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = 64;
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	int fds[64], n = 0;
+	while (n < 64 && (fds[n] = dup(2)) >= 0)
+		n++;
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		unregister_kprobe(&kp);	/* this process's list only */
+		_exit(0);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	UKT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+	int st;
+	UKT_EQ(waitpid(pid, &st, 0), pid);
+	UKT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	long h0 = hits;
+	UKT_EQ(fn(1), 2);
+	UKT_EQ(hits - h0, 1);
+	UKT_EQ(detour_sel_fast((unsigned long)u_fork), 2);	/* as the parent left it */
+	unregister_kprobe(&kp);
+}
+
+static atomic_int churn_stop;
+static void *churn(void *a)
+{
+	(void)a;
+	static struct kprobe k2;
+	while (!atomic_load(&churn_stop)) {
+		memset(&k2, 0, sizeof(k2));
+		k2.addr = (void *)u_fork;
+		k2.pre_handler = bare_pre;
+		if (register_kprobe(&k2) == 0)
+			unregister_kprobe(&k2);
+	}
+	return NULL;
+}
+
+UKT_CASE(fork_child_detour_words_are_its_own)
+{
+	struct kprobe kp = { .addr = (void *)u_fork, .pre_handler = bare_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(kp.flags & KPROBE_FLAG_OPTIMIZED);
+	const uint8_t *h = ukp_opt_detour_header((unsigned long)u_fork);
+	UKT_ASSERT(h);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, churn, NULL), 0);
+	int bad = 0, n;
+	for (n = 0; n < 200 && !bad; n++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			/* the parent changes the list meanwhile: this process's
+			 * copy of the detour must name this process's list */
+			uint64_t w;
+			memcpy(&w, h + UKP_ARCH_HDR_LIST, 8);
+			struct ukp_site *s = ukp_site_lookup((unsigned long)u_fork);
+			_exit(w == (uint64_t)(uintptr_t)atomic_load(&s->probes) ? 0 : 1);
+		}
+		int st;
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad = 1;
+	}
+	atomic_store(&churn_stop, 1);
+	pthread_join(th, NULL);
+	unregister_kprobe(&kp);
+	if (bad)
+		UKT_FAIL("fork %d: the child's detour list word is not its site's list", n);
 }

@@ -1054,7 +1054,8 @@ static bool liveness_compute(const struct objscan *os, unsigned long lo, unsigne
 			case K_JCC: o = vm_or(next, live_at(f, n, e->target, all)); break;
 			case K_JMP: o = live_at(f, n, e->target, all); break;
 			case K_RET: break;
-			case K_STOP: o.lo = VM_FLAGS; break;	/* see flags_usedef */
+			case K_STOP: o = all; break;	/* a program handler may resume
+							   after it (flags_usedef) */
 			case K_JIND:
 				if (e->jt < 0)
 					o = all;	/* tail call or unknown */

@@ -156,13 +156,14 @@ struct ukp_copy_map {
 /*
  * The detour: { .quad sel; .quad list; .quad site; .quad trampoline;
  * lea -128(%rsp),%rsp; call *-19(%rip); R: <relocated region>;
- * jmp addr+len; entry: jmp *sel; the rest of the detour's own copy of
- * the lean fast path (entry.S, ukp_lean_tpl) }.  Returns its length;
- * *entry is the offset the jump targets, *copy the offset of the
- * relocated region (where a hit that trapped resumes).  sel (fast: the
- * site's list is one lean probe; ukp_arch_detour_sel) goes on to the
- * fast path, which runs that probe's pre_handler with no call into
- * ukprobes, or to the call of the trampoline.  The trampoline finds the
+ * jmp addr+len; entry: jmp rel32 to where sel says (its displacement
+ * 4-aligned: retargeted by one store); 8-aligned, the detour's own copy
+ * of the fast paths (entry.S, ukp_lean_tpl, which begins with jmp *sel)
+ * }.  Returns its length; *entry is the offset the jump targets, *copy
+ * the offset of the relocated region (where a hit that trapped resumes).
+ * sel (the site's list is one lean or bare probe: ukp_arch_detour_sel)
+ * says the lean or bare fast path, which runs that probe's pre_handler
+ * with no call into ukprobes, or the call of the trampoline.  The trampoline finds the
  * site at R - 27 and the site's probe list at R - 35: a copy of
  * site->probes that optimize.c keeps in step (written with it, before any
  * grace period), so the hit path reads the list one load sooner than

@@ -167,10 +167,10 @@ ukp_post_trampoline_end:
  *	D+32:	lea -128(%rsp),%rsp		(step over the red zone)
  *	D+37:	call *D+24(%rip)
  *	D+43:	<relocated region> ; jmp back	(R: the pushed return address)
- *	entry:	jmp *D(%rip) ; <the detour's own lean fast path>
+ *	entry:	jmp <where sel says> ; <the detour's own fast paths>
  *
- * sel sends the entry to the lean fast path's copy (ukp_lean_tpl, below)
- * or to D+32.  list is the site's probe list (arch.h: a copy kept in step
+ * sel (and the entry's jmp, kept in step) says the lean or bare fast
+ * path's copy (ukp_lean_tpl, below) or D+32.  list is the site's probe list (arch.h: a copy kept in step
  * with site->probes, one load nearer than through the site).
  *
  * (A return probe's variant has no sel and a few instructions more
@@ -847,7 +847,8 @@ ukp_opt_exit_rare:
  *	0:  .quad sel, list, site, trampoline
  *	32: lea -128(%rsp),%rsp; call *-19(%rip)	(the trampolines' way)
  *	43: R: <relocated region>; jmp addr+len
- *	    (8-aligned) entry: the copy of this template
+ *	    entry: jmp rel32 (to sel's target)
+ *	    (8-aligned) the copy of this template
  *
  * The entry jumps through sel: to the fast path below while the site's
  * list is one lean probe (optimize.c switches it with the list), else
