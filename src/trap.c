@@ -965,7 +965,10 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	struct ukp_slot_hit h;
 	bool slot = ukp_slot_find(ip, &h);
 	struct ukp_thread *t = ukp_thread_peek();
-	if (t && t->cur && !t->in_fault && fault_in_handler(t, uc) && bare_own(t, ip, slot, &h)) {
+	/* a fault: one the CPU raised (a signal sent by kill or a thread is
+	 * not a handler's fault, whatever it interrupted) */
+	if (t && t->cur && !t->in_fault && si->si_code > 0 && fault_in_handler(t, uc) &&
+	    bare_own(t, ip, slot, &h)) {
 		struct kprobe *p = t->cur;
 		/* a bare fast path's pt_regs: whole before anything reads it */
 		if (t->in_handler & IH_BARE)
@@ -1005,10 +1008,16 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 		 * detour's own fast path (h.own) faults only there too: the
 		 * program's fault, retried where it happened, never moved to
 		 * the probe point as a fault of a probed instruction's copy */
+		/* (a bare hit's faults are told apart by where they are,
+		 * bare_own: cur stays, so a program handler that longjmps
+		 * within itself cannot leave the hit without it) */
 		struct kprobe *cur = t->cur;
-		t->cur = NULL;
+		bool bare = t->in_handler & IH_BARE;
+		if (!bare)
+			t->cur = NULL;
 		chain(sig, si, uc);
-		t->cur = cur;
+		if (!bare)
+			t->cur = cur;
 	} else {
 		chain(sig, si, uc);
 	}

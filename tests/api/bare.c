@@ -30,6 +30,14 @@
  *                         faulting instruction of a bare handler runs out
  *                         of line in another probe's detour: still the
  *                         handler's fault
+ *   handler_fault_after_a_program_fault_in_the_hit_is_the_handlers   a
+ *                         SIGALRM handler interrupting a bare handler
+ *                         faults and its SIGSEGV handler longjmps back into
+ *                         it; then the bare handler faults: that one is
+ *                         its fault_handler's
+ *   sigsegv_sent_during_a_bare_handler_is_the_programs   another thread
+ *                         sends SIGSEGV while a bare handler runs: the
+ *                         program's handler gets it, the handler finishes
  *   bare_handler_reloaded_at_same_address   a bare handler's object
  *                         unloaded, another loaded at the same address
  *                         whose handler is longer and faults past the
@@ -37,6 +45,7 @@
  */
 #include "ukt.h"
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -421,5 +430,126 @@ UKT_CASE(xmm_live_past_program_ud2_kept)
 		UKT_ASSERT(d == 42.0);
 	}
 	UKT_EQ(hits - h0, 5);
+	unregister_kprobe(&kp);
+}
+
+/* ---- 11: the program's fault inside a bare hit, then the handler's own ---- */
+unsigned long r_plain(void);
+__asm__(".text\n.p2align 4\n.globl r_plain\n.type r_plain,@function\n"
+	"r_plain: nopl 0x0(%rax,%rax,1)\n mov $7,%eax\n ret\n.size r_plain,.-r_plain\n");
+
+static volatile int alarm_in, in_bare, alarm_inside;
+static volatile long good_long;
+static volatile long *volatile late_bad = &good_long;
+static volatile long *volatile alarm_bad = (long *)0x28;
+static sigjmp_buf alarm_jb;
+
+/* spins until the alarm came, then reads through late_bad (a fault when
+ * it is bad); rax alone, so bare */
+static int alarm_then_fault_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	in_bare = 1;
+	while (!alarm_in)
+		__asm__ volatile("pause");
+	in_bare = 0;
+	hits++;
+	return (int)*late_bad;
+}
+
+static void alarm_faults(int sig)
+{
+	(void)sig;
+	alarm_inside += in_bare;
+	alarm_in = 1;
+	if (!sigsetjmp(alarm_jb, 1))
+		*alarm_bad = 1;			/* the program's own fault */
+}
+
+static void segv_back(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)si; (void)ctx;
+	prog_segv++;
+	siglongjmp(alarm_jb, 1);
+}
+
+UKT_CASE(handler_fault_after_a_program_fault_in_the_hit_is_the_handlers)
+{
+	UKT_EQ(ukt_on_signal(SIGALRM, alarm_faults, 0), 0);
+	ukt_install_handler(SIGSEGV, segv_back);
+	struct kprobe kp = { .addr = (void *)r_plain, .pre_handler = alarm_then_fault_pre,
+			     .fault_handler = fault_take };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	alarm_in = 1;
+	UKT_EQ(r_plain(), 7);		/* this thread's block made */
+	long h0 = hits, f0 = faults;
+	for (int i = 0; i < 3; i++) {
+		alarm_in = 0;
+		prog_segv = 0;
+		late_bad = (long *)0x18;
+		ualarm(10000, 0);
+		UKT_EQ(r_plain(), 7);
+		UKT_EQ(prog_segv, 1);	/* the alarm handler's fault: the program's */
+	}
+	late_bad = &good_long;
+	UKT_EQ(alarm_inside, 3);	/* each alarm came inside the handler */
+	UKT_EQ(hits - h0, 3);
+	UKT_EQ(faults - f0, 3);		/* each handler's fault: its fault_handler's */
+	unregister_kprobe(&kp);
+}
+
+/* ---- 12: a SIGSEGV another thread sends while a bare handler runs ---- */
+static volatile int segv_sent_seen;
+static pthread_t main_thread;
+
+static int waits_for_segv_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	in_bare = 1;
+	while (!segv_sent_seen)
+		__asm__ volatile("pause");
+	in_bare = 0;
+	hits++;
+	return 0;
+}
+
+static void segv_sent(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig; (void)ctx;
+	if (si->si_code == SI_TKILL && in_bare)
+		segv_sent_seen = 1;
+}
+
+static void *send_segv(void *a)
+{
+	(void)a;
+	while (!in_bare)
+		__asm__ volatile("pause");
+	pthread_kill(main_thread, SIGSEGV);
+	return NULL;
+}
+
+UKT_CASE(sigsegv_sent_during_a_bare_handler_is_the_programs)
+{
+	ukt_install_handler(SIGSEGV, segv_sent);
+	main_thread = pthread_self();
+	struct kprobe kp = { .addr = (void *)r_plain, .pre_handler = waits_for_segv_pre,
+			     .fault_handler = fault_take };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	segv_sent_seen = 1;
+	UKT_EQ(r_plain(), 7);		/* this thread's block made */
+	long h0 = hits, f0 = faults;
+	segv_sent_seen = 0;
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, send_segv, NULL), 0);
+	UKT_EQ(r_plain(), 7);
+	pthread_join(th, NULL);
+	UKT_EQ(segv_sent_seen, 1);	/* the program's handler had it */
+	UKT_EQ(hits - h0, 1);		/* the handler finished */
+	UKT_EQ(faults - f0, 0);		/* not the handler's fault */
 	unregister_kprobe(&kp);
 }
