@@ -371,8 +371,8 @@ bool ukp_opt_bare_locked(unsigned long fn)
 		return false;
 	/* an ftrace site in it: a hook there runs C code, which wants DF
 	 * clear, and the bare path leaves DF as the probe point had it */
-	unsigned long flo, fhi;
-	if (fn_bounds(fn, &flo, &fhi) || ukp_ftrace_overlaps(flo, fhi))
+	unsigned long lo, hi;
+	if (fn_bounds(fn, &lo, &hi) || lo != fn || ukp_ftrace_overlaps(lo, hi))
 		return false;
 	unsigned n = atomic_load_explicit(&nbare, memory_order_relaxed), free = n;
 	for (unsigned i = 0; i < n; i++) {
@@ -382,8 +382,7 @@ bool ukp_opt_bare_locked(unsigned long fn)
 		if (!f && free == n)
 			free = i;
 	}
-	unsigned long lo, hi;
-	if (free == BARE_MAX || fn_bounds(fn, &lo, &hi) || lo != fn)
+	if (free == BARE_MAX)
 		return false;
 	atomic_store_explicit(&bare_code[free].end, hi, memory_order_relaxed);
 	atomic_store_explicit(&bare_code[free].fn, fn, memory_order_release);

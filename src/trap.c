@@ -975,9 +975,10 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 			ukp_arch_bare_fill(t->cur_regs, uc);
 		/* a lean hit whose one handler is a leaf (a bare one among
 		 * them): errno is the hit's (a leaf cannot change it), and
-		 * neither ukp_opt_tramp_lean_leaf nor the bare path recorded it; a leaf return handler's hit did not either
-		 * (kret_errp NULL): a program handler that the fault reaches
-		 * and that returns must not leave its errno behind */
+		 * neither ukp_opt_tramp_lean_leaf nor the bare path recorded
+		 * it; a leaf return handler's hit did not either (kret_errp
+		 * NULL): a program handler that the fault reaches and that
+		 * returns must not leave its errno behind */
 		if (!t->cur_jb && !t->lean_kret &&
 		    ((t->in_handler & IH_BARE) || (t->lean_list && t->lean_list->lean1 == 2)))
 			t->lean_errno = saved_errno;

@@ -222,12 +222,30 @@ static long tls_offset(void)
 	return (long)((unsigned long)&ukp_self - tp);
 }
 
+/* n bytes of v into the field of the copy at base that ends at the
+ * template's label at */
+static void tpl_put(struct emit *e, size_t base, const char *at, const void *v, size_t n)
+{
+	memcpy(e->buf + base + (size_t)(at - ukp_lean_tpl) - n, v, n);
+}
+
 /* A disp32 ending at the template's label at: to the detour's byte to */
 static void tpl_rel(struct emit *e, size_t base, const char *at, size_t to)
 {
-	size_t end = base + (size_t)(at - ukp_lean_tpl);
-	int32_t rel = (int32_t)((long)to - (long)end);
-	memcpy(e->buf + end - 4, &rel, 4);
+	int32_t rel = (int32_t)((long)to - (long)(base + (size_t)(at - ukp_lean_tpl)));
+	tpl_put(e, base, at, &rel, 4);
+}
+
+/* A disp32 ending at the template's label at: to the absolute address to */
+static void tpl_abs(struct emit *e, size_t base, const char *at, unsigned long to)
+{
+	long rel = (long)(to - (e->at + base + (size_t)(at - ukp_lean_tpl)));
+	if (!fits32(rel)) {
+		e->err = -ERANGE;
+		return;
+	}
+	int32_t v = (int32_t)rel;
+	tpl_put(e, base, at, &v, 4);
 }
 
 /* A short jmp over [from, to) of the copy at base: what it skips is not
@@ -260,20 +278,15 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	put(e, ukp_lean_tpl, n);
 	if (e->err)
 		return;
-	long rel = (long)(addr - (e->at + base + (size_t)(ukp_lean_tpl_addr - ukp_lean_tpl)));
-	if (!fits32(rel)) {
-		e->err = -ERANGE;
-		return;
-	}
-	int32_t v = (int32_t)rel;
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_addr - ukp_lean_tpl) - 4, &v, 4);
-	v = (int32_t)tls;
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_tls - ukp_lean_tpl) - 4, &v, 4);
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_tls - ukp_lean_tpl) - 4, &v, 4);
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_tls2 - ukp_lean_tpl) - 4, &v, 4);
+	tpl_abs(e, base, ukp_lean_tpl_addr, addr);
+	tpl_abs(e, base, ukp_lean_tpl_bare_addr, addr);
+	int32_t v = (int32_t)tls;
+	tpl_put(e, base, ukp_lean_tpl_tls, &v, 4);
+	tpl_put(e, base, ukp_lean_tpl_bare_tls, &v, 4);
+	tpl_put(e, base, ukp_lean_tpl_bare_tls2, &v, 4);
 	uint64_t gp = (uint64_t)(uintptr_t)&ukp_gp;
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_gp - ukp_lean_tpl) - 8, &gp, 8);
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_gp - ukp_lean_tpl) - 8, &gp, 8);
+	tpl_put(e, base, ukp_lean_tpl_gp, &gp, 8);
+	tpl_put(e, base, ukp_lean_tpl_bare_gp, &gp, 8);
 	tpl_rel(e, base, ukp_lean_tpl_sel, UKP_ARCH_SEL);
 	tpl_rel(e, base, ukp_lean_tpl_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
 	tpl_rel(e, base, ukp_lean_tpl_r2, UKP_ARCH_R);
@@ -282,13 +295,6 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	tpl_rel(e, base, ukp_lean_tpl_bare_list, UKP_ARCH_SEL_SIZE + UKP_ARCH_HDR_LIST);
 	tpl_rel(e, base, ukp_lean_tpl_bare_jmp_r, UKP_ARCH_R);
 	tpl_rel(e, base, ukp_lean_tpl_bare_call, UKP_ARCH_R - 6);
-	rel = (long)(addr - (e->at + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl)));
-	if (!fits32(rel)) {
-		e->err = -ERANGE;
-		return;
-	}
-	v = (int32_t)rel;
-	memcpy(e->buf + base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) - 4, &v, 4);
 	uint64_t rare = (uint64_t)(uintptr_t)ukp_opt_exit_rare;
 	memcpy(e->buf + base + n - 8, &rare, 8);
 	if (r->flags_dead) {
@@ -313,6 +319,16 @@ unsigned ukp_arch_detour_sel(unsigned entry, int sel)
 	       UKP_ARCH_R - 11;
 }
 
+/* Where the disp32 ending at the template's label at, in the copy at
+ * base, goes */
+static unsigned long tpl_target(unsigned long base, const char *at)
+{
+	unsigned long end = base + (size_t)(at - ukp_lean_tpl);
+	int32_t rel;
+	memcpy(&rel, (const void *)(end - 4), 4);
+	return end + (unsigned long)(long)rel;
+}
+
 /* The probe point and R of the bare fast path whose handler was called
  * from the frame of regs: from the detour's copy of the template, found
  * through the call's return address */
@@ -321,11 +337,8 @@ void ukp_arch_bare_frame(const struct pt_regs *regs, unsigned long *addr, unsign
 	unsigned long top = (unsigned long)regs & ~15UL;
 	unsigned long ret = *(const unsigned long *)(top - 8);
 	unsigned long base = ret - (unsigned long)(ukp_lean_tpl_bare_ret - ukp_lean_tpl);
-	int32_t rel;
-	memcpy(&rel, (const void *)(base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) - 4), 4);
-	*addr = base + (size_t)(ukp_lean_tpl_bare_addr - ukp_lean_tpl) + (unsigned long)(long)rel;
-	memcpy(&rel, (const void *)(base + (size_t)(ukp_lean_tpl_bare_jmp_r - ukp_lean_tpl) - 4), 4);
-	*r = base + (size_t)(ukp_lean_tpl_bare_jmp_r - ukp_lean_tpl) + (unsigned long)(long)rel;
+	*addr = tpl_target(base, ukp_lean_tpl_bare_addr);
+	*r = tpl_target(base, ukp_lean_tpl_bare_jmp_r);
 }
 
 int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
