@@ -189,6 +189,11 @@ $(B)/examples/%.so: examples/preload/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..'
 
+# Further layers add their sources, rules and test binaries here, one
+# fragment each (mk/<layer>.mk), before the aggregate targets below read
+# TEST_BINS and friends.
+include $(wildcard mk/*.mk)
+
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)
 bench-bins: $(BENCH_BINS) $(B)/bench/ukp-ftrace-bench-pg $(TOOL_BINS)
