@@ -31,7 +31,7 @@ AR_LIB  := $(B)/libukprobes.a
 # Tests: tests/<group>/<name>.c -> build/tests/<group>-<name>, linked with
 # the runner.  unit tests link the static library (they reach internals);
 # the others link the shared library exactly as users do.
-TEST_SRCS := $(wildcard tests/unit/*.c tests/api/*.c tests/real/*.c tests/stress/*.c tests/ftrace/*.c)
+TEST_SRCS := $(wildcard tests/unit/*.c tests/api/*.c tests/real/*.c tests/stress/*.c tests/ftrace/*.c tests/quiet/*.c)
 TEST_BINS := $(foreach s,$(TEST_SRCS),$(B)/tests/$(subst /,-,$(patsubst tests/%.c,%,$(s))))
 PROG_SRCS := $(wildcard tests/progs/*.c)
 PROG_BINS := $(patsubst tests/progs/%.c,$(B)/progs/%,$(PROG_SRCS))
@@ -124,9 +124,14 @@ $(B)/fttargets/fe.o: tests/fttargets/targets.c tests/fttargets/targets.h
 $(B)/fttargets/pf.o: tests/fttargets/targets.c tests/fttargets/targets.h
 	@mkdir -p $(dir $@)
 	$(FT_CC) $(USER_CFLAGS) -fPIE $(FT_PFE) -DFT_P=pf_ -c -o $@ $<
-$(B)/tests/ftrace-%: tests/ftrace/%.c $(B)/ukt_main.o $(SO) $(FT_OBJS) tests/ukt.h tests/fttargets/targets.h
-	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $@ $< $(FT_OBJS) $(B)/ukt_main.o $(USER_LINK) -lz -lZydis
+define ft_test_rule
+$(B)/tests/$(1)-%: tests/$(1)/%.c $(B)/ukt_main.o $(SO) $(FT_OBJS) tests/ukt.h tests/fttargets/targets.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(USER_CFLAGS) -fPIE -pie -Itests -rdynamic -o $$@ $$< $(FT_OBJS) $(B)/ukt_main.o $$(USER_LINK) -lz -lZydis
+endef
+# quiet: the engine's machinery unseen by the program (probes and ftrace
+# filters changing around threads blocked in system calls, exec)
+$(foreach g,ftrace quiet,$(eval $(call ft_test_rule,$(g))))
 # a library the ftrace tests dlopen, both ways (dl_fe_*, dl_pf_*)
 $(B)/solibs/ftdl_fe.so: tests/fttargets/dl.c
 	@mkdir -p $(dir $@)

@@ -200,6 +200,9 @@ extern int ukp_fast_readers	/* membarrier does the readers' fence */
 extern _Atomic unsigned long ukp_gp __attribute__((visibility("hidden")));
 void ukp_gp_flag(unsigned long flag, bool set);
 struct ukp_thread *ukp_thread_attach(void);
+/* The site whose post dispatch the thread tid runs now (its in_post), or
+ * NULL: read from outside, meaningful while tid is stopped (optimize.c) */
+const struct ukp_site *ukp_thread_in_post(pid_t tid);
 
 /* attaches on first use (NULL: it could not) */
 static inline struct ukp_thread *ukp_thread_self(void)
@@ -568,8 +571,18 @@ int ukp_opt_dispatch_resume(struct ukp_thread *t);
 /* ip is where the return probes' detour of s goes on after its
  * trampoline (through a word the stack keeps: skip it if sp moved) */
 bool ukp_opt_kret_r(const struct ukp_site *s, unsigned long ip);
-/* SIGBUS from the optimizer asking where this thread is. */
+/*
+ * The signal the optimizer asks a running thread where it is with
+ * (optimize.c, "asking threads where they are"): one whose default action
+ * is to ignore it, so that a question still pending when the thread
+ * execs dies with the old image instead of killing the new one.
+ */
+#define UKP_SIG_ASK SIGURG
+/* In the handler of UKP_SIG_ASK: true if it was the optimizer's question
+ * (answered), false for the program's own signal. */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc);
+/* trap.c: is our handler the kernel's action for UKP_SIG_ASK? */
+bool ukp_ask_handler_installed(void);
 /* The kernel's action for sig (raw rt_sigaction: async-signal-safe, and
  * not glibc's view), 0 or a negative errno. */
 struct ukp_ksigaction {

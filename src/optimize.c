@@ -1017,7 +1017,7 @@ static int frames_place(unsigned long sp, bool move, bool direct)
 	return st;
 }
 
-/* In the asked thread's SIGBUS handler (trap.c says why SIGBUS). */
+/* In the asked thread's handler of UKP_SIG_ASK (trap.c). */
 bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 {
 	if (si->si_code != SI_QUEUE || si->si_value.sival_ptr != (void *)&ask ||
@@ -1049,95 +1049,241 @@ bool ukp_opt_thread_query(siginfo_t *si, ucontext_t *uc)
 	return true;
 }
 
-/* Where a thread that does not answer (SIGBUS blocked, stopped) is: not
- * inside a region, nor in a signal handler whose frame returns there
- * (that frame cannot be moved while the thread may wake). */
-static int blocked_thread_ok(pid_t tid)
+/* ---- looking at a thread from outside ---------------------------------- */
+
+/* /proc/self/task/TID/WHAT into buf, NUL-terminated: its length, or -1 */
+static ssize_t read_task(pid_t tid, const char *what, char *buf, size_t n)
 {
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 1;	/* gone */
-	ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		return -1;
+	ssize_t k = read(fd, buf, n - 1);
 	close(fd);
-	if (k <= 0)
-		return 1;
+	if (k < 0)
+		return -1;
 	buf[k] = 0;
-	if (!strncmp(buf, "running", 7))
-		return 0;
-	char *last = strrchr(buf, ' ');
-	unsigned long pc = last ? strtoul(last + 1, NULL, 0) : 0;
-	if (!pc)
-		return 0;
-	*last = 0;
-	char *second = strrchr(buf, ' ');
-	unsigned long sp = second ? strtoul(second + 1, NULL, 0) : 0;
+	return k;
+}
+
+struct task_look {
+	char state;			/* R running or runnable, S, D, T... */
+	unsigned long long sigblk;	/* its blocked signals */
+	unsigned long switches;		/* context switches, both kinds */
+};
+
+static unsigned long long status_field(const char *buf, const char *name, int base)
+{
+	const char *p = strstr(buf, name);
+	return p ? strtoull(p + strlen(name), NULL, base) : 0;
+}
+
+static bool task_status(pid_t tid, struct task_look *l)
+{
+	char buf[4096];
+	if (read_task(tid, "status", buf, sizeof(buf)) <= 0)
+		return false;
+	const char *st = strstr(buf, "\nState:");
+	l->state = st ? st[strspn(st + 7, " \t") + 7] : 'X';
+	l->sigblk = status_field(buf, "\nSigBlk:", 16);
+	l->switches = (unsigned long)status_field(buf, "\nvoluntary_ctxt_switches:", 10) +
+		      (unsigned long)status_field(buf, "\nnonvoluntary_ctxt_switches:", 10);
+	return true;
+}
+
+/* A thread stopped in the post dispatch of a site inside a batch region
+ * returns into that region: the batch site is held (or wait: nops).
+ * Compared by address, never read: the site may be gone meanwhile. */
+static int hold_post_of(const struct ukp_site *post)
+{
+	for (size_t i = 0; post && i < ask.n; i++) {
+		const struct ukp_site *b = ask.v[i];
+		for (unsigned k = 0; k < b->opt->r.len; k++) {
+			if ((k ? ukp_site_lookup(b->addr + k) : b) != post)
+				continue;
+			if (!ask.held)
+				return 3;
+			ask.held[i] = true;
+		}
+	}
+	return 2;
+}
+
+/*
+ * Where a thread that sleeps in the kernel (a system call, a page fault,
+ * stopped) will go on from: its user pc and sp as /proc shows them, the
+ * post dispatch it runs, and the signal frames above its sp.  Nothing is
+ * moved (it may wake at any moment): a batch site it would go on inside
+ * is held out of the batch.  2 fine (maybe with sites held), 3 not now.
+ */
+static int judge_sleeper(pid_t tid, unsigned long pc, unsigned long sp)
+{
+	if (!pc || hold_post_of(ukp_thread_in_post(tid)) != 2)
+		return 3;
 	sigset_t mask;
 	pthread_sigmask(SIG_SETMASK, NULL, &mask);
-	return hold_ip(pc, false) == 2 && (!sp || frames_place(sp, false, ukp_nofault_usable(&mask)) == 2);
+	int st = hold_ip(pc, false);
+	if (st == 2 && sp)
+		st = frames_place(sp, false, ukp_nofault_usable(&mask));
+	return st;
 }
 
-static int ask_thread(pid_t tid)
+enum { LOOK_DONE, LOOK_AGAIN, LOOK_RUNNING };
+
+/*
+ * Looks at thread tid without disturbing it: LOOK_DONE when it is gone
+ * or sleeps where the batch may go on (sites held as judge_sleeper says),
+ * LOOK_RUNNING when it runs (or may run: runnable), LOOK_AGAIN when it
+ * moved while looked at, or sleeps where the batch must wait.
+ *
+ * The look is taken between two reads of where it sleeps; it holds only
+ * if both are the same and the thread's context switch count did not
+ * move from before the first to after the second: a thread that ran in
+ * between and slept again was switched out, and counted.
+ */
+static int look(pid_t tid, struct task_look *l)
 {
-	for (int attempt = 0; attempt < 400; attempt++) {
-		siginfo_t si;
-		memset(&si, 0, sizeof(si));
-		si.si_signo = SIGBUS;
-		si.si_code = SI_QUEUE;
-		si.si_pid = getpid();
-		si.si_uid = getuid();
-		si.si_value.sival_ptr = (void *)&ask;
-		unsigned q = ask.question = (ask.question + 1) & 0x3fffffffU;
-		ask.attempt = attempt;
-		si.si_errno = (int)q;	/* rt_tgsigqueueinfo passes it on */
-		atomic_store(&ask.state, q << 2 | 1);
-		atomic_store(&ask.tid, tid);
-		if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si)) {
-			atomic_store(&ask.tid, 0);
-			return errno == ESRCH ? 0 : -errno;
-		}
-		unsigned st = 1;
-		for (int spin = 0; spin < 2000 && (st = atomic_load(&ask.state) & 3) == 1; spin++) {
-			if (spin < 50)
-				sched_yield();
-			else
-				sleep_ns(10000);
-		}
-		atomic_store(&ask.tid, 0);
-		if (st == 2)
-			return 0;
-		if (st == 1) {
-			/* no answer within ~20 ms: SIGBUS blocked, or stopped */
-			if (blocked_thread_ok(tid))
-				return 0;
-		}
-		sleep_ns(200000);	/* busy: let it move on */
+	char s1[256], s2[256];
+	struct task_look after;
+	if (!task_status(tid, l) || l->state == 'Z' || l->state == 'X')
+		return LOOK_DONE;
+	if (l->state == 'R')
+		return LOOK_RUNNING;
+	ssize_t k1 = read_task(tid, "syscall", s1, sizeof(s1));
+	if (k1 <= 0)
+		return LOOK_DONE;	/* gone */
+	if (!strncmp(s1, "running", 7))
+		return LOOK_RUNNING;
+	/* "nr a1 .. a6 sp pc", or "-1 sp pc" outside a system call */
+	char *last = strrchr(s1, ' ');
+	unsigned long pc = last ? strtoul(last + 1, NULL, 0) : 0;
+	unsigned long sp = 0;
+	if (last) {
+		*last = 0;
+		char *second = strrchr(s1, ' ');
+		sp = second ? strtoul(second + 1, NULL, 0) : 0;
+		*last = ' ';
 	}
-	return -EBUSY;
+	int st = judge_sleeper(tid, pc, sp);
+	ssize_t k2 = read_task(tid, "syscall", s2, sizeof(s2));
+	if (k2 <= 0 || !task_status(tid, &after))
+		return LOOK_DONE;
+	if (k2 != k1 || memcmp(s1, s2, (size_t)k1) || after.switches != l->switches)
+		return LOOK_AGAIN;
+	return st == 2 ? LOOK_DONE : LOOK_AGAIN;
 }
 
+/* ---- asking a running thread ------------------------------------------- */
+
+/* One question to thread tid: LOOK_DONE answered fine (or gone),
+ * LOOK_AGAIN busy (inside an old slot...) or no answer within ~20 ms. */
+static int ask_thread(pid_t tid, int attempt)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = UKP_SIG_ASK;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)&ask;
+	unsigned q = ask.question = (ask.question + 1) & 0x3fffffffU;
+	ask.attempt = attempt;
+	si.si_errno = (int)q;	/* rt_tgsigqueueinfo passes it on */
+	atomic_store(&ask.state, q << 2 | 1);
+	atomic_store(&ask.tid, tid);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, UKP_SIG_ASK, &si)) {
+		atomic_store(&ask.tid, 0);
+		return errno == ESRCH ? LOOK_DONE : LOOK_AGAIN;
+	}
+	unsigned st = 1;
+	for (int spin = 0; spin < 2000 && (st = atomic_load(&ask.state) & 3) == 1; spin++) {
+		if (spin < 50)
+			sched_yield();
+		else
+			sleep_ns(10000);
+	}
+	atomic_store(&ask.tid, 0);
+	return st == 2 ? LOOK_DONE : LOOK_AGAIN;
+}
+
+#define ASK_AFTER_NS (2L * 1000 * 1000)		/* a running thread's time
+						   to fall asleep */
+#define ASK_POLL_NS (100L * 1000)
+#define ASK_GIVE_UP_NS (8L * 1000 * 1000 * 1000)
+
+/*
+ * Every thread but this one and the optimizer, until each is judged:
+ *   1. look at each (look()): a sleeping one is judged from outside;
+ *   2. a running one is looked at again every ASK_POLL_NS: most fall
+ *      asleep soon (a worker going back to its queue, a loop to its
+ *      poll);
+ *   3. one still running after ASK_AFTER_NS is asked (ask_thread), if
+ *      it can answer: the question's signal not blocked, and our handler
+ *      still the kernel's action for it; else it is watched until it
+ *      sleeps.
+ * -EBUSY if some thread could not be judged within ASK_GIVE_UP_NS.
+ */
 static int ask_all(struct ukp_site **v, size_t n, bool *held, const unsigned long *nops,
 		   size_t nnops)
 {
 	DIR *d = opendir("/proc/self/task");
-	int err = 0;
 	if (!d)
 		return -errno;
 	pid_t me = (pid_t)syscall(SYS_gettid);	/* not in the region: here */
+	size_t nt = 0, cap = 0;
+	pid_t *tids = NULL;
+	int *asked = NULL, err = 0;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0 || tid == opt_tid || tid == me)
+			continue;
+		if (nt == cap) {
+			cap = cap ? 2 * cap : 64;
+			pid_t *nv = realloc(tids, cap * sizeof(*nv));
+			int *na = realloc(asked, cap * sizeof(*na));
+			if (nv)
+				tids = nv;
+			if (na)
+				asked = na;
+			if (!nv || !na) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		asked[nt] = 0;
+		tids[nt++] = tid;
+	}
+	closedir(d);
+
 	pthread_mutex_lock(&ask_lock);
 	ask.v = v;
 	ask.n = n;
 	ask.nops = nops;
 	ask.nnops = nnops;
 	ask.held = held;
-	struct dirent *e;
-	while (!err && (e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid > 0 && tid != opt_tid && tid != me)
-			err = ask_thread(tid);
+	long t0 = mono_ns();
+	while (nt && !err) {
+		bool may_ask = mono_ns() - t0 >= ASK_AFTER_NS;
+		size_t keep = 0;
+		for (size_t i = 0; i < nt; i++) {
+			struct task_look l;
+			int r = look(tids[i], &l);
+			if (r == LOOK_RUNNING && may_ask &&
+			    !(l.sigblk & (1ULL << (UKP_SIG_ASK - 1))) && ukp_ask_handler_installed())
+				r = ask_thread(tids[i], asked[i]++);
+			if (r != LOOK_DONE) {
+				asked[keep] = asked[i];
+				tids[keep++] = tids[i];
+			}
+		}
+		nt = keep;
+		if (nt && mono_ns() - t0 > ASK_GIVE_UP_NS)
+			err = -EBUSY;
+		else if (nt)
+			sleep_ns(ASK_POLL_NS);
 	}
-	closedir(d);
 	/* a thread whose answer came late may still read the batch (ask.tid
 	 * is 0 now: no other starts) */
 	while (atomic_load(&ask.readers))
@@ -1148,6 +1294,8 @@ static int ask_all(struct ukp_site **v, size_t n, bool *held, const unsigned lon
 	ask.nnops = 0;
 	ask.held = NULL;
 	pthread_mutex_unlock(&ask_lock);
+	free(tids);
+	free(asked);
 	return err;
 }
 

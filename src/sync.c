@@ -282,6 +282,17 @@ static bool in_hit(struct ukp_thread *t)
 	return __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE) != 0;
 }
 
+const struct ukp_site *ukp_thread_in_post(pid_t tid)
+{
+	unsigned used = atomic_load(&pool_used);
+	for (unsigned i = 0; i < used; i++) {
+		struct ukp_thread *t = block(i);
+		if (t && !atomic_load(&t->free) && t->tid == tid)
+			return __atomic_load_n(&t->in_post, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
 struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 {
 	struct ukp_thread *me = self;

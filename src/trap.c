@@ -61,6 +61,7 @@ static struct sigaction prog_act[NSIG];	/* the program's, chained to */
 
 static void trap_handler(int sig, siginfo_t *si, void *ctx);
 static void fault_handler(int sig, siginfo_t *si, void *ctx);
+static void ask_handler(int sig, siginfo_t *si, void *ctx);
 
 /* ---- chaining ----------------------------------------------------------- */
 
@@ -106,23 +107,46 @@ static void chain(int sig, siginfo_t *si, ucontext_t *uc)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static void (*handler_for(int sig))(int, siginfo_t *, void *)
+{
+	return sig == SIGTRAP ? trap_handler : sig == UKP_SIG_ASK ? ask_handler : fault_handler;
+}
+
 static bool ours(const struct sigaction *a, int sig)
 {
-	void (*h)(int, siginfo_t *, void *) = sig == SIGTRAP ? trap_handler : fault_handler;
-	return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == h;
+	return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == handler_for(sig);
+}
+
+static bool prog_has_handler(const struct sigaction *a)
+{
+	return (a->sa_flags & SA_SIGINFO) ||
+	       (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN);
 }
 
 static void install(int sig)
 {
 	struct sigaction sa, cur;
 
-	if (sigaction(sig, NULL, &cur) == 0 && ours(&cur, sig))
+	if (sigaction(sig, NULL, &cur) != 0 || ours(&cur, sig))
 		return;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = sig == SIGTRAP ? trap_handler : fault_handler;
+	sa.sa_sigaction = handler_for(sig);
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+	/* The question's signal is asynchronous: whether a system call it
+	 * interrupts is restarted, and which stack a handler runs on, is
+	 * decided by our flags.  Where the program has a handler of its own,
+	 * they are its flags, so its own signals behave as without us. */
+	if (sig == UKP_SIG_ASK && prog_has_handler(&cur))
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | (cur.sa_flags & (SA_RESTART | SA_ONSTACK));
 	sigemptyset(&sa.sa_mask);
 	sigaction(sig, &sa, &prog_act[sig]);
+}
+
+bool ukp_ask_handler_installed(void)
+{
+	struct ukp_ksigaction ka;
+	return ukp_ksigaction_get(UKP_SIG_ASK, &ka) == 0 &&
+	       ka.handler == (unsigned long)ask_handler;
 }
 
 /* May ukp_copy_nofault run here, a signal handler whose mask is mask?
@@ -147,6 +171,7 @@ void ukp_trap_ensure(void)
 	install(SIGTRAP);
 	for (size_t i = 0; i < sizeof(fault_sigs) / sizeof(fault_sigs[0]); i++)
 		install(fault_sigs[i]);
+	install(UKP_SIG_ASK);
 }
 
 void ukp_trap_init(void)
@@ -944,18 +969,36 @@ static bool bare_own(const struct ukp_thread *t, unsigned long ip, bool slot,
 	return ukp_opt_in_bare_code(slot && !h->own ? h->orig_ip : ip);
 }
 
+/*
+ * The optimizer asking where this thread is (UKP_SIG_ASK), or the
+ * program's own signal of that number: an asynchronous one, never a
+ * fault, so it goes to the program's handler whatever it interrupted.
+ * (Not SIGTRAP: a classic signal already pending swallows another of its
+ * kind, and an int3's trap lost that way would resume mid-instruction.)
+ */
+static void ask_handler(int sig, siginfo_t *si, void *ctx)
+{
+	int saved_errno = errno;
+	if (si->si_code == SI_QUEUE && ukp_opt_thread_query(si, ctx))
+		return;
+	struct ukp_thread *t = ukp_thread_peek();
+	struct kprobe *cur = t ? t->cur : NULL;
+	bool bare = t && (t->in_handler & IH_BARE);
+	/* a fault the program's handler takes is not the probe handler's */
+	if (t && !bare)
+		t->cur = NULL;
+	chain(sig, si, ctx);
+	if (t && !bare)
+		t->cur = cur;
+	errno = saved_errno;
+}
+
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	unsigned long ip = ukp_arch_uc_ip(uc);
 	int saved_errno = errno;
 
-	/* The optimizer asking where this thread is.  SIGBUS, not SIGTRAP:
-	 * a classic signal already pending swallows another of its kind, and
-	 * an int3's trap lost that way would resume mid-instruction; a
-	 * fault lost that way re-executes and faults again. */
-	if (sig == SIGBUS && si->si_code == SI_QUEUE && ukp_opt_thread_query(si, uc))
-		return;
 	/* copy_from_user_nofault: an exception table of one */
 	if (ip >= (unsigned long)ukp_nofault_begin && ip < (unsigned long)ukp_nofault_end &&
 	    (sig == SIGSEGV || sig == SIGBUS)) {

@@ -207,7 +207,6 @@ UKT_CASE_T(gdb_backtrace_shows_trampoline_then_real_caller, 90)
 	if (access("/usr/bin/gdb", X_OK))
 		UKT_FAIL("no /usr/bin/gdb (scripts/install-deps installs it)");
 	char *argv[] = { "gdb", "-nx", "-batch",
-			 "-ex", "handle SIGBUS nostop noprint pass",
 			 "-ex", "break kr_gdb_leaf",
 			 "-ex", "run",
 			 "-ex", "bt",
@@ -251,7 +250,6 @@ UKT_CASE_T(gdb_finds_callers_registers_through_trampoline, 90)
 	if (access("/usr/bin/gdb", X_OK))
 		UKT_FAIL("no /usr/bin/gdb (scripts/install-deps installs it)");
 	char *argv[] = { "gdb", "-nx", "-batch",
-			 "-ex", "handle SIGBUS nostop noprint pass",
 			 "-ex", "break on_return",
 			 "-ex", "run",
 			 "-ex", "bt",

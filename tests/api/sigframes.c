@@ -19,6 +19,7 @@
  * does not show; the answer on a sigaltstack of the least size the
  * system allows.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -125,7 +126,7 @@ static void frame_inside_region(int how)
 	sa.sa_sigaction = segv;
 	sa.sa_flags = SA_SIGINFO | (how == NESTED_NO_READ ? SA_NODEFER : 0);
 	if (how == BLOCKED)	/* the optimizer's question waits */
-		sigaddset(&sa.sa_mask, SIGBUS);
+		sigaddset(&sa.sa_mask, SIGURG);
 	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = usr1;
@@ -378,7 +379,7 @@ static void *blocked_loader(void *arg)
 {
 	sigset_t set;	/* the optimizer's question waits */
 	sigemptyset(&set);
-	sigaddset(&set, SIGBUS);
+	sigaddset(&set, SIGURG);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	atomic_store(&loader_tid, (int)syscall(SYS_gettid));
 	return (void *)sfr_load(arg);
@@ -401,8 +402,8 @@ static unsigned long stopped_pc(int tid)
 
 /*
  * The thread's load at offset 1 of the region waits for a page that
- * userfaultfd keeps missing: it sleeps there, with SIGBUS blocked, so
- * the optimizer reads where it is from outside.  The site is held out of
+ * userfaultfd keeps missing: it sleeps there, so the optimizer reads
+ * where it is from outside.  The site is held out of
  * the batch rather than waited for; once the page is there the thread
  * goes on through the original code, and a later try optimises it.
  */
@@ -434,23 +435,27 @@ UKT_CASE_T(thread_stopped_inside_a_region_holds_its_probe, 60)
 
 /* ---- a held site is tried again once its thread is gone: a wait during
  * that batch waits for it ---- */
-static atomic_int questions, stop_consumer;
-/* a thread that takes the question with SIGBUS blocked (sigtimedwait) and
- * never answers: the optimizer judges it from outside after ~20+ ms; it
- * tells us a batch is being asked about right now */
-static void *consumer(void *arg)
+static atomic_int stop_spinner, spinning;
+/* a thread that runs with the question's signal blocked: it cannot be
+ * asked, so a batch waits, looking at it, until it stops */
+static void *spinner(void *arg)
 {
 	(void)arg;
 	sigset_t set;
 	sigemptyset(&set);
-	sigaddset(&set, SIGBUS);
+	sigaddset(&set, SIGURG);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	while (!atomic_load(&stop_consumer)) {
-		siginfo_t si;
-		struct timespec ts = { 0, 1000000 };
-		if (sigtimedwait(&set, &si, &ts) == SIGBUS && si.si_code == SI_QUEUE)
-			atomic_fetch_add(&questions, 1);
-	}
+	atomic_store(&spinning, 1);
+	while (!atomic_load(&stop_spinner))
+		;
+	return NULL;
+}
+static atomic_int waited;
+static void *retry_waiter(void *a)
+{
+	(void)a;
+	wait_for_kprobe_optimizer();
+	atomic_store(&waited, 1 + !!(ukt_probe_flags(&*(struct kprobe *)a) & KPROBE_FLAG_OPTIMIZED));
 	return NULL;
 }
 static void start_held(long **up, long *uffd, pthread_t *th)
@@ -468,26 +473,65 @@ static void release_held(long *up, long uffd, pthread_t th)
 	UKT_EQ((long)v, 42);
 }
 
+/* the optimizer thread is in a batch: not waiting for work (a futex
+ * wait) in any of 40 looks over ~20 ms; between batches it always is */
+static bool optimizer_busy(void)
+{
+	int opt = 0;
+	DIR *d = opendir("/proc/self/task");
+	UKT_ASSERT(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f) && !strcmp(comm, "kprobe-optimize\n"))
+			opt = atoi(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	UKT_ASSERT(opt);
+	for (int i = 0; i < 40; i++) {
+		char path[64], buf[64] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", opt);
+		FILE *f = fopen(path, "r");
+		UKT_ASSERT(f);
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		if (atoi(buf) == SYS_futex)
+			return false;
+		nanosleep(&(struct timespec){ 0, 500000 }, NULL);
+	}
+	return true;
+}
+
+/* The retry of the held site, once its thread is gone, cannot end while
+ * the spinner runs; a wait begun in it returns when it ends, with the
+ * site optimised. */
 UKT_CASE_T(wait_during_a_retry_batch_waits_for_it, 60)
 {
 	long *up, uffd;
-	pthread_t th, ct;
+	pthread_t th, sp, wt;
 	start_held(&up, &uffd, &th);
-	UKT_EQ(pthread_create(&ct, NULL, consumer, NULL), 0);
 	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count };
 	UKT_EQ(register_kprobe(&kp), 0);
 	wait_for_kprobe_optimizer();
 	UKT_EQ(ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED, 0);	/* held */
-	release_held(up, uffd, th);
-	/* the next batch asked about must be the retry */
-	int q0 = atomic_load(&questions);
-	while (atomic_load(&questions) == q0)
+	UKT_EQ(pthread_create(&sp, NULL, spinner, NULL), 0);
+	while (!atomic_load(&spinning))
 		sched_yield();
-	wait_for_kprobe_optimizer();	/* during the retry's batch: its end */
-	int opt = !!(ukt_probe_flags(&kp) & KPROBE_FLAG_OPTIMIZED);
-	atomic_store(&stop_consumer, 1);
-	pthread_join(ct, NULL);
-	UKT_EQ(opt, 1);
+	release_held(up, uffd, th);
+	while (!optimizer_busy())
+		;
+	UKT_EQ(pthread_create(&wt, NULL, retry_waiter, &kp), 0);
+	nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	int early = atomic_load(&waited);
+	atomic_store(&stop_spinner, 1);
+	pthread_join(sp, NULL);
+	pthread_join(wt, NULL);
+	UKT_EQ(early, 0);	/* the batch could not end while it spun */
+	UKT_EQ(atomic_load(&waited), 2);	/* returned with the retry done */
 	unregister_kprobe(&kp);
 }
 
@@ -587,7 +631,7 @@ static void post_tramp(bool blocks)
 	sa.sa_sigaction = trap;
 	sa.sa_flags = SA_SIGINFO;
 	if (blocks)
-		sigaddset(&sa.sa_mask, SIGBUS);
+		sigaddset(&sa.sa_mask, SIGURG);
 	UKT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
 	static long val = 37;
 	struct kprobe kp = { .addr = (void *)sfr_load, .pre_handler = count, .post_handler = post };
