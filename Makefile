@@ -140,6 +140,12 @@ $(B)/solibs/ftdl_pf.so: tests/fttargets/dl.c
 	@mkdir -p $(dir $@)
 	$(FT_CC) $(USER_CFLAGS) -fPIC -shared $(FT_PFE) -DFT_P=dl_pf_ -o $@ $<
 SOLIB_BINS += $(B)/solibs/ftdl_fe.so $(B)/solibs/ftdl_pf.so
+# probing libraries the tests preload into real programs (tests/preload)
+PRELOAD_BINS := $(patsubst tests/preload/%.c,$(B)/preload/%.so,$(wildcard tests/preload/*.c))
+SOLIB_BINS += $(PRELOAD_BINS)
+$(B)/preload/%.so: tests/preload/%.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..'
 
 $(B)/progs/%: tests/progs/%.c $(SO)
 	@mkdir -p $(dir $@)
