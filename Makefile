@@ -1,4 +1,4 @@
-# ukprobes: plain make (see README "Build" for why).
+# ukprobes: plain make (see README "Dependencies" for why).
 #   make            library: build/libukprobes.so.0, build/libukprobes.a
 #   make test       every test case, each in its own process
 #   make demo       the examples, with readable output

@@ -143,7 +143,7 @@
  * as this stub does, so the stub costs what that detour costs.  cld:
  * the probed code may run with DF set, a C function must not (CLD_IF_DF).
  * Flags are saved with pushfq and put back without popfq (FLAGS_RESTORE below):
- * popfq alone costs ~7 ns on this AMD EPYC VM, near half the stub.
+ * popfq alone costs ~7 ns (measured on an AMD EPYC VM), near half the stub.
  * Vector state is not saved: the empty function touches none (a real
  * detour must keep it for handlers that do).
  */
@@ -1635,13 +1635,16 @@ static void put_ratio(const struct row *r, const struct row *base, int show)
 		printf(" %9s", "-");
 }
 
+/* the machine, as print_header() found it: the Markdown table names it */
+static char model[128] = "?";
+static struct utsname uts;
+
 static void print_header(long hits, int runs)
 {
-	struct utsname u;
-	char model[128] = "?", line[256], load[64] = "?";
+	char line[256], load[64] = "?";
 	FILE *f;
 
-	uname(&u);
+	uname(&uts);
 	if ((f = fopen("/proc/cpuinfo", "re"))) {
 		while (fgets(line, sizeof(line), f)) {
 			char *c = strchr(line, ':');
@@ -1659,7 +1662,7 @@ static void print_header(long hits, int runs)
 			load[strcspn(load, "\n")] = 0;
 		fclose(f);
 	}
-	printf("ukp-bench: Linux %s, %s, %ld CPUs, loadavg %s\n", u.release,
+	printf("ukp-bench: Linux %s, %s, %ld CPUs, loadavg %s\n", uts.release,
 	       model, sysconf(_SC_NPROCESSORS_ONLN), load);
 	printf("ukp-bench: %ld hits per run (call: %ld), %d runs interleaved, "
 	       "median ns per hit\n\n", hits, hits * CALL_MULT, runs);
@@ -1822,6 +1825,107 @@ static void print_table(void)
 		if (!strcmp(r->name, "ro") && ol)
 			printf(", %.2fx ol", r->med / ol->med);
 		printf("\n");
+	}
+}
+
+/* A ratio with two significant digits or more, as the tables show them */
+static void md_ratio(const char *sep, double x, const char *of)
+{
+	int p = x >= 10 ? 0 : x >= 0.1 ? 2 : x >= 0.01 ? 3 : 4;
+
+	printf("%s%.*f × %s", sep, p, x, of);
+}
+
+/*
+ * The table again, in the Markdown form docs/performance.md uses: one
+ * line per row, ns per hit and the ratios that matter for it, so that
+ * updating the figures there is this output pasted.
+ */
+static void print_markdown(long hits, int runs)
+{
+	static const struct { const char *name, *what; } md[] = {
+		{ "call", "plain call" },
+		{ "floor", "hand-made detour: flags + 15 GPRs, empty C call" },
+		{ "floorv", "floor + ymm0-15, MXCSR, x87 CW" },
+		{ "floorz", "floor + zmm0-31, k0-7, MXCSR, x87 CW" },
+		{ "int3", "int3 + SIGTRAP round trip" },
+		{ "uprobe", "kernel uprobe, single-stepped `lea`" },
+		{ "uprobe5", "kernel uprobe on a 5-byte nop (optimised into a call)" },
+		{ "b", "breakpoint probe, pre_handler" },
+		{ "k", "breakpoint probe, pre + post_handler" },
+		{ "b100k", "`b` among 100,000 other probes" },
+		{ "o", "optimised probe at an entry, counting handler (the bare path)" },
+		{ "om", "optimised, mid-function, xmm0 live (bare)" },
+		{ "ol", "`o` with a handler that reads `regs->di` (the lean path)" },
+		{ "ov", "`o` with a handler doing double arithmetic" },
+		{ "omv", "`om` with that handler" },
+		{ "j", "jprobe (breakpoint)" },
+		{ "r", "kretprobe, breakpoint entry" },
+		{ "rb", "`r` + entry_handler and 16 bytes of data" },
+		{ "ro", "kretprobe, optimised entry: entry + return" },
+		{ "kr", "kprobe + kretprobe on one function, optimised" },
+		{ "jr", "jprobe + kretprobe on one function" },
+		{ "uret", "kernel uretprobe" },
+		{ "o10k", "register / optimise / unregister 10,000 probes, ms" },
+	};
+	const struct row *int3 = valid("int3"), *flr = valid("floor");
+	const struct row *upr5 = valid("uprobe5"), *uret = valid("uret");
+	const struct row *o = valid("o"), *ol = valid("ol");
+	const struct row *fv = valid("floorz") ? valid("floorz") : valid("floorv");
+	_Static_assert(sizeof(md) / sizeof(md[0]) == NROWS, "a Markdown line per row");
+
+	printf("\nMarkdown (docs/performance.md):\n\n");
+	printf("`make bench` on %s (Linux %s, %ld CPUs): %ld hits per run, "
+	       "median of %d interleaved runs.\n\n", model, uts.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), hits, runs);
+	printf("| row | what | ns/hit | ratio |\n|---|---|---:|---|\n");
+	for (size_t i = 0; i < sizeof(md) / sizeof(md[0]); i++) {
+		const struct row *r = row_named(md[i].name);
+		const char *n = md[i].name;
+		int bold = !strcmp(n, "o") || !strcmp(n, "ro");
+
+		if (!r || !r->selected)
+			continue;
+		if (bold || !strcmp(n, "b") || !strcmp(n, "k") || !strcmp(n, "om"))
+			printf("| **%s** | %s |", n, md[i].what);
+		else
+			printf("| %s | %s |", n, md[i].what);
+		if (r->state != ST_OK || !r->nruns) {
+			printf(" %s | %s |\n", r->state == ST_FAIL ? "FAILED" : "n/a", r->msg);
+			continue;
+		}
+		if (r->flags & ROW_BATCH) {
+			for (int p = 0; p < MANY_PHASES; p++)
+				printf("%s%.*f", p ? " / " : " ", prec(r->ms_med[p]), r->ms_med[p]);
+			printf(" | |\n");
+			continue;
+		}
+		printf(bold ? " **%.*f** |" : " %.*f |", prec(r->med), r->med);
+		const char *sep = " ";
+		if (!strcmp(n, "b") || !strcmp(n, "k") || !strcmp(n, "b100k")) {
+			if (int3)
+				md_ratio(sep, r->med / int3->med, "int3");
+		} else if (!strcmp(n, "o") || !strcmp(n, "om") || !strcmp(n, "ol")) {
+			if (flr)
+				md_ratio(sep, r->med / flr->med, "floor"), sep = ", ";
+			if (upr5 && strcmp(n, "ol"))
+				printf("%s%.0f × faster than uprobe5", sep, upr5->med / r->med);
+		} else if (!strcmp(n, "ov") || !strcmp(n, "omv")) {
+			if (fv)
+				md_ratio(sep, r->med / fv->med, fv->name);
+		} else if (!strcmp(n, "ro") || !strcmp(n, "kr")) {
+			if (o)
+				md_ratio(sep, r->med / o->med, "o"), sep = ", ";
+			if (ol && !strcmp(n, "ro"))
+				md_ratio(sep, r->med / ol->med, "ol"), sep = ", ";
+			if (uret && !strcmp(n, "ro"))
+				md_ratio(sep, r->med / uret->med, "uret");
+		} else if (!strcmp(n, "r") || !strcmp(n, "rb") || !strcmp(n, "j") ||
+			   !strcmp(n, "jr")) {
+			if (uret)
+				md_ratio(sep, r->med / uret->med, "uret");
+		}
+		printf(" |\n");
 	}
 }
 
@@ -1995,5 +2099,6 @@ bad:
 			r->ms_med[p] = median(r->ms[p], r->nruns);
 	}
 	print_table();
+	print_markdown(hits, runs);
 	return rc;
 }

@@ -10,7 +10,7 @@
  *
  * Rows: call, instr, stub, one (one ops, no SAVE_REGS), regs (one ops,
  * SAVE_REGS), three (three ops), empty (one ops whose callback does
- * nothing at all: the issue's measure; every other hook row's callback
+ * nothing at all: what an empty hook costs; every other hook row's callback
  * counts its calls, which costs a memory increment per call and lets the
  * row check it ran exactly once per call - the empty row instead checks
  * that the site is patched and listed enabled with one callback, before
@@ -312,5 +312,48 @@ int main(int argc, char **argv)
 		       "uftrace", uft, "", uft - call.min, (uft - call.min) / fl);
 	else
 		printf("uftrace: not installed, row skipped\n");
+
+	/* the same in the Markdown form docs/performance.md uses */
+	char model[128] = "?", line[256];
+	FILE *ci = fopen("/proc/cpuinfo", "re");
+	while (ci && fgets(line, sizeof(line), ci)) {
+		char *col = strchr(line, ':');
+		if (!strncmp(line, "model name", 10) && col) {
+			snprintf(model, sizeof(model), "%s", col + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (ci)
+		fclose(ci);
+	printf("\nMarkdown (docs/performance.md):\n\n");
+	printf("`make bench` (ftrace) on %s: ns per call over the untraced call "
+	       "(itself %.2f ns), fastest of %d runs of %ld calls.\n\n",
+	       model, call.min, runs, n_calls);
+	printf("| row | what | ns over the call | ratio |\n|---|---|---:|---|\n");
+	/* ratios: 1 against the stub, 2 also against one ops */
+	const struct { const char *name, *what; struct stat v; int bold, ratios; } md[] = {
+		{ "instr", "`-finstrument-functions`, empty hooks", instr, 0, 1 },
+		{ "stub", "hand-patched call to a register-saving stub (the floor)", stub, 0, 0 },
+		{ "one", "one ops, no SAVE_REGS", o, 1, 1 },
+		{ "empty", "`one` with a callback that does nothing", em, 0, 1 },
+		{ "regs", "one ops, SAVE_REGS", rg, 1, 1 },
+		{ "three", "three ops", th, 1, 2 },
+	};
+	for (size_t i = 0; i < sizeof(md) / sizeof(md[0]); i++) {
+		double d = md[i].v.min - call.min;
+		if (md[i].bold)
+			printf("| **%s** | %s | **%.2f** |", md[i].name, md[i].what, d);
+		else
+			printf("| %s | %s | %.2f |", md[i].name, md[i].what, d);
+		if (md[i].ratios >= 1)
+			printf(" %.2f × stub", d / fl);
+		if (md[i].ratios >= 2)
+			printf(", %.2f × one", d / (o.min - call.min));
+		printf(" |\n");
+	}
+	if (uft > 0)
+		printf("| uftrace | `uftrace record`, `-pg` build (median) | %.1f | %.0f × stub |\n",
+		       uft - call.min, (uft - call.min) / fl);
 	return 0;
 }

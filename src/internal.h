@@ -425,6 +425,9 @@ struct ukp_site {
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
+/* code as it was before any probe or ftrace patch (the arch layer reads
+ * it through ukp_arch_env) */
+void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* Out-of-line slots (slots.c)                                         */

@@ -474,10 +474,18 @@ static void fork_child(void)
 	dl_deleting = false;
 }
 
+/* what the arch layer needs of the engine (it calls nothing of it) */
+static struct ukp_arch_env arch_env = {
+	.read_text = ukp_read_text,
+	.ftrace_overlaps = ukp_ftrace_overlaps,
+	.gp = &ukp_gp,
+};
+
 static void init_once(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	ukp_arch_init();
+	arch_env.self = &ukp_self;	/* this thread's: not a constant */
+	ukp_arch_init(&arch_env);
 	ukp_sync_init();
 	ukp_slots_init();
 	ukp_text_init();

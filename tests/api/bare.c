@@ -2,7 +2,8 @@
 /*
  * Jump-optimised probes whose pre_handler never reads its registers (the
  * detour's bare fast path), and the status flags the detours put back
- * only where they are live: what the second review of those found.
+ * only where they are live: the cases where that is easy to get wrong
+ * (flags read across a system call, a call or the program's own trap).
  *
  * Cases:
  *   flags_across_syscall_kept      CF set, the probe, a system call,

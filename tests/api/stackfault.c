@@ -363,7 +363,7 @@ static int plain_child(unsigned off, const void *arg)
  * the probed function returns its value and the program never runs off
  * into a recovery point not yet set (which jumped to 0).  A fault in
  * ukprobes' code around a handler's call may still cost that hit its
- * handler (README, Limitations): not checked here.
+ * handler (docs/limitations.md): not checked here.
  */
 UKT_CASE_T(stack_fault_in_the_c_dispatch_at_every_depth, 120)
 {

@@ -1411,11 +1411,11 @@ UKT_CASE_T(threads_post_only_after_pre_registered_between, 30) { post_pairing(0)
 UKT_CASE_T(threads_post_only_after_pre_enabled_between, 30) { post_pairing(1); }
 
 /*
- * The documented limitation (README, "Limitations"): code that runs with
+ * The documented limitation (docs/limitations.md): code that runs with
  * SIGTRAP blocked cannot take a breakpoint; the kernel forces the blocked
  * trap with its default action.  These pin down exactly that outcome, in
- * a child, so the README stays true: if the engine ever learns to survive
- * it, these fail and the README and tests change together.
+ * a child, so the documents stay true: if the engine ever learns to
+ * survive it, these fail and the documents and tests change together.
  */
 static unsigned long blocked_hits;
 

@@ -375,6 +375,32 @@ UKT_CASE(decode_mem_operand)
 		UKT_FAIL("%d of %zu memory operand cases failed", failed, NELEM(mcases));
 }
 
+/* The engine's side of the arch contract, for the arch code alone: code
+ * read as it is (nothing here is patched), no ftrace site */
+static void read_as_is(unsigned long addr, uint8_t *buf, size_t n)
+{
+	memcpy(buf, (const void *)addr, n);
+}
+
+static bool no_ftrace_site(unsigned long lo, unsigned long hi)
+{
+	(void)lo;
+	(void)hi;
+	return false;
+}
+
+static __thread void *fake_self;
+static unsigned long fake_gp;
+
+static void arch_init_alone(void)
+{
+	static struct ukp_arch_env env = {
+		.read_text = read_as_is, .ftrace_overlaps = no_ftrace_site, .gp = &fake_gp,
+	};
+	env.self = &fake_self;
+	ukp_arch_init(&env);
+}
+
 UKT_CASE(decode_check_boundary)
 {
 	/* push %rbp; mov %rsp,%rbp; pop %rbp; ret; then garbage */
@@ -382,6 +408,7 @@ UKT_CASE(decode_check_boundary)
 	static const uint8_t other[] = { 0x48, 0x89, 0xe5, 0xc3 };	/* mov %rsp,%rbp; ret */
 	unsigned long f = (unsigned long)code, g = (unsigned long)other;
 
+	arch_init_alone();
 	UKT_EQ(ukp_arch_check_boundary(f, f + 6, f), 0);
 	UKT_EQ(ukp_arch_check_boundary(f, f + 6, f + 1), 0);
 	UKT_EQ(ukp_arch_check_boundary(f, f + 6, f + 2), -EILSEQ);	/* inside the mov */

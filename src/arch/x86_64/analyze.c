@@ -117,7 +117,7 @@ static uint8_t *read_code(unsigned long lo, unsigned long hi)
 {
 	uint8_t *b = malloc(hi - lo + 16);
 	if (b) {
-		ukp_read_text(lo, b, hi - lo);
+		ukp_arch_engine->read_text(lo, b, hi - lo);
 		memset(b + (hi - lo), 0, 16);
 	}
 	return b;
@@ -1140,7 +1140,7 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 
 	/* instructions covering 5 bytes */
 	uint8_t buf[32];
-	ukp_read_text(addr, buf, sizeof(buf));
+	ukp_arch_engine->read_text(addr, buf, sizeof(buf));
 	unsigned long pc = addr;
 	bool falls = true;
 	while (pc < addr + UKP_ARCH_JMP_LEN) {
@@ -1204,7 +1204,7 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	}
 	r->len = (unsigned)(end - addr);
 	memcpy(r->orig, buf, r->len);
-	if (ukp_ftrace_overlaps(addr, end))
+	if (ukp_arch_engine->ftrace_overlaps(addr, end))
 		return refuse(why, wn, -EBUSY, "ftrace patch site inside the region");
 	size_t ti = ulv_lower(&os->targets, addr + 1);
 	if (ti < os->targets.n && os->targets.v[ti] < end)

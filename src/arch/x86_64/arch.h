@@ -258,10 +258,6 @@ int ukp_arch_trapnr(const ucontext_t *uc, int sig);
  * caller then runs the out-of-line copy, which faults for real). */
 int ukp_arch_emulate_branch(const struct ukp_insn *insn, struct pt_regs *regs);
 
-/* Provided by generic code: reads code as it was before any probe. */
-void ukp_read_text(unsigned long addr, uint8_t *buf, size_t n);
-/* does [lo, hi) overlap an ftrace patch site? (ftrace.c) */
-bool ukp_ftrace_overlaps(unsigned long lo, unsigned long hi);
 
 /* A system call without libc: the hit path must not call functions a
  * user may have probed (a probe on mmap() hit while attaching a thread
@@ -280,8 +276,36 @@ static inline long ukp_raw_syscall(long nr, long a, long b, long c, long d,
 	return ret;
 }
 
-/* Machine features, probed once. */
-void ukp_arch_init(void);
+/*
+ * What the generic engine gives the architecture code.  The arch layer is
+ * the bottom one: its C files name nothing of the engine, and what they
+ * need from it comes through here (the assembly hit paths' calls of the
+ * C dispatchers are the engine's entry points, as the kernel's int3
+ * handler calls kprobe_int3_handler()).
+ */
+struct ukp_arch_env {
+	/* read [addr, addr+n) as the code was before any probe or ftrace
+	 * patch: the decoder and the analyses never see an int3 or a jump
+	 * of ours (kprobes.c) */
+	void (*read_text)(unsigned long addr, uint8_t *buf, size_t n);
+	/* does [lo, hi) overlap an ftrace patch site, code ftrace owns?
+	 * (ftrace.c) */
+	bool (*ftrace_overlaps)(unsigned long lo, unsigned long hi);
+	/* the grace-period word every fast path loads (sync.c's ukp_gp) and
+	 * the calling thread's thread-block pointer (ukp_self, initial-exec
+	 * TLS: its offset from %fs, which ukp_arch_init() keeps, is the same
+	 * in every thread): the detours' copies of the fast paths carry both
+	 * as immediates (relocate.c) */
+	const void *gp;
+	const void *self;
+};
+
+/* Machine features, probed once; env is kept (static storage). */
+void ukp_arch_init(const struct ukp_arch_env *env);
+/* what ukp_arch_init() was given, and self's offset from %fs: for the
+ * arch files only */
+extern const struct ukp_arch_env *ukp_arch_engine;
+extern long ukp_arch_self_off;
 
 /* entry.S */
 struct ukp_jmpbuf { unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip; };

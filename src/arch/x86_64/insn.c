@@ -207,7 +207,7 @@ static int fill_boundaries(unsigned long start, unsigned long end)
 	while (pc < end) {
 		size_t avail = end - pc < sizeof(buf) ? end - pc : sizeof(buf);
 		bits[(pc - start) / 8] |= (uint8_t)(1u << ((pc - start) % 8));
-		ukp_read_text(pc, buf, avail);
+		ukp_arch_engine->read_text(pc, buf, avail);
 		if (ukp_arch_decode(buf, avail, pc, &insn) < 0)
 			break;
 		pc += insn.len;

@@ -42,7 +42,7 @@
  *
  * Prediction.  A return to a stub is a return the CPU did not predict:
  * its return stack buffer holds the caller's address, pushed by the
- * caller's call.  That costs 6-8 ns a call here, as much as the rest of the
+ * caller's call.  That costs 6-8 ns a call, as much as the rest of the
  * return path.  So an entry that went through a detour built for return
  * probes (relocate.c) runs the stub's priming call on its way into the
  * function: the call pushes the stub's address on the return stack (its

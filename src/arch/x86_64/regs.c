@@ -30,9 +30,17 @@ static unsigned long long xgetbv0(void)
 	return ((unsigned long long)hi << 32) | lo;
 }
 
-void ukp_arch_init(void)
+const struct ukp_arch_env *ukp_arch_engine;
+long ukp_arch_self_off;
+
+void ukp_arch_init(const struct ukp_arch_env *env)
 {
 	unsigned a, b, c, d;
+	unsigned long tp;
+
+	ukp_arch_engine = env;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	ukp_arch_self_off = (long)((unsigned long)env->self - tp);
 
 	ukp_vec_level = 0;
 	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX)) {

@@ -26,7 +26,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "internal.h"
+#include "arch.h"
 
 struct emit {
 	uint8_t *buf;
@@ -213,15 +213,6 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 	return err ? err : (int)e.len;
 }
 
-/* ukp_self's offset from the thread pointer: the same in every thread
- * (initial-exec TLS) */
-static long tls_offset(void)
-{
-	unsigned long tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (long)((unsigned long)&ukp_self - tp);
-}
-
 /* n bytes of v into the field of the copy at base that ends at the
  * template's label at */
 static void tpl_put(struct emit *e, size_t base, const char *at, const void *v, size_t n)
@@ -270,7 +261,7 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	unsigned long addr = r->addr;
 	size_t base = e->len, n = (size_t)(ukp_lean_tpl_end - ukp_lean_tpl);
 	_Static_assert(UKP_ARCH_JMP_LEN == 5, "the entry's jmp rel32");
-	long tls = tls_offset();
+	long tls = ukp_arch_self_off;	/* the thread block, from %fs */
 	if (!fits32(tls)) {
 		e->err = -ERANGE;
 		return;
@@ -284,7 +275,7 @@ static void emit_lean_tpl(struct emit *e, const struct ukp_region *r)
 	tpl_put(e, base, ukp_lean_tpl_tls, &v, 4);
 	tpl_put(e, base, ukp_lean_tpl_bare_tls, &v, 4);
 	tpl_put(e, base, ukp_lean_tpl_bare_tls2, &v, 4);
-	uint64_t gp = (uint64_t)(uintptr_t)&ukp_gp;
+	uint64_t gp = (uint64_t)(uintptr_t)ukp_arch_engine->gp;
 	tpl_put(e, base, ukp_lean_tpl_gp, &gp, 8);
 	tpl_put(e, base, ukp_lean_tpl_bare_gp, &gp, 8);
 	tpl_rel(e, base, ukp_lean_tpl_sel, UKP_ARCH_SEL);
