@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < sizeof(rs) / sizeof(rs[0]); i++)
 		printf("| batch-running | %d | %.2f |\n", rs[i], rounds_ms(rs[i], spinner, rounds));
 	printf("\n| row | compute between sleeps (us) | rounds | sleeps | EINTR |\n|---|---|---|---|---|\n");
-	long cs[] = { 1, 100, 1000, 10000 };
+	long cs[] = { 1, 100, 1000, 10000, 50000 };
 	for (unsigned i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
 		compute_ns = cs[i] * 1000;
 		atomic_store(&eintrs, 0);

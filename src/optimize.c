@@ -1207,7 +1207,7 @@ static int ask_thread(pid_t tid, int attempt)
 	return st == 2 ? LOOK_DONE : LOOK_AGAIN;
 }
 
-#define ASK_AFTER_NS (2L * 1000 * 1000)		/* a running thread's time
+#define ASK_AFTER_NS (20L * 1000 * 1000)	/* a running thread's time
 						   to fall asleep */
 #define ASK_POLL_NS (100L * 1000)
 #define ASK_GIVE_UP_NS (8L * 1000 * 1000 * 1000)
