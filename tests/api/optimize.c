@@ -184,6 +184,12 @@ long o_tiny_next(long x);	/* x + 2 */
 long o_callin(long x);		/* x + 10 through o_callin_call: call *%rax */
 #define o_callin_call ukt_label("o_callin_call")
 long o_ijmp(long x);		/* x + 1 through an unbounded relative jump table */
+long o_sw(long x, long y);	/* switch (x) 0..3: 10, 20, 30, 40; else -1 */
+long o_sw_in(long x, long y);	/* switch (x) 0..1: 21 (case 0 falls into 1); else -1 */
+extern char o_sw_in_c0[];	/* its case 0 */
+long o_swloop(long n, long y);	/* sum of 1 + i % 4, i < n, a table in a loop */
+long o_swbad(long n, long y);	/* the same; y == 12345 would spoil the table register */
+long o_swnarrow(long x, long y); /* switch ((unsigned char)(x - 5)) 0..2: 7, 8, 9; else 0 */
 long o_tail(long x, long (*const *fp)(long));	/* (*fp)(x + 1), a tail call */
 long o_lref(long x, long n);	/* x; +2 is reached through a lea in o_lref_via */
 long o_lref_via(long x);	/* x: jumps to o_lref+2 through a register */
@@ -453,6 +459,53 @@ __asm__(
 	"o_ijmp: lea 1(%rdi),%rax\n lea 2f(%rip),%rdx\n movslq (%rdx),%rcx\n"
 	" add %rdx,%rcx\n jmp *%rcx\n1: ret\n.size o_ijmp,.-o_ijmp\n"
 	".pushsection .rodata\n.p2align 2\n2: .long 1b-2b\n.popsection\n"
+
+	/* switch tables as gcc lays them out: the bound's cmp/ja, then the
+	 * table's lea, the index's zero extension, movslq, add, jmp */
+	".p2align 4\n"
+	".globl o_sw\n.type o_sw,@function\n"
+	"o_sw: cmp $3,%rdi\n ja 9f\n lea 8f(%rip),%rdx\n mov %edi,%eax\n"
+	" movslq (%rdx,%rax,4),%rax\n add %rdx,%rax\n jmp *%rax\n"
+	"1: mov $10,%eax\n ret\n2: mov $20,%eax\n ret\n3: mov $30,%eax\n ret\n"
+	"4: mov $40,%eax\n ret\n9: mov $-1,%rax\n ret\n.size o_sw,.-o_sw\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b, 4b-8b\n.popsection\n"
+	/* a case label 2 bytes into another case's first instructions */
+	".p2align 4\n"
+	".globl o_sw_in\n.type o_sw_in,@function\n"
+	"o_sw_in: cmp $1,%rdi\n ja 9f\n lea 8f(%rip),%rdx\n"
+	" movslq (%rdx,%rdi,4),%rax\n add %rdx,%rax\n jmp *%rax\n"
+	".globl o_sw_in_c0\no_sw_in_c0: xor %eax,%eax\n1: mov $21,%eax\n ret\n"
+	"9: mov $-1,%rax\n ret\n.size o_sw_in,.-o_sw_in\n"
+	".pushsection .rodata\n.p2align 2\n8: .long o_sw_in_c0-8b, 1b-8b\n.popsection\n"
+	/* the table's register set once, before a loop whose head lies
+	 * between it and the jump; bound on an 8-bit register, zero-extended */
+	".p2align 4\n"
+	".globl o_swloop\n.type o_swloop,@function\n"
+	"o_swloop: push %r14\n lea 8f(%rip),%r14\n xor %ecx,%ecx\n xor %r8d,%r8d\n"
+	"0: cmp %rdi,%rcx\n jae 6f\n mov %ecx,%eax\n and $3,%al\n cmp $3,%al\n ja 5f\n"
+	" movzbl %al,%eax\n movslq (%r14,%rax,4),%rax\n add %r14,%rax\n jmp *%rax\n"
+	"1: add $1,%r8\n jmp 5f\n2: add $2,%r8\n jmp 5f\n3: add $3,%r8\n jmp 5f\n4: add $4,%r8\n"
+	"5: inc %rcx\n jmp 0b\n6: mov %r8,%rax\n pop %r14\n ret\n.size o_swloop,.-o_swloop\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b, 4b-8b\n.popsection\n"
+	/* o_swloop where one way into the loop holds another value in %r14:
+	 * the table cannot be proven, though it never runs that way here */
+	".p2align 4\n"
+	".globl o_swbad\n.type o_swbad,@function\n"
+	"o_swbad: push %r14\n lea 8f(%rip),%r14\n cmp $12345,%rsi\n jne 7f\n mov %rdx,%r14\n"
+	"7: xor %ecx,%ecx\n xor %r8d,%r8d\n"
+	"0: cmp %rdi,%rcx\n jae 6f\n mov %ecx,%eax\n and $3,%eax\n cmp $3,%eax\n ja 5f\n"
+	" movslq (%r14,%rax,4),%rax\n add %r14,%rax\n jmp *%rax\n"
+	"1: add $1,%r8\n jmp 5f\n2: add $2,%r8\n jmp 5f\n3: add $3,%r8\n jmp 5f\n4: add $4,%r8\n"
+	"5: inc %rcx\n jmp 0b\n6: mov %r8,%rax\n pop %r14\n ret\n.size o_swbad,.-o_swbad\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b, 4b-8b\n.popsection\n"
+	/* an 8-bit bound with no zero extension: %rax's upper bits unbounded */
+	".p2align 4\n"
+	".globl o_swnarrow\n.type o_swnarrow,@function\n"
+	"o_swnarrow: lea -5(%rdi),%rax\n cmp $2,%al\n ja 9f\n lea 8f(%rip),%rdx\n"
+	" movslq (%rdx,%rax,4),%rax\n add %rdx,%rax\n jmp *%rax\n"
+	"1: mov $7,%eax\n ret\n2: mov $8,%eax\n ret\n3: mov $9,%eax\n ret\n"
+	"9: xor %eax,%eax\n ret\n.size o_swnarrow,.-o_swnarrow\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b\n.popsection\n"
 
 	/* a tail call through a function pointer: it can only lead where a
 	 * relocation or a lea of this (position-independent) executable
@@ -2711,6 +2764,59 @@ UKT_CASE(refuse_call_inside_region)
 	/* call *%rax (2 bytes) then pop: the call would return into the region */
 	refusal_case("refuse_call_inside_region", (void *)o_callin, (void *)o_callin_call,
 		     "o_callin", 7, 17, "call inside the region");
+}
+
+/* a switch table read: the function's probes are optimised, and every
+ * case and the default still run right */
+static void switch_case(long (*fn)(long, long), void *at, const long *in, const long *out, int n)
+{
+	struct kprobe kp = { .addr = at, .pre_handler = count_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kp);
+	for (int i = 0; i < n; i++)
+		UKT_EQ(fn(in[i], 3), out[i]);
+	unregister_kprobe(&kp);
+	for (int i = 0; i < n; i++)
+		UKT_EQ(fn(in[i], 3), out[i]);
+}
+
+UKT_CASE(switch_table_function_is_optimised)
+{
+	static const long in[] = { -1, 0, 1, 2, 3, 4, 1L << 40 };
+	static const long out[] = { -1, 10, 20, 30, 40, -1, -1 };
+	switch_case(o_sw, (void *)o_sw, in, out, 7);
+}
+
+UKT_CASE(switch_table_hoisted_out_of_a_loop_is_read)
+{
+	static const long in[] = { 0, 1, 4, 5, 9 };
+	static const long out[] = { 0, 1, 10, 11, 21 };
+	switch_case(o_swloop, (void *)o_swloop, in, out, 5);
+}
+
+/* a table target inside the entry region: the table is read, so the
+ * refusal names the target, not the indirect jump */
+UKT_CASE(refuse_switch_case_inside_region)
+{
+	refusal_case("refuse_switch_case_inside_region", (void *)o_sw_in, (void *)o_sw_in_c0,
+		     "o_sw_in", 0, 21, "jump into the region");
+	UKT_EQ(o_sw_in(1, 0), 21);
+	UKT_EQ(o_sw_in(2, 0), -1);
+}
+
+/* one way into the loop does not hold the table: unproven */
+UKT_CASE(refuse_switch_table_register_not_proven)
+{
+	refusal_case("refuse_switch_table_register_not_proven", (void *)o_swbad, (void *)o_swbad,
+		     "o_swbad", 5, 11, "indirect jump in the function");
+}
+
+/* a bound on %al says nothing of %rax without a zero extension */
+UKT_CASE(refuse_switch_narrow_bound_without_extension)
+{
+	refusal_case("refuse_switch_narrow_bound_without_extension", (void *)o_swnarrow,
+		     (void *)o_swnarrow, "o_swnarrow", 6, 8, "indirect jump in the function");
 }
 
 UKT_CASE(refuse_indirect_jump_in_function)

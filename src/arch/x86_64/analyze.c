@@ -323,11 +323,16 @@ static int read_unwind(unsigned long hdr, struct ulv *ranges, struct ulv *target
 #define TAINT_INDIRECT 1
 #define TAINT_UNDECODABLE 2
 
-struct jtab { unsigned long jmp; size_t first, n; };
+/* df: its table register was proven by reg_value_at over [lo, hi), which
+ * must then be reached by no other range's table (checked after all are
+ * read) */
+struct jtab { unsigned long jmp; size_t first, n; bool df; unsigned long lo, hi; };
 
 struct objscan {
 	const void *key;
 	struct ulv targets;		/* sorted: every address code may jump to */
+	struct ulv ext_targets;		/* sorted: those a branch from another
+					   code range jumps to */
 	struct ukp_range *ranges;	/* every known code range, by lo */
 	size_t nranges;
 	struct ukp_range *taint;	/* ranges refused as a whole */
@@ -382,12 +387,165 @@ static bool writes_reg(const struct dinsn *di, ZydisRegister r)
 	return false;
 }
 
+/* kept across a call by the System V ABI */
+static bool callee_saved(ZydisRegister r)
+{
+	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r)) {
+	case ZYDIS_REGISTER_RBX: case ZYDIS_REGISTER_RBP: case ZYDIS_REGISTER_R12:
+	case ZYDIS_REGISTER_R13: case ZYDIS_REGISTER_R14: case ZYDIS_REGISTER_R15:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The one value register r holds at address at whenever code gets there,
+ * if every way there passes a `lea tab(%rip),%r` and nothing else writes
+ * r since: a forward "must" analysis over the range [lo, hi).  Ways in
+ * are the range's start, every jump target that a branch from another
+ * range or anything but a direct branch (a pointer, a landing pad) may
+ * reach, and the unknown targets of every indirect jump in the range
+ * (whatever r holds at any of them may arrive anywhere).  A call keeps r
+ * only if it is callee-saved.  Returns the table address or 0.
+ */
+#define DF_TOP 0UL
+#define DF_UNKNOWN 1UL
+static unsigned long df_meet(unsigned long a, unsigned long b)
+{
+	return a == DF_TOP ? b : b == DF_TOP || a == b ? a : DF_UNKNOWN;
+}
+
+static unsigned long reg_value_at(struct objscan *os, const uint8_t *code, unsigned long lo,
+				  unsigned long hi, ZydisRegister r, unsigned long at)
+{
+	size_t n = 0, cap = 256;
+	struct dfi { unsigned long addr, target, in, out; uint8_t len, kind; } *v;
+	enum { K_FALL, K_JCC, K_JMP, K_IND, K_END, K_CALL };
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return 0;
+	struct ulv inner = { 0 };
+	unsigned long result = 0;
+	for (unsigned long pc = lo; pc < hi;) {
+		struct dinsn di;
+		if (!decode_at(code, lo, hi, pc, &di))
+			goto out;
+		if (n == cap) {
+			struct dfi *nv = realloc(v, 2 * cap * sizeof(*v));
+			if (!nv)
+				goto out;
+			v = nv;
+			cap *= 2;
+		}
+		struct dfi *e = &v[n++];
+		*e = (struct dfi){ pc, 0, DF_TOP, DF_TOP, di.d.length, K_FALL };
+		switch (di.d.meta.category) {
+		case ZYDIS_CATEGORY_COND_BR:
+			e->kind = K_JCC;
+			break;
+		case ZYDIS_CATEGORY_UNCOND_BR:
+			e->kind = di.d.raw.imm[0].is_relative ? K_JMP : K_IND;
+			break;
+		case ZYDIS_CATEGORY_RET:
+			e->kind = K_END;
+			break;
+		case ZYDIS_CATEGORY_CALL:
+			e->kind = K_CALL;
+			break;
+		default:
+			if (di.d.mnemonic == ZYDIS_MNEMONIC_UD2 || di.d.mnemonic == ZYDIS_MNEMONIC_HLT)
+				e->kind = K_END;
+		}
+		if ((e->kind == K_JCC || e->kind == K_JMP) && di.d.raw.imm[0].is_relative) {
+			e->target = pc + di.d.length + (unsigned long)di.d.raw.imm[0].value.s;
+			if (e->target >= lo && e->target < hi)
+				ulv_add(&inner, e->target);
+		}
+		/* what the instruction leaves in r: the table, unknown, or
+		 * as it was (DF_TOP here) */
+		if (di.d.mnemonic == ZYDIS_MNEMONIC_LEA && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    di.op[0].reg.value == ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r) &&
+		    di.op[1].mem.base == ZYDIS_REGISTER_RIP && di.op[1].mem.index == ZYDIS_REGISTER_NONE)
+			e->out = pc + di.d.length + (unsigned long)di.op[1].mem.disp.value;
+		else if (writes_reg(&di, r) || (e->kind == K_CALL && !callee_saved(r)))
+			e->out = DF_UNKNOWN;
+		pc += di.d.length;
+	}
+	ulv_sort_unique(&inner);
+	/* the ways in from outside what is decoded here */
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || ulv_has(&os->ext_targets, v[i].addr) ||
+		    (ulv_has(&os->targets, v[i].addr) && !ulv_has(&inner, v[i].addr)))
+			v[i].in = DF_UNKNOWN;
+	/* to the fixpoint: in only goes down (TOP, a value, UNKNOWN) */
+	unsigned long ind = DF_TOP;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (size_t i = 0; i < n; i++) {
+			struct dfi *e = &v[i];
+			unsigned long in = df_meet(e->in, ind);
+			if (in != e->in) {
+				e->in = in;
+				changed = true;
+			}
+			if (in == DF_TOP)
+				continue;
+			unsigned long out = e->out == DF_TOP ? in : e->out;
+			if (e->kind == K_IND) {
+				unsigned long m = df_meet(ind, out);
+				if (m != ind) {
+					ind = m;
+					changed = true;
+				}
+			}
+			if (i + 1 < n && (e->kind == K_FALL || e->kind == K_JCC || e->kind == K_CALL)) {
+				unsigned long m = df_meet(v[i + 1].in, out);
+				if (m != v[i + 1].in) {
+					v[i + 1].in = m;
+					changed = true;
+				}
+			}
+			if ((e->kind == K_JCC || e->kind == K_JMP) && e->target >= lo && e->target < hi) {
+				size_t a = 0, b = n;	/* the target's entry, by address */
+				while (a < b) {
+					size_t mid = (a + b) / 2;
+					if (v[mid].addr < e->target)
+						a = mid + 1;
+					else
+						b = mid;
+				}
+				if (a == n || v[a].addr != e->target) {
+					result = 0;	/* into an instruction: give up */
+					goto out;
+				}
+				unsigned long m = df_meet(v[a].in, out);
+				if (m != v[a].in) {
+					v[a].in = m;
+					changed = true;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].addr == at && v[i].in != DF_TOP && v[i].in != DF_UNKNOWN)
+			result = v[i].in;
+out:
+	free(inner.v);
+	free(v);
+	return result;
+}
+
 /*
  * A switch jump table: walking back from `jmp *%rX` over straight-line
- * code (no jump target in between):
- *	add %rT,%rX ; movslq (%rT,%rI,4),%rX ; lea tab(%rip),%rT
- *	... ; cmp $max,%eI ; ja default
- * Appends the table's targets and returns 0, or -1 when not proven.
+ * code (no jump target from the bound's cmp to the jmp), the forms gcc
+ * and clang emit:
+ *	cmp $max,%eI ; ja default ; [mov/movzx into %rI] ;
+ *	lea tab(%rip),%rT ; movslq (%rT,%rI,4),%rX ; add %rT,%rX ; jmp *%rX
+ * with the lea anywhere after the cmp, or before it in the same straight
+ * line (branches out of it are fine; a call only with %rT callee-saved).  A bound on a narrower register than 32 bits holds only through a
+ * zero extension of it into %rI (movzbl %al,%eax).  Appends the table's
+ * targets and returns 0, or -1 when not proven.
  */
 static int read_jump_table(struct objscan *os, const uint8_t *code,
 			   unsigned long lo, unsigned long hi,
@@ -396,17 +554,24 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 	struct dinsn di;
 	ZydisRegister rx, rt = ZYDIS_REGISTER_NONE, ri = ZYDIS_REGISTER_NONE;
 	unsigned long table = 0, nent = 0;
-	int state = 0;	/* 0: want add, 1: movslq, 2: lea/cmp */
+	int state = 0;	/* 0: want add, 1: movslq, 2: lea/cmp, 3: lea only */
 	bool have_table = false;
+	unsigned zext = 0;	/* width a zero extension into %rI came from */
 
 	if (!decode_at(code, lo, hi, starts[k], &di) ||
 	    di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER)
 		return -1;
 	rx = di.op[0].reg.value;
 	unsigned long jmp = starts[k];
-	for (size_t j = k; j-- > 0 && k - j < 32;) {
-		if (ulv_has(&os->targets, starts[j + 1]) && state < 2)
-			return -1;	/* a label inside the dispatch sequence */
+	unsigned long use = 0;	/* the movslq: where %rT is read */
+	for (size_t j = k; j-- > 0 && k - j < 64 && !(have_table && nent);) {
+		/* reached from elsewhere: the index or the table unproven (the
+		 * table may yet be, by reg_value_at) */
+		if (ulv_has(&os->targets, starts[j + 1])) {
+			if (state == 3)
+				break;
+			return -1;
+		}
 		if (!decode_at(code, lo, hi, starts[j], &di))
 			return -1;
 		ZydisMnemonic m = di.d.mnemonic;
@@ -416,53 +581,82 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 				return -1;
 			rt = di.op[1].reg.value;
 			state = 1;
-		} else if (state == 1) {
+			continue;
+		}
+		if (state == 1) {
 			if (m != ZYDIS_MNEMONIC_MOVSXD || !same_reg(di.op[0].reg.value, rx) ||
 			    di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
 			    !same_reg(di.op[1].mem.base, rt) || di.op[1].mem.scale != 4 ||
 			    di.op[1].mem.disp.value != 0)
 				return -1;
 			ri = di.op[1].mem.index;
+			use = starts[j];
 			state = 2;
-		} else {
-			if (!have_table && m == ZYDIS_MNEMONIC_LEA && same_reg(di.op[0].reg.value, rt) &&
-			    di.op[1].mem.base == ZYDIS_REGISTER_RIP) {
-				table = starts[j] + di.d.length + (unsigned long)di.op[1].mem.disp.value;
-				have_table = true;
-				continue;
-			}
-			if (m == ZYDIS_MNEMONIC_CMP && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-			    same_reg(di.op[0].reg.value, ri) &&
-			    di.op[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-				/* the branch right after decides the bound */
-				struct dinsn nx;
-				if (!decode_at(code, lo, hi, starts[j + 1], &nx))
-					return -1;
-				unsigned long max = di.op[1].imm.value.u;
-				if (nx.d.mnemonic == ZYDIS_MNEMONIC_JNBE)
-					nent = max + 1;
-				else if (nx.d.mnemonic == ZYDIS_MNEMONIC_JNB)
-					nent = max;
-				else
-					return -1;
-				break;
-			}
-			/* anything else must leave the index and table alone;
-			 * mov %eI,%eI (zero extension) keeps the index */
-			if (m == ZYDIS_MNEMONIC_MOV && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-			    di.op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-			    same_reg(di.op[0].reg.value, ri) && same_reg(di.op[1].reg.value, ri))
-				continue;
-			if (writes_reg(&di, ri) || (!have_table && writes_reg(&di, rt)))
-				return -1;
-			if (di.d.meta.category == ZYDIS_CATEGORY_COND_BR ||
-			    di.d.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
-			    di.d.meta.category == ZYDIS_CATEGORY_CALL ||
-			    di.d.meta.category == ZYDIS_CATEGORY_RET)
-				return -1;
-			if (ulv_has(&os->targets, starts[j]) && starts[j] != starts[0])
-				return -1;	/* reached from elsewhere: bound unproven */
+			continue;
 		}
+		if (!have_table && m == ZYDIS_MNEMONIC_LEA && same_reg(di.op[0].reg.value, rt) &&
+		    di.op[1].mem.base == ZYDIS_REGISTER_RIP && di.op[1].mem.index == ZYDIS_REGISTER_NONE) {
+			table = starts[j] + di.d.length + (unsigned long)di.op[1].mem.disp.value;
+			have_table = true;
+			continue;
+		}
+		if (state == 2 && (m == ZYDIS_MNEMONIC_JNBE || m == ZYDIS_MNEMONIC_JNB) && j > 0) {
+			/* the bound: the cmp right before this branch */
+			struct dinsn c;
+			if (ulv_has(&os->targets, starts[j]) ||
+			    !decode_at(code, lo, hi, starts[j - 1], &c) ||
+			    c.d.mnemonic != ZYDIS_MNEMONIC_CMP ||
+			    c.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+			    !same_reg(c.op[0].reg.value, ri) ||
+			    c.op[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+				return -1;
+			unsigned w = c.op[0].size;
+			if (w < 32 && !(zext && zext <= w))
+				return -1;
+			unsigned long max = c.op[1].imm.value.u;
+			if (w < 64)
+				max &= (1UL << w) - 1;
+			nent = m == ZYDIS_MNEMONIC_JNBE ? max + 1 : max;
+			state = 3;
+			j--;	/* past the cmp */
+			continue;
+		}
+		/* anything else must leave the index (until the bound) and
+		 * the table register (until its lea) alone; a register copy
+		 * into %rI (mov, movzx) moves the index to its source, whose
+		 * bound then holds for it (zero extended: of its low zext
+		 * bits) */
+		if (state == 2 && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    same_reg(di.op[0].reg.value, ri) && di.op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    !same_reg(di.op[1].reg.value, rt) &&
+		    (m == ZYDIS_MNEMONIC_MOV || m == ZYDIS_MNEMONIC_MOVZX)) {
+			unsigned w = m == ZYDIS_MNEMONIC_MOVZX ? di.op[1].size :
+				     di.op[0].size == 32 ? 32 : 0;
+			if (w && (!zext || w < zext))
+				zext = w;
+			ri = di.op[1].reg.value;
+			continue;
+		}
+		if (state == 3 && writes_reg(&di, rt))
+			break;
+		if ((state == 2 && writes_reg(&di, ri)) || (!have_table && writes_reg(&di, rt)))
+			return -1;
+		/* a conditional branch leaves this straight line, which goes on
+		 * the same; a call keeps only the callee-saved registers */
+		if (di.d.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		    di.d.meta.category == ZYDIS_CATEGORY_RET ||
+		    (di.d.meta.category == ZYDIS_CATEGORY_CALL &&
+		     (state == 2 || !callee_saved(rt)))) {
+			if (state == 3)
+				break;
+			return -1;
+		}
+	}
+	/* a table register set before a loop: what every way here holds */
+	bool df = false;
+	if (state == 3 && !have_table) {
+		table = reg_value_at(os, code, lo, hi, rt, use);
+		have_table = df = table != 0;
 	}
 	if (!have_table || !nent || nent > 65536)
 		return -1;
@@ -478,7 +672,7 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 	if (!nj)
 		return -1;
 	os->jt = nj;
-	os->jt[os->njt++] = (struct jtab){ jmp, first, nent };
+	os->jt[os->njt++] = (struct jtab){ jmp, first, nent, df, lo, hi };
 	return 0;
 }
 
@@ -617,9 +811,13 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 				break;
 			}
 			for (int m = 0; m < 2; m++)
-				if (d.raw.imm[m].is_relative)
-					ulv_add(&os->targets, pc + d.length +
-						(unsigned long)d.raw.imm[m].value.s);
+				if (d.raw.imm[m].is_relative) {
+					unsigned long t = pc + d.length +
+							  (unsigned long)d.raw.imm[m].value.s;
+					ulv_add(&os->targets, t);
+					if (t < lo || t >= hi)
+						ulv_add(&os->ext_targets, t);
+				}
 			/* a code address made by code: where a pointer may lead */
 			if (od->refs_known && d.mnemonic == ZYDIS_MNEMONIC_LEA &&
 			    op[1].mem.base == ZYDIS_REGISTER_RIP) {
@@ -639,6 +837,7 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 	for (size_t j = 0; od->refs_known && j < od->ncoderefs; j++)
 		ulv_add(&os->targets, od->coderefs[j]);	/* ...and by data */
 	ulv_sort_unique(&os->targets);
+	ulv_sort_unique(&os->ext_targets);
 
 	/* pass 2: jump tables (needs the targets, to see labels) */
 	for (size_t j = 0; j < ind.n; j += 2) {
@@ -672,6 +871,24 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 		free(code);
 	}
 	free(ind.v);
+	/* reg_value_at saw the ways into its range that were known then: a
+	 * table of another range (a hot part's switch with cases in its
+	 * .cold part) leading into it was not one of them */
+	for (size_t t = 0; t < os->njt; t++) {
+		const struct jtab *a = &os->jt[t];
+		for (size_t u = 0; a->df && u < os->njt; u++) {
+			const struct jtab *b = &os->jt[u];
+			if (b->jmp >= a->lo && b->jmp < a->hi)
+				continue;
+			for (size_t e = 0; e < b->n; e++) {
+				unsigned long x = os->jt_targets.v[b->first + e];
+				if (x >= a->lo && x < a->hi) {
+					taint(os, a->lo, a->hi, TAINT_INDIRECT);
+					break;
+				}
+			}
+		}
+	}
 	for (size_t j = 0; j < os->jt_targets.n; j++)
 		ulv_add(&os->targets, os->jt_targets.v[j]);
 	ulv_sort_unique(&os->targets);
@@ -691,6 +908,7 @@ void ukp_arch_opt_forget_if(bool (*gone)(const void *key))
 		}
 		*pp = s->next;
 		free(s->targets.v);
+		free(s->ext_targets.v);
 		free(s->ranges);
 		free(s->taint);
 		free(s->taint_why);
