@@ -66,6 +66,7 @@ deps:
 $(B)/src/trap.o: FILE_CFLAGS := -mgeneral-regs-only
 $(B)/src/kret.o: FILE_CFLAGS := -mgeneral-regs-only
 $(B)/src/ftrace_hit.o: FILE_CFLAGS := -mgeneral-regs-only
+$(B)/src/stacktrace.o: FILE_CFLAGS := -mgeneral-regs-only
 
 # All of ukprobes' code goes to section ukp_text, so the blacklist can
 # cover it by __start_/__stop_ukp_text even when linked statically.

@@ -1,0 +1,572 @@
+/*
+ * stack_trace_save(), stack_trace_save_regs() and stack_trace_print()
+ * (include/ukprobes/stacktrace.h) against the truth: functions that record
+ * their own return addresses (__builtin_return_address(0) at each level)
+ * in an unprobed run; then the same calls with probes, whose handlers
+ * take stacks that must equal it frame by frame, for every recursion
+ * depth 1 to 50.  Each probed run also compares the whole trace (down to
+ * the C runtime's frames) with the one st_leaf took unprobed.
+ *
+ * The probes of a run: a kprobe at st_leaf's entry, a kprobe in st_drive
+ * where st_rec returns to (mid-function), and kretprobes on every frame's
+ * function (st_leaf, st_rec, st_drive), so each return address on the
+ * stack is a kretprobe stub.  Handlers take both kinds of trace, the
+ * _save one from a helper one frame down (skipnr 1 skips that frame).
+ *
+ * Cases:
+ *   unprobed_trace_is_the_truth          no probe: stack_trace_save from
+ *                         st_leaf gives the recorded return addresses
+ *   skipnr_and_size                      the same walk cut both ways
+ *   probed_traces_optimized              the entry kprobes jump-optimised
+ *                         (KPROBE_FLAG_OPTIMIZED), depths 1-50
+ *   probed_traces_breakpoint             optimisation knob off: int3 hits,
+ *                         handlers in signal context
+ *   probed_traces_int3_only              a post_handler keeps st_leaf's
+ *                         probe a breakpoint with the knob on; its
+ *                         post_handler's traces are checked too
+ *   traces_after_longjmp_across_probed_frames   st_leaf longjmps to the
+ *                         test over every probed frame, each depth; then
+ *                         probed runs still give the truth and no
+ *                         kretprobe missed
+ *   traces_in_signal_handler_cross_the_signal_frame   a program SIGUSR1
+ *                         handler raised in st_leaf: its trace goes on
+ *                         past the signal frame into st_leaf's callers
+ *   print_format                          stack_trace_print's lines
+ *   cxx_exceptions_prog                   tests/progs/stack_cxx: the
+ *                         same truth after C++ exceptions thrown across
+ *                         kretprobed frames
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "ukt.h"
+
+#define MAXD 50
+#define NT (MAXD + 2)		/* RA of st_leaf, of each st_rec, of st_drive */
+#define NBUF 128
+
+#define RA() ((unsigned long)__builtin_return_address(0))
+#define BARRIER() __asm__ volatile("" ::: "memory")
+
+static unsigned long truth[MAXD + 1][NT];	/* per depth */
+static unsigned long full[MAXD + 1][NBUF];	/* st_leaf's own trace, unprobed */
+static unsigned nfull[MAXD + 1];
+static volatile int recording, depth, jumping;
+static volatile int sink;
+static jmp_buf jb;
+
+/* st_leaf's recording and longjmp, kept out of it: st_leaf's first
+ * instructions stay a region the optimizer takes */
+static __attribute__((noinline)) void leaf_extra(int n, unsigned long ra)
+{
+	if (recording) {
+		truth[n][0] = ra;
+		/* skipnr 1: from the return into st_leaf on */
+		nfull[n] = stack_trace_save(full[n], NBUF, 1);
+	}
+	if (jumping)
+		longjmp(jb, 1);
+	BARRIER();
+}
+
+__attribute__((noinline)) int st_leaf(int n)
+{
+	leaf_extra(n, RA());
+	BARRIER();
+	return sink + n;
+}
+
+/* level k (0: st_leaf's caller) of n */
+__attribute__((noinline)) int st_rec(int k, int n)
+{
+	if (recording)
+		truth[n][1 + k] = RA();
+	int r = k == 0 ? st_leaf(n) : st_rec(k - 1, n);
+	BARRIER();
+	return r + 1;
+}
+
+__attribute__((noinline)) int st_drive(int n)
+{
+	if (recording)
+		truth[n][1 + n] = RA();
+	int r = st_rec(n - 1, n);
+	BARRIER();
+	return r + 1;
+}
+
+/* ---- checks, from handlers ---------------------------------------------- */
+
+static unsigned long nchecks, nbad;
+static char first_bad[512];
+
+static void bad(const char *what, unsigned i, unsigned long got, unsigned long want)
+{
+	if (!nbad++)
+		snprintf(first_bad, sizeof(first_bad),
+			 "%s, depth %d: entry %u is %#lx, want %#lx", what, depth, i, got, want);
+}
+
+/* got[0..ngot) == want[0..nwant) (exact: whole stack) or its prefix */
+static void check(const char *what, const unsigned long *got, unsigned ngot,
+		  const unsigned long *want, unsigned nwant, bool exact)
+{
+	nchecks++;
+	for (unsigned i = 0; i < nwant; i++)
+		if (i >= ngot || got[i] != want[i]) {
+			bad(what, i, i < ngot ? got[i] : 0, want[i]);
+			return;
+		}
+	if (exact && ngot != nwant)
+		bad(what, ngot < nwant ? ngot : nwant, ngot, nwant);
+}
+
+/* the trace of the code at level `from` (0: st_leaf's return into st_rec)
+ * whose own address is ip: ip, then the truth from there on, then the rest
+ * of the unprobed trace */
+static unsigned want_from(unsigned long *w, unsigned long ip, unsigned from)
+{
+	int n = depth;
+	unsigned k = 0;
+	if (ip)
+		w[k++] = ip;
+	/* full[n][0] is in st_leaf; full[n][1 + j] is truth[n][j] */
+	for (unsigned j = 1 + from; j < nfull[n]; j++)
+		w[k++] = full[n][j];
+	return k;
+}
+
+/* stack_trace_save one frame down from the handler: skipnr 1 skips this
+ * helper's own frame, so the trace starts at the return into the handler */
+static __attribute__((noinline)) unsigned grab(unsigned long *b, unsigned long *ra)
+{
+	*ra = RA();
+	unsigned n = stack_trace_save(b, NBUF, 1);
+	BARRIER();
+	return n;
+}
+
+/* both traces from a handler: regs' and its own, which shows the handler's
+ * frame, then the same */
+static __attribute__((noinline)) void traces(const char *what, struct pt_regs *regs,
+					     unsigned long ip, unsigned from)
+{
+	unsigned long got[NBUF], want[NBUF + 2], ra;
+	unsigned nw = want_from(want + 2, ip, from);
+	unsigned n = stack_trace_save_regs(regs, got, NBUF, 0);
+	check(what, got, n, want + 2, nw, true);
+	/* the same after the handler's own frames: grab's return into
+	 * this function, and this one's into the handler */
+	n = grab(got, &ra);
+	want[0] = ra;
+	want[1] = RA();
+	char w2[64];
+	snprintf(w2, sizeof(w2), "%s (save)", what);
+	check(w2, got, n, want, nw + 2, true);
+	/* skipnr and size: two entries past the first */
+	n = stack_trace_save_regs(regs, got, 2, 1);
+	nchecks++;
+	if (n != 2 || got[0] != want[3] || got[1] != want[4])
+		bad("skipnr 1 size 2", 0, got[0], want[3]);
+	BARRIER();
+}
+
+static int leaf_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	traces("st_leaf pre", regs, (unsigned long)st_leaf, 0);
+	return 0;
+}
+
+static void leaf_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+	(void)p;
+	(void)flags;
+	/* after st_leaf's first instruction: regs->ip is the next one; a
+	 * trace from there is the same stack (push rbp moved sp, or not) */
+	unsigned long got[NBUF], want[NBUF];
+	unsigned nw = want_from(want, regs->ip, 0);
+	unsigned n = stack_trace_save_regs(regs, got, NBUF, 0);
+	check("st_leaf post", got, n, want, nw, true);
+}
+
+static int mid_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	traces("st_drive mid", regs, 0, (unsigned)depth);
+	return 0;
+}
+
+static int leaf_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	traces("st_leaf return", regs, 0, 0);
+	return 0;
+}
+
+static int rec_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	*(long *)(void *)ri->data = (long)regs->di;	/* k */
+	return 0;
+}
+
+static int rec_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	traces("st_rec return", regs, 0, 1 + (unsigned)*(long *)(void *)ri->data);
+	return 0;
+}
+
+static int drive_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	(void)ri;
+	traces("st_drive return", regs, 0, 1 + (unsigned)depth);
+	return 0;
+}
+
+/* ---- runs ----------------------------------------------------------------- */
+
+struct probes {
+	struct kprobe leaf, mid;
+	struct kretprobe rleaf, rrec, rdrive;
+};
+
+static void probes_register(struct probes *P, bool post)
+{
+	memset(P, 0, sizeof(*P));
+	P->leaf.addr = (kprobe_opcode_t *)st_leaf;
+	P->leaf.pre_handler = leaf_pre;
+	if (post)
+		P->leaf.post_handler = leaf_post;
+	/* where st_rec returns to in st_drive: mid-function (st_rec's own
+	 * return sites may be shared by its two calls) */
+	P->mid.addr = (kprobe_opcode_t *)truth[1][1];
+	P->mid.pre_handler = mid_pre;
+	P->rleaf.kp.addr = (kprobe_opcode_t *)st_leaf;
+	P->rleaf.handler = leaf_ret;
+	P->rleaf.maxactive = 4;
+	P->rrec.kp.addr = (kprobe_opcode_t *)st_rec;
+	P->rrec.handler = rec_ret;
+	P->rrec.entry_handler = rec_entry;
+	P->rrec.data_size = sizeof(long);
+	P->rrec.maxactive = MAXD + 4;
+	P->rdrive.kp.addr = (kprobe_opcode_t *)st_drive;
+	P->rdrive.handler = drive_ret;
+	P->rdrive.maxactive = 4;
+	UKT_EQ(register_kprobe(&P->leaf), 0);
+	UKT_EQ(register_kprobe(&P->mid), 0);
+	UKT_EQ(register_kretprobe(&P->rleaf), 0);
+	UKT_EQ(register_kretprobe(&P->rrec), 0);
+	UKT_EQ(register_kretprobe(&P->rdrive), 0);
+}
+
+static void probes_unregister(struct probes *P)
+{
+	UKT_EQ(P->leaf.nmissed, 0);
+	UKT_EQ(P->mid.nmissed, 0);
+	UKT_EQ(P->rleaf.nmissed, 0);
+	UKT_EQ(P->rrec.nmissed, 0);
+	UKT_EQ(P->rdrive.nmissed, 0);
+	unregister_kretprobe(&P->rdrive);
+	unregister_kretprobe(&P->rrec);
+	unregister_kretprobe(&P->rleaf);
+	unregister_kprobe(&P->mid);
+	unregister_kprobe(&P->leaf);
+}
+
+
+/* A case: the truth, then each step's probes and passes */
+enum { RECORD, PROBED, JUMP };
+struct step {
+	void (*before)(void);
+	int mode;
+	unsigned long (*checks)(void);	/* how many traces it must check */
+	void (*after)(void);
+};
+
+/* every depth once, from one call site whatever the step (so the trace
+ * below st_drive is the same in all of them): record the truth, run
+ * probed, or longjmp out of st_leaf */
+static __attribute__((noinline)) void pass(const struct step *s)
+{
+	if (s->before)
+		s->before();
+	nchecks = nbad = 0;
+	for (int n = 1; n <= MAXD; n++) {
+		depth = n;
+		recording = s->mode == RECORD;
+		jumping = s->mode == JUMP;
+		if (s->mode != JUMP || setjmp(jb) == 0) {
+			int r = st_drive(n);
+			if (r != sink + n + n + 1)
+				UKT_FAIL("st_drive(%d) returned %d", n, r);
+		}
+		recording = jumping = 0;
+		if (s->mode == RECORD && nfull[n] < (unsigned)n + 3)
+			UKT_FAIL("depth %d: %u entries unprobed", n, nfull[n]);
+	}
+	if (nbad)
+		UKT_FAIL("%lu of %lu traces wrong; first: %s", nbad, nchecks, first_bad);
+	if (s->checks)
+		UKT_EQ(nchecks, s->checks());
+	if (s->after)
+		s->after();
+}
+
+static __attribute__((noinline)) void rounds(const struct step *st, int nst)
+{
+	struct step all[8] = { { NULL, RECORD, NULL, NULL } };
+	UKT_ASSERT(nst < 8);
+	for (int i = 0; i < nst; i++)
+		all[1 + i] = st[i];
+	for (int i = 0; i <= nst; i++)
+		pass(&all[i]);
+}
+
+/* traces per depth n: leaf pre 3 (+1 post), mid 3, leaf return 3, n
+ * st_rec returns 3 each, drive return 3 */
+static bool with_post;
+static unsigned long probed_checks(void)
+{
+	unsigned long want = 0;
+	for (unsigned long n = 1; n <= MAXD; n++)
+		want += 3 * (4 + n) + (with_post ? 1 : 0);
+	return want;
+}
+
+/* st_leaf's pre_handler runs before its longjmp, nothing else does */
+static unsigned long jump_checks(void)
+{
+	return 3 * MAXD;
+}
+
+static struct probes P;
+
+static void reg_opt(void)
+{
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	probes_register(&P, with_post);
+	wait_for_kprobe_optimizer();
+	if (!!(P.leaf.flags & KPROBE_FLAG_OPTIMIZED) != !with_post)
+		kprobes_list(stderr);
+	UKT_EQ(!!(P.leaf.flags & KPROBE_FLAG_OPTIMIZED), !with_post);
+	UKT_ASSERT(P.rrec.kp.flags & KPROBE_FLAG_OPTIMIZED);
+	UKT_ASSERT(P.rdrive.kp.flags & KPROBE_FLAG_OPTIMIZED);
+}
+
+static void reg_int3(void)
+{
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	probes_register(&P, with_post);
+	wait_for_kprobe_optimizer();
+	UKT_ASSERT(!(P.leaf.flags & KPROBE_FLAG_OPTIMIZED));
+	UKT_ASSERT(!(P.rrec.kp.flags & KPROBE_FLAG_OPTIMIZED));
+}
+
+static void unreg(void)
+{
+	probes_unregister(&P);
+}
+
+UKT_CASE(unprobed_trace_is_the_truth)
+{
+	rounds(NULL, 0);
+	for (int n = 1; n <= MAXD; n++)
+		for (int j = 0; j <= n + 1; j++)
+			if (full[n][1 + j] != truth[n][j])
+				UKT_FAIL("depth %d entry %d: %#lx, want %#lx", n, j + 1,
+					 full[n][1 + j], truth[n][j]);
+	/* full[n][0]: the return into st_leaf from leaf_extra */
+	UKT_ASSERT(full[5][0] > (unsigned long)st_leaf);
+	UKT_ASSERT(full[5][0] < (unsigned long)st_leaf + 64);
+	/* one level more, one entry more; below st_drive the same */
+	for (int n = 2; n <= MAXD; n++) {
+		UKT_EQ(nfull[n] - nfull[n - 1], 1);
+		for (unsigned j = 1; j <= nfull[1] - 3; j++)
+			UKT_EQ(full[n][nfull[n] - j], full[1][nfull[1] - j]);
+	}
+}
+
+static __attribute__((noinline)) unsigned save_at(unsigned long *b, unsigned size, unsigned skip)
+{
+	unsigned n = stack_trace_save(b, size, skip);
+	BARRIER();
+	return n;
+}
+
+UKT_CASE(skipnr_and_size)
+{
+	static const unsigned cfg[][2] = { { NBUF, 0 }, { 4, 0 }, { NBUF, 2 }, { 3, 2 }, { 0, 0 }, { 1, 0 } };
+	unsigned long b[6][NBUF + 1];
+	unsigned n[6];
+	/* one call site for all (no unrolled copies) */
+#ifdef __clang__
+#pragma clang loop unroll(disable)
+#else
+#pragma GCC unroll 1
+#endif
+	for (int i = 0; i < 6; i++) {
+		b[i][cfg[i][0]] = 0xdead;	/* never written past size */
+		n[i] = save_at(b[i], cfg[i][0], cfg[i][1]);
+		UKT_EQ(b[i][cfg[i][0]], 0xdead);
+	}
+	UKT_ASSERT(n[0] > 4);
+	UKT_EQ(n[1], 4);
+	UKT_EQ(n[2], n[0] - 2);
+	UKT_EQ(n[3], 3);
+	UKT_EQ(n[4], 0);
+	UKT_EQ(n[5], 1);
+	for (unsigned j = 0; j < n[0]; j++) {
+		if (j < 4)
+			UKT_EQ(b[1][j], b[0][j]);
+		if (j >= 2)
+			UKT_EQ(b[2][j - 2], b[0][j]);
+		if (j >= 2 && j < 5)
+			UKT_EQ(b[3][j - 2], b[0][j]);
+	}
+	UKT_EQ(b[5][0], b[0][0]);
+	/* the first entry is the return into save_at */
+	UKT_ASSERT(b[0][0] > (unsigned long)save_at && b[0][0] < (unsigned long)save_at + 64);
+}
+
+UKT_CASE(probed_traces_optimized)
+{
+	/* twice: the second with every rule cached */
+	const struct step st[] = {
+		{ reg_opt, PROBED, probed_checks, NULL },
+		{ NULL, PROBED, probed_checks, unreg },
+	};
+	rounds(st, 2);
+}
+
+UKT_CASE(probed_traces_breakpoint)
+{
+	const struct step st[] = { { reg_int3, PROBED, probed_checks, unreg } };
+	rounds(st, 1);
+}
+
+UKT_CASE(probed_traces_int3_only)
+{
+	with_post = true;
+	const struct step st[] = { { reg_opt, PROBED, probed_checks, unreg } };
+	rounds(st, 1);
+}
+
+UKT_CASE(traces_after_longjmp_across_probed_frames)
+{
+	const struct step st[] = {
+		{ reg_opt, JUMP, jump_checks, NULL },
+		{ NULL, PROBED, probed_checks, NULL },
+		{ NULL, JUMP, jump_checks, NULL },
+		{ NULL, PROBED, probed_checks, unreg },
+	};
+	rounds(st, 4);
+}
+
+UKT_CASE(traces_after_longjmp_breakpoint)
+{
+	const struct step st[] = {
+		{ reg_int3, JUMP, jump_checks, NULL },
+		{ NULL, PROBED, probed_checks, unreg },
+	};
+	rounds(st, 2);
+}
+
+/* ---- a program's signal handler ------------------------------------------- */
+
+static unsigned long sig_got[NBUF], sig_ra;
+static unsigned sig_n;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	sig_n = grab(sig_got, &sig_ra);
+}
+
+__attribute__((noinline)) int st_raiser(void)
+{
+	raise(SIGUSR1);
+	BARRIER();
+	return sink;
+}
+
+UKT_CASE(traces_in_signal_handler_cross_the_signal_frame)
+{
+	UKT_EQ(ukt_on_signal(SIGUSR1, on_usr1, 0), 0);
+	unsigned long here[NBUF];
+	unsigned nh = stack_trace_save(here, NBUF, 0);
+	st_raiser();
+	/* the handler's frame, then the interrupted code (in raise or
+	 * below it), ..., st_raiser's return into this function, and this
+	 * function's callers as seen from here */
+	UKT_ASSERT(sig_n > 3);
+	UKT_EQ(sig_got[0], sig_ra);
+	unsigned i = 1;
+	while (i < sig_n && !(sig_got[i] > (unsigned long)st_raiser &&
+			      sig_got[i] < (unsigned long)st_raiser + 64))
+		i++;
+	UKT_ASSERT(i < sig_n);
+	/* i: in st_raiser; then the return into this case, then its callers */
+	UKT_ASSERT(i + 1 < sig_n);
+	UKT_EQ(sig_n - (i + 2), nh - 1);
+	for (unsigned j = 1; j < nh; j++)
+		UKT_EQ(sig_got[i + 1 + j], here[j]);
+}
+
+/* ---- print ------------------------------------------------------------------ */
+
+UKT_CASE(print_format)
+{
+	char path[] = "/tmp/ukp-stprint-XXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	unlink(path);
+	fflush(stderr);
+	int saved = dup(2);
+	UKT_ASSERT(saved >= 0);
+	UKT_EQ(dup2(fd, 2), 2);
+	/* an offset the compiler cannot fold: a constant st_leaf+3 in the
+	 * code would read as a jump target inside st_leaf's probe region */
+	static volatile unsigned long three = 3;
+	unsigned long e[3] = { (unsigned long)st_leaf + three, (unsigned long)&fputc, 0x10 };
+	stack_trace_print(e, 3, 2);
+	stack_trace_print(e, 1, 0);
+	stack_trace_print(NULL, 3, 0);
+	fflush(stderr);
+	UKT_EQ(dup2(saved, 2), 2);
+	char buf[1024] = { 0 };
+	UKT_ASSERT(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
+	close(fd);
+	/* three spaces (1 + 2), "sym+0xoff/0xsize", " [object]" for a
+	 * shared object, the bare address when nothing covers it */
+	char *l1 = buf, *l2 = strchr(l1, '\n');
+	UKT_ASSERT(l2);
+	*l2++ = 0;
+	char *l3 = strchr(l2, '\n');
+	UKT_ASSERT(l3);
+	*l3++ = 0;
+	char *l4 = strchr(l3, '\n');
+	UKT_ASSERT(l4);
+	*l4++ = 0;
+	unsigned long size = 0;
+	UKT_EQ(sscanf(l1, "   st_leaf+0x3/0x%lx", &size), 1);
+	UKT_ASSERT(size > 3 && size < 256);
+	char tail[64];
+	UKT_EQ(sscanf(l2, "   %*[^+]+0x%*x/0x%*x [%63[^]]]", tail), 1);
+	UKT_ASSERT(strncmp(tail, "libc.so", 7) == 0);
+	UKT_ASSERT(strchr(l2 + 3, ' ') == strrchr(l2, ' '));	/* one blank before [ */
+	UKT_STREQ(l3, "   0x10");
+	char *l5 = strchr(l4, '\n');
+	UKT_ASSERT(l5);
+	*l5++ = 0;
+	snprintf(tail, sizeof(tail), " st_leaf+0x3/0x%lx", size);
+	UKT_STREQ(l4, tail);
+	UKT_STREQ(l5, "");
+}
