@@ -159,6 +159,11 @@ $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 
+# the stack trace bench compares with libunwind's unw_backtrace
+$(B)/bench/ukp-stack-bench: bench/ukp-stack-bench.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK) -lunwind
+
 # the ftrace bench's target, three ways (bench/ft/target.c says which)
 $(B)/bench/ft/pfe.o: bench/ft/target.c
 	@mkdir -p $(dir $@)
