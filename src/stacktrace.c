@@ -677,7 +677,9 @@ static inline bool in_ukp(unsigned long ip)
 
 /* The return into a patch site an ftrace trampoline's frame holds, above
  * the callback's CFA sp: where the traced function stands at its entry.
- * The words below it are the trampoline's saves. */
+ * The words below it are the trampoline's saves (the traced function's
+ * argument registers, pt_regs, vector state) and padding: the first word
+ * that is the return of a patch site's call is taken. */
 #define FT_SCAN 4096
 static bool ftrace_entry(struct ukp_uframe *f)
 {
@@ -685,7 +687,10 @@ static bool ftrace_entry(struct ukp_uframe *f)
 		unsigned long v;
 		if (!rd(a, &v))
 			return false;
-		if (v > 5 && ukp_ftrace_site_at(v - 5) == 1) {
+		/* a patch site's call now (0xe8: traced; an untraced one is
+		 * a nop, so a stale word naming it is not taken) */
+		if (v > 5 && ukp_ftrace_site_at(v - 5) == 1 &&
+		    __atomic_load_n((const uint8_t *)(v - 5), __ATOMIC_RELAXED) == 0xe8) {
 			/* ukp_ftrace_walk keeps the trampoline's bp, pushed
 			 * first, 64 bytes above its callee's CFA */
 			if (f->ip >= (unsigned long)ukp_ftrace_walk &&
