@@ -32,9 +32,10 @@
  *                         handler raised in st_leaf: its trace goes on
  *                         past the signal frame into st_leaf's callers
  *   print_format                          stack_trace_print's lines
- *   cxx_exceptions_prog                   tests/progs/stack_cxx: the
- *                         same truth after C++ exceptions thrown across
- *                         kretprobed frames
+ *   cxx_exceptions_prog                   tests/progs/stack_cxx (jump and
+ *                         breakpoint): the same truth in handlers while
+ *                         and after C++ exceptions cross kretprobed
+ *                         frames, caught and rethrown at every level
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -569,4 +570,35 @@ UKT_CASE(print_format)
 	snprintf(tail, sizeof(tail), " st_leaf+0x3/0x%lx", size);
 	UKT_STREQ(l4, tail);
 	UKT_STREQ(l5, "");
+}
+
+/* ---- C++ exceptions (tests/progs/stack_cxx.cc) ------------------------------ */
+
+/* runs ../progs/stack_cxx [arg] (60 s at most): it must say all ok */
+static void run_cxx(const char *arg)
+{
+	char self[PATH_MAX], cmd[PATH_MAX + 64], out[4096];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	UKT_ASSERT(k > 0);
+	self[k] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(cmd, sizeof(cmd), "%s/../progs/stack_cxx", self);
+	if (access(cmd, X_OK))
+		UKT_FAIL("%s: %s (build it with make tests)", cmd, strerror(errno));
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s/../progs/stack_cxx %s 2>&1", self, arg);
+	fflush(stdout);
+	fflush(stderr);
+	FILE *p = popen(cmd, "r");
+	UKT_ASSERT(p);
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || strcmp(out, "stack_cxx: all ok\n"))
+		UKT_FAIL("stack_cxx %s: status %#x, said:\n%s", arg, st, out);
+}
+
+UKT_CASE_T(cxx_exceptions_prog, 130)
+{
+	run_cxx("");
+	run_cxx("int3");
 }
