@@ -28,6 +28,9 @@
  *                         test over every probed frame, each depth; then
  *                         probed runs still give the truth and no
  *                         kretprobe missed
+ *   probed_traces_threads                4 threads at once, each its own
+ *                         truth, probed, longjmp and probed passes (the
+ *                         rule cache filled by all of them)
  *   traces_in_signal_handler_cross_the_signal_frame   a program SIGUSR1
  *                         handler raised in st_leaf: its trace goes on
  *                         past the signal frame into st_leaf's callers
@@ -53,16 +56,18 @@
 #define MAXD 50
 #define NT (MAXD + 2)		/* RA of st_leaf, of each st_rec, of st_drive */
 #define NBUF 128
+#define NTHR 4			/* threads of the threads case */
 
 #define RA() ((unsigned long)__builtin_return_address(0))
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
-static unsigned long truth[MAXD + 1][NT];	/* per depth */
-static unsigned long full[MAXD + 1][NBUF];	/* st_leaf's own trace, unprobed */
-static unsigned nfull[MAXD + 1];
-static volatile int recording, depth, jumping;
+/* per thread: the threads case runs the same passes in several at once */
+static _Thread_local unsigned long truth[MAXD + 1][NT];	/* per depth */
+static _Thread_local unsigned long full[MAXD + 1][NBUF];	/* st_leaf's own, unprobed */
+static _Thread_local unsigned nfull[MAXD + 1];
+static _Thread_local volatile int recording, depth, jumping;
 static volatile int sink;
-static jmp_buf jb;
+static _Thread_local jmp_buf jb;
 
 /* st_leaf's recording and longjmp, kept out of it: st_leaf's first
  * instructions stay a region the optimizer takes */
@@ -106,8 +111,8 @@ __attribute__((noinline)) int st_drive(int n)
 
 /* ---- checks, from handlers ---------------------------------------------- */
 
-static unsigned long nchecks, nbad;
-static char first_bad[512];
+static _Thread_local unsigned long nchecks, nbad;
+static _Thread_local char first_bad[512];
 
 static void bad(const char *what, unsigned i, unsigned long got, unsigned long want)
 {
@@ -252,15 +257,15 @@ static void probes_register(struct probes *P, bool post)
 	P->mid.pre_handler = mid_pre;
 	P->rleaf.kp.addr = (kprobe_opcode_t *)st_leaf;
 	P->rleaf.handler = leaf_ret;
-	P->rleaf.maxactive = 4;
+	P->rleaf.maxactive = 4 * NTHR;
 	P->rrec.kp.addr = (kprobe_opcode_t *)st_rec;
 	P->rrec.handler = rec_ret;
 	P->rrec.entry_handler = rec_entry;
 	P->rrec.data_size = sizeof(long);
-	P->rrec.maxactive = MAXD + 4;
+	P->rrec.maxactive = NTHR * (MAXD + 4);
 	P->rdrive.kp.addr = (kprobe_opcode_t *)st_drive;
 	P->rdrive.handler = drive_ret;
-	P->rdrive.maxactive = 4;
+	P->rdrive.maxactive = 4 * NTHR;
 	UKT_EQ(register_kprobe(&P->leaf), 0);
 	UKT_EQ(register_kprobe(&P->mid), 0);
 	UKT_EQ(register_kretprobe(&P->rleaf), 0);
@@ -478,6 +483,49 @@ UKT_CASE(traces_after_longjmp_breakpoint)
 		{ NULL, PROBED, probed_checks, unreg },
 	};
 	rounds(st, 2);
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+static pthread_barrier_t bar;
+static _Thread_local int tix;
+
+/* every thread has recorded its truth; thread 0 registers, all go on */
+static void thr_arm(void)
+{
+	pthread_barrier_wait(&bar);
+	if (tix == 0)
+		reg_opt();
+	pthread_barrier_wait(&bar);
+}
+
+static void thr_disarm(void)
+{
+	pthread_barrier_wait(&bar);
+	if (tix == 0)
+		unreg();
+}
+
+static void *thr(void *arg)
+{
+	tix = (int)(long)arg;
+	const struct step st[] = {
+		{ thr_arm, PROBED, probed_checks, NULL },
+		{ NULL, JUMP, jump_checks, NULL },
+		{ NULL, PROBED, probed_checks, thr_disarm },
+	};
+	rounds(st, 3);
+	return NULL;
+}
+
+UKT_CASE_T(probed_traces_threads, 60)
+{
+	pthread_t th[NTHR];
+	UKT_EQ(pthread_barrier_init(&bar, NULL, NTHR), 0);
+	for (long i = 0; i < NTHR; i++)
+		UKT_EQ(pthread_create(&th[i], NULL, thr, (void *)i), 0);
+	for (int i = 0; i < NTHR; i++)
+		UKT_EQ(pthread_join(th[i], NULL), 0);
 }
 
 /* ---- a program's signal handler ------------------------------------------- */
