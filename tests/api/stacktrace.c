@@ -34,6 +34,10 @@
  *   traces_in_signal_handler_cross_the_signal_frame   a program SIGUSR1
  *                         handler raised in st_leaf: its trace goes on
  *                         past the signal frame into st_leaf's callers
+ *   corrupt_registers_never_fault        regs whose sp is unmapped, whose
+ *                         stack runs into a PROT_NONE page, whose ip is in
+ *                         no object or whose bp chain loops: no fault,
+ *                         the entries up to there
  *   print_format                          stack_trace_print's lines
  *   cxx_exceptions_prog                   tests/progs/stack_cxx (jump and
  *                         breakpoint): the same truth in handlers while
@@ -49,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "ukt.h"
@@ -381,6 +386,11 @@ static void unreg(void)
 	probes_unregister(&P);
 }
 
+static void pass_record_once(void)
+{
+	rounds(NULL, 0);
+}
+
 UKT_CASE(unprobed_trace_is_the_truth)
 {
 	rounds(NULL, 0);
@@ -567,6 +577,53 @@ UKT_CASE(traces_in_signal_handler_cross_the_signal_frame)
 	UKT_EQ(sig_n - (i + 2), nh - 1);
 	for (unsigned j = 1; j < nh; j++)
 		UKT_EQ(sig_got[i + 1 + j], here[j]);
+}
+
+/* ---- corrupt registers -------------------------------------------------------- */
+
+UKT_CASE(corrupt_registers_never_fault)
+{
+	unsigned long got[NBUF];
+	struct pt_regs r;
+	/* sp unmapped: ip only */
+	memset(&r, 0, sizeof(r));
+	r.ip = (unsigned long)st_leaf;
+	r.sp = 0x1000;
+	r.bp = 0x2000;
+	UKT_EQ(stack_trace_save_regs(&r, got, NBUF, 0), 1);
+	UKT_EQ(got[0], (unsigned long)st_leaf);
+	/* a readable page of return addresses into st_drive, then a page
+	 * nothing may read: the walk climbs the first and stops at the
+	 * second (never past it, never faulting) */
+	char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(m != MAP_FAILED);
+	UKT_EQ(mprotect(m + 4096, 4096, PROT_NONE), 0);
+	pass_record_once();
+	unsigned long *w = (unsigned long *)(void *)m;
+	for (int i = 0; i < 512; i++)
+		w[i] = truth[1][0];	/* st_leaf's return into st_rec */
+	r.sp = (unsigned long)m;
+	r.bp = (unsigned long)(m + 4096);	/* frame pointer into the hole */
+	unsigned n = stack_trace_save_regs(&r, got, NBUF, 0);
+	UKT_ASSERT(n >= 2 && n <= NBUF);
+	UKT_EQ(got[1], truth[1][0]);
+	/* sp in the hole: ip only */
+	r.sp = (unsigned long)(m + 4096);
+	UKT_EQ(stack_trace_save_regs(&r, got, NBUF, 0), 1);
+	r.ip = 0x10;
+	r.sp = (unsigned long)m;
+	r.bp = (unsigned long)m + 8;
+	n = stack_trace_save_regs(&r, got, NBUF, 0);
+	UKT_ASSERT(n >= 1);
+	UKT_EQ(got[0], 0x10);
+	/* ip in no object (the frame pointer then), a bp chain looping on
+	 * itself: one frame up, then a bp below sp ends it */
+	w[1] = (unsigned long)m + 8;	/* *bp: the caller's bp, the same */
+	w[2] = 0x10;			/* its return address */
+	r.bp = (unsigned long)m + 8;
+	UKT_EQ(stack_trace_save_regs(&r, got, NBUF, 0), 2);
+	UKT_EQ(got[1], 0x10);
+	munmap(m, 8192);
 }
 
 /* ---- print ------------------------------------------------------------------ */
