@@ -34,6 +34,8 @@
  *   traces_in_signal_handler_cross_the_signal_frame   a program SIGUSR1
  *                         handler raised in st_leaf: its trace goes on
  *                         past the signal frame into st_leaf's callers
+ *   same_as_glibc_backtrace_through_libc   from a qsort comparator: libc's
+ *                         frames and all below equal glibc backtrace()'s
  *   corrupt_registers_never_fault        regs whose sp is unmapped, whose
  *                         stack runs into a PROT_NONE page, whose ip is in
  *                         no object or whose bp chain loops: no fault,
@@ -44,7 +46,9 @@
  *                         and after C++ exceptions cross kretprobed
  *                         frames, caught and rethrown at every level
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -577,6 +581,37 @@ UKT_CASE(traces_in_signal_handler_cross_the_signal_frame)
 	UKT_EQ(sig_n - (i + 2), nh - 1);
 	for (unsigned j = 1; j < nh; j++)
 		UKT_EQ(sig_got[i + 1 + j], here[j]);
+}
+
+/* ---- through libc's own frames ----------------------------------------------- */
+
+static unsigned long bt_a[NBUF], bt_b[NBUF];
+static int bt_na, bt_nb;
+
+static int cmp_traced(const void *x, const void *y)
+{
+	if (!bt_na) {
+		bt_na = backtrace((void **)bt_a, NBUF);
+		bt_nb = (int)stack_trace_save(bt_b, NBUF, 0);
+	}
+	return *(const int *)x - *(const int *)y;
+}
+
+UKT_CASE(same_as_glibc_backtrace_through_libc)
+{
+	/* qsort's frames are libc's (its .eh_frame), then this case's, the
+	 * runner's and the C runtime's: libgcc's unwinder (backtrace) and
+	 * the walker agree on every one past their own call sites */
+	int v[64];
+	for (int i = 0; i < 64; i++)
+		v[i] = (i * 37) % 64;
+	qsort(v, 64, sizeof(v[0]), cmp_traced);
+	UKT_ASSERT(bt_na > 3);
+	UKT_EQ(bt_nb, bt_na);
+	for (int i = 1; i < bt_na; i++)
+		UKT_EQ(bt_b[i], bt_a[i]);
+	Dl_info di;
+	UKT_ASSERT(dladdr((void *)bt_b[1], &di) && strstr(di.dli_fname, "libc.so"));
 }
 
 /* ---- corrupt registers -------------------------------------------------------- */
