@@ -23,7 +23,8 @@
  * from the traced function's entry, found by the return into its patch
  * site that the trampoline's frame holds.
  *
- * Built with -mgeneral-regs-only: it runs in lean handlers.
+ * Built with -mgeneral-regs-only: it leaves the vector, x87 and MXCSR
+ * state alone, whichever way a handler calling it was entered.
  */
 #include "internal.h"
 #include "arch/x86_64/unwind.h"
@@ -68,6 +69,8 @@ static bool page_known(unsigned long pg)
 
 static void page_learn(unsigned long pg)
 {
+	if (pg >> (64 - RUN_BITS))	/* no room in a run's word: checked */
+		return;			/* again at every read */
 	for (int i = 0; i < RANGES; i++) {
 		uint64_t r = ok_run[i], lo = r >> RUN_BITS, n = r & ((1UL << RUN_BITS) - 1);
 		if (!n || n + 1 >= 1UL << RUN_BITS)
@@ -98,6 +101,7 @@ static bool page_check(unsigned long pg)
 	if (n != -ENOSYS && n != -EPERM)
 		return false;
 	sigset_t m;
+	memset(&m, 0, sizeof(m));
 	if (ukp_raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&m, 8, 0, 0) != 0 ||
 	    !ukp_nofault_usable(&m))
 		return false;
@@ -124,9 +128,9 @@ static inline bool rd(unsigned long a, unsigned long *v)
 /*
  * One word: how the caller's frame is found from this one.
  *   bits 0-1	CFA: 1 sp + off, 2 bp + off, 3 *(bp + off)
- *   bit 2	the return address is saved, at CFA + ra/8 (else: the
- *		outermost frame, ra undefined)
- *   bit 3	the caller's bp is saved, at CFA + bpo/8 (else unchanged)
+ *   bit 2	the return address is saved at CFA + ra (else: the
+ *		outermost frame, its return address undefined)
+ *   bit 3	the caller's bp is saved at CFA + bpo (else unchanged)
  *   bit 4	a signal frame ('S'): the kernel's ucontext is at sp
  *   bits 8-15	ra / 8, signed;  bits 16-23 bpo / 8, signed
  *   bits 24-31	the objects' generation it was read in

@@ -24,9 +24,13 @@ static unsigned nfull;
 static volatile int recording;
 
 /* calls the traced function; unprobed, it records its own trace:
- * full[0] its call site, full[1] its return into its caller, ... */
+ * full[0] its call site, full[1] its return into its caller, ...  Its
+ * alloca makes its CFA bp-based: the walk must have the traced
+ * function's bp right past the trampoline (ukp_ftrace_walk uses rbp) */
 static __attribute__((noinline)) int ft_caller(int x)
 {
+	volatile char *scratch = __builtin_alloca(16 + (unsigned)(x & 16));
+	scratch[0] = (char)x;
 	if (recording)
 		nfull = stack_trace_save(full, NBUF, 0);
 	int r = target(x, 1);
