@@ -10,7 +10,8 @@
  * The probes of a run: a kprobe at st_leaf's entry, a kprobe in st_drive
  * where st_rec returns to (mid-function), and kretprobes on every frame's
  * function (st_leaf, st_rec, st_drive), so each return address on the
- * stack is a kretprobe stub.  Handlers take both kinds of trace, the
+ * stack is a kretprobe stub; st_rec's entry_handler takes traces too.
+ * Handlers take both kinds of trace, the
  * _save one from a helper one frame down (skipnr 1 skips that frame).
  *
  * Cases:
@@ -21,6 +22,8 @@
  *                         (KPROBE_FLAG_OPTIMIZED), depths 1-50
  *   probed_traces_breakpoint             optimisation knob off: int3 hits,
  *                         handlers in signal context
+ *   probed_traces_breakpoint_on_sigaltstack   the same with the handlers
+ *                         on an alternate signal stack, with longjmp
  *   probed_traces_int3_only              a post_handler keeps st_leaf's
  *                         probe a breakpoint with the knob on; its
  *                         post_handler's traces are checked too
@@ -194,8 +197,13 @@ static __attribute__((noinline)) void traces(const char *what, struct pt_regs *r
 	BARRIER();
 }
 
+static unsigned long alt_lo, alt_hi;	/* the handlers' sigaltstack, if set */
+
 static int leaf_pre(struct kprobe *p, struct pt_regs *regs)
 {
+	unsigned long here = (unsigned long)__builtin_frame_address(0);
+	if (alt_lo && (here < alt_lo || here >= alt_hi))
+		bad("handler off the sigaltstack", 0, here, alt_lo);
 	(void)p;
 	traces("st_leaf pre", regs, (unsigned long)st_leaf, 0);
 	return 0;
@@ -230,6 +238,7 @@ static int leaf_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int rec_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	*(long *)(void *)ri->data = (long)regs->di;	/* k */
+	traces("st_rec entry", regs, (unsigned long)st_rec, 1 + (unsigned)regs->di);
 	return 0;
 }
 
@@ -346,20 +355,23 @@ static __attribute__((noinline)) void rounds(const struct step *st, int nst)
 }
 
 /* traces per depth n: leaf pre 3 (+1 post), mid 3, leaf return 3, n
- * st_rec returns 3 each, drive return 3 */
+ * st_rec entries and returns 3 each, drive return 3 */
 static bool with_post;
 static unsigned long probed_checks(void)
 {
 	unsigned long want = 0;
 	for (unsigned long n = 1; n <= MAXD; n++)
-		want += 3 * (4 + n) + (with_post ? 1 : 0);
+		want += 3 * (4 + 2 * n) + (with_post ? 1 : 0);
 	return want;
 }
 
-/* st_leaf's pre_handler runs before its longjmp, nothing else does */
+/* before st_leaf longjmps: the st_rec entries and st_leaf's pre_handler */
 static unsigned long jump_checks(void)
 {
-	return 3 * MAXD;
+	unsigned long want = 0;
+	for (unsigned long n = 1; n <= MAXD; n++)
+		want += 3 * (1 + n);
+	return want;
 }
 
 static struct probes P;
@@ -470,6 +482,29 @@ UKT_CASE(probed_traces_breakpoint)
 {
 	const struct step st[] = { { reg_int3, PROBED, probed_checks, unreg } };
 	rounds(st, 1);
+}
+
+/* the breakpoints' handlers run on this alternate signal stack
+ * (ukprobes' SIGTRAP action has SA_ONSTACK): the walk starts there and
+ * goes on from the probed code's registers on the thread's stack */
+static void reg_int3_altstack(void)
+{
+	static char alt[256 << 10] __attribute__((aligned(16)));
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt), .ss_flags = 0 };
+	UKT_EQ(sigaltstack(&ss, NULL), 0);
+	alt_lo = (unsigned long)alt;
+	alt_hi = alt_lo + sizeof(alt);
+	reg_int3();
+}
+
+UKT_CASE(probed_traces_breakpoint_on_sigaltstack)
+{
+	const struct step st[] = {
+		{ reg_int3_altstack, PROBED, probed_checks, NULL },
+		{ NULL, JUMP, jump_checks, NULL },
+		{ NULL, PROBED, probed_checks, unreg },
+	};
+	rounds(st, 3);
 }
 
 UKT_CASE(probed_traces_int3_only)
