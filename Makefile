@@ -154,6 +154,7 @@ $(B)/progs/%: tests/progs/%.cc $(SO)
 $(B)/solibs/%.so: tests/solibs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $<
+$(B)/solibs/stcb_a.so $(B)/solibs/stcb_b.so: tests/solibs/stcb.inc
 
 $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)

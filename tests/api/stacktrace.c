@@ -39,6 +39,10 @@
  *                         past the signal frame into st_leaf's callers
  *   same_as_glibc_backtrace_through_libc   from a qsort comparator: libc's
  *                         frames and all below equal glibc backtrace()'s
+ *   rules_of_unloaded_code_are_forgotten   a callback's traces through
+ *                         a dlopen'd caller equal glibc backtrace()'s,
+ *                         before and after another object with other
+ *                         rules takes the unloaded one's place
  *   corrupt_registers_never_fault        regs whose sp is unmapped, whose
  *                         stack runs into a PROT_NONE page, whose ip is in
  *                         no object or whose bp chain loops: no fault,
@@ -647,6 +651,70 @@ UKT_CASE(same_as_glibc_backtrace_through_libc)
 		UKT_EQ(bt_b[i], bt_a[i]);
 	Dl_info di;
 	UKT_ASSERT(dladdr((void *)bt_b[1], &di) && strstr(di.dli_fname, "libc.so"));
+}
+
+/* ---- dlclose, and other code at the same address ----------------------------- */
+
+static unsigned long dl_ra;
+static int dl_bad;
+
+static int dl_cb(int x)
+{
+	unsigned long a[NBUF], b[NBUF];
+	int na = backtrace((void **)a, NBUF);
+	int nb = (int)stack_trace_save(b, NBUF, 0);
+	dl_ra = RA();
+	if (nb != na || b[1] != dl_ra)
+		dl_bad++;
+	for (int i = 1; i < na && i < nb; i++)
+		if (a[i] != b[i])
+			dl_bad++;
+	return x;
+}
+
+/* stcb_call of solibs/<name>.so: where its callback returns to */
+static void *dl_open(const char *name)
+{
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	UKT_ASSERT(k > 0);
+	self[k] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, sizeof(path), "%s/../solibs/%s.so", self, name);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		UKT_FAIL("%s: %s (build it with make tests)", path, dlerror());
+	return h;
+}
+
+static unsigned long dl_run(void *h)
+{
+	int (*call)(int (*)(int), int) = (int (*)(int (*)(int), int))dlsym(h, "stcb_call");
+	UKT_ASSERT(call);
+	dl_bad = 0;
+	for (int i = 0; i < 3; i++)
+		UKT_EQ(call(dl_cb, i), i + 1);
+	UKT_EQ(dl_bad, 0);
+	return dl_ra;
+}
+
+UKT_CASE(rules_of_unloaded_code_are_forgotten)
+{
+	/* stcb_a and stcb_b: the same code but for the frame size, so the
+	 * callback's return is at the same offset in both; loaded one after
+	 * the other they share the address too, and a rule cached for
+	 * stcb_a's there would unwind stcb_b's frame wrongly */
+	unsigned long z[1];
+	stack_trace_save(z, 1, 0);	/* ukprobes initialised: the hook */
+	void *a = dl_open("stcb_a");
+	unsigned long ra_a = dl_run(a);
+	UKT_EQ(dlclose(a), 0);
+	void *b = dl_open("stcb_b");
+	unsigned long ra_b = dl_run(b);
+	UKT_EQ(dlclose(b), 0);
+	/* the point of the case: the same return address, other rules
+	 * (the kernel hands the unmapped range out again, top-down) */
+	UKT_EQ(ra_b, ra_a);
 }
 
 /* ---- corrupt registers -------------------------------------------------------- */
