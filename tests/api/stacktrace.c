@@ -11,8 +11,8 @@
  * where st_rec returns to (mid-function), and kretprobes on every frame's
  * function (st_leaf, st_rec, st_drive), so each return address on the
  * stack is a kretprobe stub; st_rec's entry_handler takes traces too.
- * Handlers take both kinds of trace, the
- * _save one from a helper one frame down (skipnr 1 skips that frame).
+ * Handlers take both kinds of trace, the _save one from a helper one
+ * frame down (skipnr 1 skips that frame).
  *
  * Cases:
  *   unprobed_trace_is_the_truth          no probe: stack_trace_save from
@@ -31,12 +31,14 @@
  *                         test over every probed frame, each depth; then
  *                         probed runs still give the truth and no
  *                         kretprobe missed
+ *   traces_after_longjmp_breakpoint      the same with the knob off
  *   probed_traces_threads                4 threads at once, each its own
  *                         truth, probed, longjmp and probed passes (the
  *                         rule cache filled by all of them)
  *   traces_in_signal_handler_cross_the_signal_frame   a program SIGUSR1
- *                         handler raised in st_leaf: its trace goes on
- *                         past the signal frame into st_leaf's callers
+ *                         handler, raised from st_raiser: its trace goes
+ *                         on past the signal frame into st_raiser and its
+ *                         callers
  *   same_as_glibc_backtrace_through_libc   from a qsort comparator: libc's
  *                         frames and all below equal glibc backtrace()'s
  *   rules_of_unloaded_code_are_forgotten   a callback's traces through
