@@ -66,6 +66,7 @@ deps:
 $(B)/src/trap.o: FILE_CFLAGS := -mgeneral-regs-only
 $(B)/src/kret.o: FILE_CFLAGS := -mgeneral-regs-only
 $(B)/src/ftrace_hit.o: FILE_CFLAGS := -mgeneral-regs-only
+$(B)/src/stacktrace.o: FILE_CFLAGS := -mgeneral-regs-only
 
 # All of ukprobes' code goes to section ukp_text, so the blacklist can
 # cover it by __start_/__stop_ukp_text even when linked statically.
@@ -164,10 +165,16 @@ $(B)/progs/%: tests/progs/%.cc $(SO)
 $(B)/solibs/%.so: tests/solibs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $<
+$(B)/solibs/stcb_a.so $(B)/solibs/stcb_b.so: tests/solibs/stcb.inc
 
 $(B)/bench/%: bench/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
+
+# the stack trace bench compares with libunwind's unw_backtrace
+$(B)/bench/ukp-stack-bench: bench/ukp-stack-bench.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK) -lunwind
 
 # the ftrace bench's target, three ways (bench/ft/target.c says which)
 $(B)/bench/ft/pfe.o: bench/ft/target.c

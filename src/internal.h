@@ -642,6 +642,15 @@ bool ukp_is_kret_plain_entry(const struct kprobe *p);	/* ...without entry_handle
  * kept until a grace period after it is unregistered), or NULL */
 void *ukp_kret_of(const struct kprobe *p);
 void ukp_kret_thread_gone(struct ukp_thread *t);
+/* a return address read from the stack slot at `at`, with a kretprobe
+ * stub made the real one; 0: a stub of no call in flight there */
+unsigned long ukp_kret_real_ra(unsigned long ra, unsigned long at);
+/* ------------------------------------------------------------------ */
+/* Stack traces (stacktrace.c)                                          */
+
+/* the dynamic linker's list changed (under ukp_lock): rules cached for
+ * code addresses may be stale */
+void ukp_stack_objects_changed(void);
 /* ------------------------------------------------------------------ */
 /* ftrace function hooks (ftrace.c, ftrace_hit.c)                       */
 

@@ -559,6 +559,7 @@ void ukp_objects_changed(void)
 	struct ukp_site *last = NULL;
 
 	ukp_arch_forget_boundaries();	/* new code may come at old addresses */
+	ukp_stack_objects_changed();	/* and so may the stack walker's rules */
 	for (struct rec *r = rec_head; r; r = r->next) {
 		struct ukp_site *s = r->site;
 		if (!s->obj || ukp_sym_object_alive(s->obj))

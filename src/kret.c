@@ -605,6 +605,30 @@ unsigned long ukp_kret_return_resume(struct ukp_thread *t)
 	return kret_finish(t, t->kret_slot, t->cur_regs, 0, t->kret_errp, t->lean_errno);
 }
 
+/* ---- stack walkers ------------------------------------------------------- */
+
+/*
+ * stacktrace.c: the return address a walker found in the stack slot at
+ * `at`, made real (kretprobe_find_ret_addr()): ra itself unless it is a
+ * return stub; a stub stands for the address its instance saved, and
+ * that one may be another kretprobe's stub (two on one function).  0 if
+ * a stub there is no instance of this thread's returning to that slot
+ * (a stale word): the walker stops rather than guess.  Signal-safe: the
+ * thread's own instances in flight change only on its own stack.
+ */
+unsigned long ukp_kret_real_ra(unsigned long ra, unsigned long at)
+{
+	struct ukp_thread *t = ukp_self;
+	for (int n = 0; stub_index(ra) >= 0; n++) {
+		const struct kret_slot *s = slot_of((unsigned)stub_index(ra));
+		const struct ukp_kinst *in = __atomic_load_n(&s->inst, __ATOMIC_RELAXED);
+		if (!t || !in || in->t != t || in->sp != at || n > 64)
+			return 0;
+		ra = __atomic_load_n(&s->ra, __ATOMIC_RELAXED);
+	}
+	return ra;
+}
+
 /* ---- exceptions and longjmp ------------------------------------------------ */
 
 /*

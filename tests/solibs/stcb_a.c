@@ -1,0 +1,3 @@
+/* tests/solibs/stcb.inc with a small frame */
+#define FRAME 16
+#include "stcb.inc"

@@ -1,0 +1,3 @@
+/* tests/solibs/stcb.inc with a large frame */
+#define FRAME 80
+#include "stcb.inc"
