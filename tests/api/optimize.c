@@ -190,6 +190,8 @@ extern char o_sw_in_c0[];	/* its case 0 */
 long o_swloop(long n, long y);	/* sum of 1 + i % 4, i < n, a table in a loop */
 long o_swbad(long n, long y);	/* the same; y == 12345 would spoil the table register */
 long o_swnarrow(long x, long y); /* switch ((unsigned char)(x - 5)) 0..2: 7, 8, 9; else 0 */
+long o_swbase(long x, long y);	/* a byte index 0..3: 11, 12, 13, 14; entries from a label */
+long o_swlea(long x, long y);	/* switch (x) 0..2: 5, 6, 7; else 0; the add as a lea */
 long o_tail(long x, long (*const *fp)(long));	/* (*fp)(x + 1), a tail call */
 long o_lref(long x, long n);	/* x; +2 is reached through a lea in o_lref_via */
 long o_lref_via(long x);	/* x: jumps to o_lref+2 through a register */
@@ -505,6 +507,24 @@ __asm__(
 	" movslq (%rdx,%rax,4),%rax\n add %rdx,%rax\n jmp *%rax\n"
 	"1: mov $7,%eax\n ret\n2: mov $8,%eax\n ret\n3: mov $9,%eax\n ret\n"
 	"9: xor %eax,%eax\n ret\n.size o_swnarrow,.-o_swnarrow\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b\n.popsection\n"
+
+	/* glibc's computed gotos: a byte-sized index (no cmp: 256 entries at
+	 * most), entries relative to a label rather than the table */
+	".p2align 4\n"
+	".globl o_swbase\n.type o_swbase,@function\n"
+	"o_swbase: movzbl %dil,%eax\n lea 8f(%rip),%rcx\n lea 0f(%rip),%rsi\n"
+	" movslq (%rcx,%rax,4),%rax\n add %rsi,%rax\n jmp *%rax\n"
+	"0: mov $11,%eax\n ret\n1: mov $12,%eax\n ret\n2: mov $13,%eax\n ret\n"
+	"3: mov $14,%eax\n ret\n.size o_swbase,.-o_swbase\n"
+	".pushsection .rodata\n.p2align 2\n8: .long 0b-0b, 1b-0b, 2b-0b, 3b-0b\n.popsection\n"
+	/* the table's add as lea (%rT,%rX), as glibc's string functions do */
+	".p2align 4\n"
+	".globl o_swlea\n.type o_swlea,@function\n"
+	"o_swlea: cmp $2,%rdi\n ja 9f\n lea 8f(%rip),%r11\n movslq (%r11,%rdi,4),%rcx\n"
+	" lea (%r11,%rcx,1),%rcx\n jmp *%rcx\n"
+	"1: mov $5,%eax\n ret\n2: mov $6,%eax\n ret\n3: mov $7,%eax\n ret\n"
+	"9: xor %eax,%eax\n ret\n.size o_swlea,.-o_swlea\n"
 	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b\n.popsection\n"
 
 	/* a tail call through a function pointer: it can only lead where a
@@ -2793,6 +2813,20 @@ UKT_CASE(switch_table_hoisted_out_of_a_loop_is_read)
 	static const long in[] = { 0, 1, 4, 5, 9 };
 	static const long out[] = { 0, 1, 10, 11, 21 };
 	switch_case(o_swloop, (void *)o_swloop, in, out, 5);
+}
+
+UKT_CASE(switch_table_of_a_byte_index_from_a_label)
+{
+	static const long in[] = { 0, 1, 2, 3 };
+	static const long out[] = { 11, 12, 13, 14 };
+	switch_case(o_swbase, (void *)o_swbase, in, out, 4);
+}
+
+UKT_CASE(switch_table_added_by_lea)
+{
+	static const long in[] = { -5, 0, 1, 2, 3 };
+	static const long out[] = { 0, 5, 6, 7, 0 };
+	switch_case(o_swlea, (void *)o_swlea, in, out, 5);
 }
 
 /* a table target inside the entry region: the table is read, so the

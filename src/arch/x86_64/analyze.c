@@ -341,6 +341,9 @@ struct objscan {
 	struct jtab *jt;		/* readable jump tables, by jmp address */
 	size_t njt;
 	struct ulv jt_targets;
+	unsigned long exec_lo, exec_hi;	/* the object's code */
+	struct ulv insns;		/* while scanning: every instruction's
+					   address, sorted */
 	bool unwind_ok;
 	struct objscan *next;
 };
@@ -538,14 +541,18 @@ out:
 
 /*
  * A switch jump table: walking back from `jmp *%rX` over straight-line
- * code (no jump target from the bound's cmp to the jmp), the forms gcc
- * and clang emit:
+ * code, the forms gcc and clang emit:
  *	cmp $max,%eI ; ja default ; [mov/movzx into %rI] ;
  *	lea tab(%rip),%rT ; movslq (%rT,%rI,4),%rX ; add %rT,%rX ; jmp *%rX
- * with the lea anywhere after the cmp, or before it in the same straight
- * line (branches out of it are fine; a call only with %rT callee-saved).  A bound on a narrower register than 32 bits holds only through a
- * zero extension of it into %rI (movzbl %al,%eax).  Appends the table's
- * targets and returns 0, or -1 when not proven.
+ * and their variants: the add as `lea (%rB,%rX),%rD ; jmp *%rD`; entries
+ * relative to another label than the table (`add %rB,%rX` with %rB from
+ * its own lea: glibc's computed gotos); the lea anywhere on the line
+ * after the cmp, or before it (branches out of the line are fine; a call
+ * only with the registers callee-saved), or before a loop the line is in
+ * (reg_value_at); the bound a cmp and the branch after it (a bound on a
+ * register narrower than 32 bits holds only through a zero extension of
+ * it into %rI), or a zero extension of a byte (at most 256 entries).
+ * Appends the table's targets and returns 0, or -1 when not proven.
  */
 static int read_jump_table(struct objscan *os, const uint8_t *code,
 			   unsigned long lo, unsigned long hi,
@@ -553,9 +560,10 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 {
 	struct dinsn di;
 	ZydisRegister rx, rt = ZYDIS_REGISTER_NONE, ri = ZYDIS_REGISTER_NONE;
-	unsigned long table = 0, nent = 0;
-	int state = 0;	/* 0: want add, 1: movslq, 2: lea/cmp, 3: lea only */
-	bool have_table = false;
+	ZydisRegister rb = ZYDIS_REGISTER_NONE, rb2 = ZYDIS_REGISTER_NONE;
+	unsigned long table = 0, base = 0, nent = 0;
+	int state = 0;	/* 0: want add, 1: movslq, 2: leas/bound, 3: leas only */
+	bool have_table = false, have_base = false;
 	unsigned zext = 0;	/* width a zero extension into %rI came from */
 
 	if (!decode_at(code, lo, hi, starts[k], &di) ||
@@ -563,8 +571,8 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 		return -1;
 	rx = di.op[0].reg.value;
 	unsigned long jmp = starts[k];
-	unsigned long use = 0;	/* the movslq: where %rT is read */
-	for (size_t j = k; j-- > 0 && k - j < 64 && !(have_table && nent);) {
+	unsigned long use = 0;	/* the movslq: where %rT (and %rB) are read */
+	for (size_t j = k; j-- > 0 && k - j < 64 && !(have_table && have_base && nent);) {
 		/* reached from elsewhere: the index or the table unproven (the
 		 * table may yet be, by reg_value_at) */
 		if (ulv_has(&os->targets, starts[j + 1])) {
@@ -576,28 +584,62 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 			return -1;
 		ZydisMnemonic m = di.d.mnemonic;
 		if (state == 0) {
-			if (m != ZYDIS_MNEMONIC_ADD || !same_reg(di.op[0].reg.value, rx) ||
-			    di.op[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+			if (m == ZYDIS_MNEMONIC_ADD && same_reg(di.op[0].reg.value, rx) &&
+			    di.op[1].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+				rb = di.op[1].reg.value;
+			} else if (m == ZYDIS_MNEMONIC_LEA && same_reg(di.op[0].reg.value, rx) &&
+				   di.op[1].mem.scale <= 1 && di.op[1].mem.disp.value == 0 &&
+				   di.op[1].mem.base != ZYDIS_REGISTER_NONE &&
+				   di.op[1].mem.base != ZYDIS_REGISTER_RIP &&
+				   di.op[1].mem.index != ZYDIS_REGISTER_NONE) {
+				/* which of the two the movslq wrote: state 1 */
+				rb = di.op[1].mem.base;
+				rb2 = di.op[1].mem.index;
+			} else {
 				return -1;
-			rt = di.op[1].reg.value;
+			}
 			state = 1;
 			continue;
 		}
 		if (state == 1) {
-			if (m != ZYDIS_MNEMONIC_MOVSXD || !same_reg(di.op[0].reg.value, rx) ||
-			    di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
-			    !same_reg(di.op[1].mem.base, rt) || di.op[1].mem.scale != 4 ||
-			    di.op[1].mem.disp.value != 0)
+			if (m != ZYDIS_MNEMONIC_MOVSXD || di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+			    di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY || di.op[1].mem.scale != 4 ||
+			    di.op[1].mem.disp.value != 0 || di.op[1].mem.base == ZYDIS_REGISTER_RIP)
 				return -1;
+			ZydisRegister d = di.op[0].reg.value;
+			if (rb2 != ZYDIS_REGISTER_NONE) {	/* lea (%rB,%rE) */
+				if (same_reg(d, rb2))
+					;
+				else if (same_reg(d, rb))
+					rb = rb2;
+				else
+					return -1;
+			} else if (!same_reg(d, rx)) {
+				return -1;
+			}
+			if (same_reg(rb, d))
+				return -1;
+			rt = di.op[1].mem.base;
 			ri = di.op[1].mem.index;
+			if (same_reg(ri, rt) || same_reg(ri, rb))
+				return -1;
 			use = starts[j];
 			state = 2;
 			continue;
 		}
-		if (!have_table && m == ZYDIS_MNEMONIC_LEA && same_reg(di.op[0].reg.value, rt) &&
-		    di.op[1].mem.base == ZYDIS_REGISTER_RIP && di.op[1].mem.index == ZYDIS_REGISTER_NONE) {
-			table = starts[j] + di.d.length + (unsigned long)di.op[1].mem.disp.value;
-			have_table = true;
+		if (m == ZYDIS_MNEMONIC_LEA && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    di.op[1].mem.base == ZYDIS_REGISTER_RIP && di.op[1].mem.index == ZYDIS_REGISTER_NONE &&
+		    ((!have_table && same_reg(di.op[0].reg.value, rt)) ||
+		     (!have_base && same_reg(di.op[0].reg.value, rb)))) {
+			unsigned long v = starts[j] + di.d.length + (unsigned long)di.op[1].mem.disp.value;
+			if (!have_table && same_reg(di.op[0].reg.value, rt)) {
+				table = v;
+				have_table = true;
+			}
+			if (!have_base && same_reg(di.op[0].reg.value, rb)) {
+				base = v;
+				have_base = true;
+			}
 			continue;
 		}
 		if (state == 2 && (m == ZYDIS_MNEMONIC_JNBE || m == ZYDIS_MNEMONIC_JNB) && j > 0) {
@@ -621,14 +663,21 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 			j--;	/* past the cmp */
 			continue;
 		}
+		/* a byte zero-extended into %rI: a bound of its own */
+		if (state == 2 && m == ZYDIS_MNEMONIC_MOVZX && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    same_reg(di.op[0].reg.value, ri) && di.op[1].size == 8) {
+			nent = 256;
+			state = 3;
+			continue;
+		}
 		/* anything else must leave the index (until the bound) and
-		 * the table register (until its lea) alone; a register copy
-		 * into %rI (mov, movzx) moves the index to its source, whose
-		 * bound then holds for it (zero extended: of its low zext
-		 * bits) */
+		 * the table registers (until their leas) alone; a register
+		 * copy into %rI (mov, movzx) moves the index to its source,
+		 * whose bound then holds for it (zero extended: of its low
+		 * zext bits) */
 		if (state == 2 && di.op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		    same_reg(di.op[0].reg.value, ri) && di.op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-		    !same_reg(di.op[1].reg.value, rt) &&
+		    !same_reg(di.op[1].reg.value, rt) && !same_reg(di.op[1].reg.value, rb) &&
 		    (m == ZYDIS_MNEMONIC_MOV || m == ZYDIS_MNEMONIC_MOVZX)) {
 			unsigned w = m == ZYDIS_MNEMONIC_MOVZX ? di.op[1].size :
 				     di.op[0].size == 32 ? 32 : 0;
@@ -637,16 +686,18 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 			ri = di.op[1].reg.value;
 			continue;
 		}
-		if (state == 3 && writes_reg(&di, rt))
+		bool wt = (!have_table && writes_reg(&di, rt)) || (!have_base && writes_reg(&di, rb));
+		if (state == 3 && wt)
 			break;
-		if ((state == 2 && writes_reg(&di, ri)) || (!have_table && writes_reg(&di, rt)))
+		if ((state == 2 && writes_reg(&di, ri)) || wt)
 			return -1;
 		/* a conditional branch leaves this straight line, which goes on
 		 * the same; a call keeps only the callee-saved registers */
 		if (di.d.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
 		    di.d.meta.category == ZYDIS_CATEGORY_RET ||
 		    (di.d.meta.category == ZYDIS_CATEGORY_CALL &&
-		     (state == 2 || !callee_saved(rt)))) {
+		     (state == 2 || (!have_table && !callee_saved(rt)) ||
+		      (!have_base && !callee_saved(rb))))) {
 			if (state == 3)
 				break;
 			return -1;
@@ -658,21 +709,30 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 		table = reg_value_at(os, code, lo, hi, rt, use);
 		have_table = df = table != 0;
 	}
-	if (!have_table || !nent || nent > 65536)
+	if (state == 3 && !have_base) {
+		base = same_reg(rb, rt) ? table : reg_value_at(os, code, lo, hi, rb, use);
+		have_base = base != 0;
+		df = true;
+	}
+	if (!have_table || !have_base || !nent || nent > 65536)
 		return -1;
 	size_t first = os->jt_targets.n;
 	for (unsigned long e = 0; e < nent; e++) {
 		int32_t off;
 		if (ukp_copy_nofault(&off, (const void *)(table + 4 * e), 4))
 			return -1;
-		if (ulv_add(&os->jt_targets, table + (unsigned long)(long)off))
+		/* past the real table's end (a bound wider than it) the words
+		 * are not entries: a real one leads to an instruction */
+		unsigned long t = base + (unsigned long)(long)off;
+		if (t >= os->exec_lo && t < os->exec_hi && ulv_has(&os->insns, t) &&
+		    ulv_add(&os->jt_targets, t))
 			return -1;
 	}
 	struct jtab *nj = realloc(os->jt, (os->njt + 1) * sizeof(*nj));
 	if (!nj)
 		return -1;
 	os->jt = nj;
-	os->jt[os->njt++] = (struct jtab){ jmp, first, nent, df, lo, hi };
+	os->jt[os->njt++] = (struct jtab){ jmp, first, os->jt_targets.n - first, df, lo, hi };
 	return 0;
 }
 
@@ -766,6 +826,8 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 	if (!os)
 		return NULL;
 	os->key = od->key;
+	os->exec_lo = od->exec_lo;
+	os->exec_hi = od->exec_hi;
 	dec_init();
 
 	struct ulv rv = { 0 };
@@ -825,6 +887,7 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 				if (a >= od->exec_lo && a < od->exec_hi)
 					ulv_add(&os->targets, a);
 			}
+			ulv_add(&os->insns, pc);
 			if (d.meta.category == ZYDIS_CATEGORY_UNCOND_BR &&
 			    !d.raw.imm[0].is_relative && !is_got_jump(&d, op)) {
 				ulv_add(&ind, i);
@@ -838,6 +901,7 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 		ulv_add(&os->targets, od->coderefs[j]);	/* ...and by data */
 	ulv_sort_unique(&os->targets);
 	ulv_sort_unique(&os->ext_targets);
+	ulv_sort_unique(&os->insns);
 
 	/* pass 2: jump tables (needs the targets, to see labels) */
 	for (size_t j = 0; j < ind.n; j += 2) {
@@ -871,6 +935,8 @@ static struct objscan *scan_object(const struct ukp_objdesc *od)
 		free(code);
 	}
 	free(ind.v);
+	free(os->insns.v);
+	os->insns = (struct ulv){ 0 };
 	/* reg_value_at saw the ways into its range that were known then: a
 	 * table of another range (a hot part's switch with cases in its
 	 * .cold part) leading into it was not one of them */
