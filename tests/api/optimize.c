@@ -192,6 +192,8 @@ long o_swbad(long n, long y);	/* the same; y == 12345 would spoil the table regi
 long o_swnarrow(long x, long y); /* switch ((unsigned char)(x - 5)) 0..2: 7, 8, 9; else 0 */
 long o_swbase(long x, long y);	/* a byte index 0..3: 11, 12, 13, 14; entries from a label */
 long o_swlea(long x, long y);	/* switch (x) 0..2: 5, 6, 7; else 0; the add as a lea */
+long o_jcin(long x, long y);	/* x ? 5 : 7, the je inside the entry's region */
+long o_sysin(long nr, long y);	/* system call nr (no arguments); returns the rcx it leaves */
 long o_tail(long x, long (*const *fp)(long));	/* (*fp)(x + 1), a tail call */
 long o_lref(long x, long n);	/* x; +2 is reached through a lea in o_lref_via */
 long o_lref_via(long x);	/* x: jumps to o_lref+2 through a register */
@@ -526,6 +528,16 @@ __asm__(
 	"1: mov $5,%eax\n ret\n2: mov $6,%eax\n ret\n3: mov $7,%eax\n ret\n"
 	"9: xor %eax,%eax\n ret\n.size o_swlea,.-o_swlea\n"
 	".pushsection .rodata\n.p2align 2\n8: .long 1b-8b, 2b-8b, 3b-8b\n.popsection\n"
+
+	/* a conditional branch and a system call inside an entry's region */
+	".p2align 4\n"
+	".globl o_jcin\n.type o_jcin,@function\n"
+	"o_jcin: test %edi,%edi\n je 1f\n mov $5,%eax\n ret\n1: mov $7,%eax\n ret\n"
+	".size o_jcin,.-o_jcin\n"
+	".p2align 4\n"
+	".globl o_sysin\n.type o_sysin,@function\n"
+	"o_sysin: xchg %edi,%eax\n syscall\n mov %rcx,%rdx\n mov %rdx,%rax\n ret\n"
+	".size o_sysin,.-o_sysin\n"
 
 	/* a tail call through a function pointer: it can only lead where a
 	 * relocation or a lea of this (position-independent) executable
@@ -2827,6 +2839,26 @@ UKT_CASE(switch_table_added_by_lea)
 	static const long in[] = { -5, 0, 1, 2, 3 };
 	static const long out[] = { 0, 5, 6, 7, 0 };
 	switch_case(o_swlea, (void *)o_swlea, in, out, 5);
+}
+
+/* the detour's copy goes on after a branch not taken, and leaves by it
+ * when taken */
+UKT_CASE(branch_inside_region_is_optimised)
+{
+	static const long in[] = { 0, 1, -1, 0 };
+	static const long out[] = { 7, 5, 5, 7 };
+	switch_case(o_jcin, (void *)o_jcin, in, out, 4);
+}
+
+/* the copy of a system call leaves rcx as the instruction in place does
+ * (the address after it), not the copy's */
+UKT_CASE(syscall_inside_region_is_optimised)
+{
+	long want = (long)o_sysin + 3;
+	UKT_EQ(o_sysin(SYS_getpid, 0), want);
+	static const long in[] = { SYS_getpid, SYS_getppid };
+	const long out[] = { want, want };
+	switch_case(o_sysin, (void *)o_sysin, in, out, 2);
 }
 
 /* a table target inside the entry region: the table is read, so the

@@ -51,6 +51,7 @@
  * each step starts.
  */
 #include <float.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -659,6 +660,15 @@ static void wl_zlib(struct ei_sink *s)
 	z_stream_trip(s, 2, 2, 9, Z_FIXED, Z_BLOCK, 7);
 }
 
+/* a lighter round for a probe on every 5th instruction of libz (most
+ * as breakpoints in step 5: ~7 us a hit) */
+static void wl_zlib_light(struct ei_sink *s)
+{
+	z_round_trip(s, 1, 6);
+	z_round_trip(s, 2, 1);
+	z_stream_trip(s, 2, 2, 9, Z_FIXED, Z_BLOCK, 7);
+}
+
 /* ---- the generic case ---------------------------------------------------------------- */
 
 /*
@@ -683,6 +693,8 @@ struct target {
 	int depth;			/* closure depth; < 0: every function of obj */
 	void (*setup)(void);
 	void (*run)(struct ei_sink *);
+	bool branchy;			/* _stride: some region with a branch
+					   inside must be optimized and hit */
 };
 
 enum mode { M_EVERY, M_ENTRIES, M_STRIDE };
@@ -744,6 +756,25 @@ static void probed_run(const struct target *t, struct ei_set *set, struct ei_pro
 	ei_set_check(set, 0);
 }
 
+/* Does the 5-byte region of a jump at a hold a conditional branch (or a
+ * system call) before its last instruction?  The detour's copy must go
+ * on after it. */
+static bool branch_inside_region(unsigned long a)
+{
+	unsigned long pc = a;
+	bool inside = false;
+	while (pc < a + 5) {
+		ZydisDecodedInstruction d;
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&ei_decoder, NULL, (const void *)pc, 15, &d)))
+			return false;
+		pc += d.length;
+		if (pc < a + 5 && (d.meta.category == ZYDIS_CATEGORY_COND_BR ||
+				   d.mnemonic == ZYDIS_MNEMONIC_SYSCALL))
+			inside = true;
+	}
+	return inside;
+}
+
 static void run_opt(const struct target *t, enum mode mode)
 {
 	static struct ei_sink ref, got;
@@ -798,6 +829,12 @@ static void run_opt(const struct target *t, enum mode mode)
 		printf("    %-36s %#lx, %lu bytes\n", fns.v[i]->name, fns.v[i]->start,
 		       fns.v[i]->size);
 
+	/* which regions hold a branch, read before any is patched */
+	unsigned char *br = calloc(set.n + 1, 1);
+	UKT_ASSERT(br);
+	for (size_t i = 0; mode == M_STRIDE && i < set.n; i++)
+		br[i] = branch_inside_region(set.pr[i].addr);
+
 	/* 3. register, let the optimizer run */
 	stage(t, "registering");
 	warm_up();
@@ -841,6 +878,16 @@ static void run_opt(const struct target *t, enum mode mode)
 				break;
 			}
 	ei_set_report(&set, t->name, ei_verbose());
+	/* regions with a branch inside, optimized and run */
+	size_t br_opt = 0, br_hit = 0;
+	for (size_t i = 0; mode == M_STRIDE && i < set.n; i++)
+		if ((set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED) && br[i]) {
+			br_opt++;
+			br_hit += set.snap[i] != 0;
+		}
+	if (mode == M_STRIDE)
+		printf("  %s: %zu optimized regions with a branch inside, %zu of them hit\n",
+		       t->name, br_opt, br_hit);
 	/* more probes than the entry ran (strlen's entry is all there is) */
 	UKT_ASSERT(total > calls || (mode == M_ENTRIES && fns.n == 1));
 
@@ -886,6 +933,8 @@ static void run_opt(const struct target *t, enum mode mode)
 	stage(t, "done");
 
 	/* 7. the share */
+	if (mode == M_STRIDE && t->branchy)	/* copies that go on after a branch ran */
+		UKT_ASSERT(br_hit > 0);
 	if (mode == M_EVERY)
 		UKT_ASSERT(nopt > 0);
 	else if (nopt * 100 < set.n * (mode == M_ENTRIES ? MIN_SHARE_ENTRIES : MIN_SHARE_STRIDE))
@@ -893,28 +942,36 @@ static void run_opt(const struct target *t, enum mode mode)
 			 mode == M_ENTRIES ? MIN_SHARE_ENTRIES : MIN_SHARE_STRIDE);
 	free(snap_opt);
 	free(opt_flag);
+	free(br);
 }
 
 static const struct target t_qsort = {
 	"qsort", "libc.so.6", { "qsort", "qsort_r" }, "libc.so.6:qsort", 2, sort_setup,
-	wl_qsort,
+	wl_qsort, .branchy = false,
 };
 static const struct target t_strtod = {
 	"strtod", "libc.so.6", { "strtod" }, "libc.so.6:strtod", 3, strtod_setup, wl_strtod,
+	.branchy = true,
 };
 static const struct target t_snprintf = {
 	"snprintf", "libc.so.6", { "snprintf" }, "libc.so.6:snprintf", 3, printf_setup,
-	wl_snprintf,
+	wl_snprintf, .branchy = true,
 };
 static const struct target t_memcpy = {
 	"memcpy", "libc.so.6", { "memcpy", "mempcpy" }, "libc.so.6:memcpy", 1, mem_setup,
-	wl_memcpy,
+	wl_memcpy, .branchy = false,
 };
 static const struct target t_strlen = {
 	"strlen", "libc.so.6", { "strlen" }, "libc.so.6:strlen", 1, str_setup, wl_strlen,
+	.branchy = false,
+};
+static const struct target t_zlib_light = {
+	"zlib", "libz.so", { "compress2" }, "libz.so.1:compress2", -1, zlib_setup, wl_zlib_light,
+	.branchy = true,
 };
 static const struct target t_zlib = {
 	"zlib", "libz.so", { "compress2" }, "libz.so.1:compress2", -1, zlib_setup, wl_zlib,
+	.branchy = true,
 };
 
 UKT_CASE_T(opt_qsort_every, 120) { run_opt(&t_qsort, M_EVERY); }
@@ -936,3 +993,4 @@ UKT_CASE_T(opt_memcpy_stride, 60) { run_opt(&t_memcpy, M_STRIDE); }
 UKT_CASE_T(opt_strlen_stride, 60) { run_opt(&t_strlen, M_STRIDE); }
 
 UKT_CASE_T(opt_zlib_entries, 60) { run_opt(&t_zlib, M_ENTRIES); }
+UKT_CASE_T(opt_zlib_stride, 120) { run_opt(&t_zlib_light, M_STRIDE); }

@@ -2319,3 +2319,122 @@ UKT_CASE(relocate_eip_relative)
 		}
 	}
 }
+
+/* ---- a detour's copy of a region with a branch or a system call inside -- */
+
+void ukp_init_once(void);	/* internal.h: the engine, once */
+
+/* The region [A, A+n) of these bytes, decoded, into a detour built at D:
+ * its copy's bytes (from the copy's start), and its map. */
+static size_t detour_copy(const uint8_t *code, size_t n, unsigned long a, unsigned long d,
+			  uint8_t *out, struct ukp_copy_map *map)
+{
+	static struct ukp_region r;
+	static uint8_t buf[UKP_DETOUR_MAX];
+	ukp_init_once();	/* the engine the template's copy reads */
+	memset(&r, 0, sizeof(r));
+	r.addr = a;
+	for (size_t off = 0; off < n; r.ninsn++) {
+		int len = ukp_arch_decode(code + off, n - off, a + off, &r.insn[r.ninsn]);
+		UKT_ASSERT(len > 0);
+		off += (size_t)len;
+	}
+	r.len = (unsigned)n;
+	memcpy(r.orig, code, n);
+	unsigned entry, copy;
+	int len = ukp_arch_build_detour(&r, buf, d, (void *)SITE, NULL, NULL, UKP_SEL_TRAMP, false,
+					&entry, &copy, map);
+	UKT_ASSERT(len > 0);
+	UKT_ASSERT(map->len > copy);
+	memcpy(out, buf + copy, map->len - copy);
+	for (unsigned k = 0; k < map->n; k++)
+		map->copy_off[k] = (uint16_t)(map->copy_off[k] - copy);
+	return map->len - copy;
+}
+
+static void expect_bytes(const char *what, const uint8_t *got, size_t n, const uint8_t *want,
+			 size_t wn)
+{
+	if (n == wn && !memcmp(got, want, n))
+		return;
+	fprintf(stderr, "  %s:\n    got ", what);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, " %02x", got[i]);
+	fprintf(stderr, "\n    want");
+	for (size_t i = 0; i < wn; i++)
+		fprintf(stderr, " %02x", want[i]);
+	fputc('\n', stderr);
+	UKT_FAIL("%s: the copy differs", what);
+}
+
+static void put_rel32(uint8_t *p, unsigned long from_end, unsigned long to)
+{
+	int32_t v = (int32_t)(long)(to - from_end);
+	memcpy(p, &v, 4);
+}
+
+/*
+ * test %edi,%edi ; je +0x10 ; mov %edi,%eax at A: the je inside the
+ * region goes on in the copy when not taken, and to A+4+0x10 when taken.
+ *	85 ff
+ *	74 02 eb 05 e9 <A+0x14>		je over a short jmp to CONT(target)
+ *	89 f8 e9 <A+6>			the last one, then back
+ */
+UKT_CASE(detour_jcc_inside_region)
+{
+	static const uint8_t code[] = { 0x85, 0xff, 0x74, 0x10, 0x89, 0xf8 };
+	const unsigned long a = 0x7f0000401000UL, d = a + 0x3000;
+	uint8_t got[UKP_DETOUR_MAX];
+	struct ukp_copy_map map;
+	size_t n = detour_copy(code, sizeof(code), a, d, got, &map);
+	uint8_t want[] = { 0x85, 0xff, 0x74, 0x02, 0xeb, 0x05, 0xe9, 0, 0, 0, 0,
+			   0x89, 0xf8, 0xe9, 0, 0, 0, 0 };
+	unsigned long copy_at = d + (map.len - n);
+	put_rel32(want + 7, copy_at + 11, a + 4 + 0x10);
+	put_rel32(want + 14, copy_at + 18, a + 6);
+	expect_bytes("je inside", got, n, want, sizeof(want));
+	UKT_EQ(map.n, 3);
+	UKT_EQ(map.orig_off[1], 2);
+	UKT_EQ(map.copy_off[1], 2);
+	UKT_EQ(map.orig_off[2], 4);
+	UKT_EQ(map.copy_off[2], 11);
+}
+
+/* loop has no rel32 form: the same pattern with its rel8 */
+UKT_CASE(detour_loop_inside_region)
+{
+	static const uint8_t code[] = { 0xe2, 0xf0, 0x48, 0x89, 0xc7 };	/* loop -0x10 ; mov %rax,%rdi */
+	const unsigned long a = 0x7f0000401000UL, d = a + 0x3000;
+	uint8_t got[UKP_DETOUR_MAX];
+	struct ukp_copy_map map;
+	size_t n = detour_copy(code, sizeof(code), a, d, got, &map);
+	uint8_t want[] = { 0xe2, 0x02, 0xeb, 0x05, 0xe9, 0, 0, 0, 0,
+			   0x48, 0x89, 0xc7, 0xe9, 0, 0, 0, 0 };
+	unsigned long copy_at = d + (map.len - n);
+	put_rel32(want + 5, copy_at + 9, a + 2 - 0x10);
+	put_rel32(want + 13, copy_at + 17, a + 5);
+	expect_bytes("loop inside", got, n, want, sizeof(want));
+	UKT_EQ(map.copy_off[1], 9);
+}
+
+/*
+ * syscall ; mov %rax,%rdi at A: the kernel leaves the copy's address in
+ * rcx, so the copy puts back what the instruction in place leaves there.
+ *	0f 05 48 b9 <A+2 as 8 bytes>
+ *	48 89 c7 e9 <A+5>
+ */
+UKT_CASE(detour_syscall_inside_region)
+{
+	static const uint8_t code[] = { 0x0f, 0x05, 0x48, 0x89, 0xc7 };
+	const unsigned long a = 0x7f0000401000UL, d = a + 0x3000;
+	uint8_t got[UKP_DETOUR_MAX];
+	struct ukp_copy_map map;
+	size_t n = detour_copy(code, sizeof(code), a, d, got, &map);
+	uint8_t want[] = { 0x0f, 0x05, 0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0,
+			   0x48, 0x89, 0xc7, 0xe9, 0, 0, 0, 0 };
+	unsigned long next = a + 2, copy_at = d + (map.len - n);
+	memcpy(want + 4, &next, 8);
+	put_rel32(want + 16, copy_at + 20, a + 5);
+	expect_bytes("syscall inside", got, n, want, sizeof(want));
+	UKT_EQ(map.copy_off[1], 12);
+}

@@ -27,7 +27,8 @@
  *   - no return address does: a call may only be the region's last
  *     instruction;
  *   - every instruction can run out of line, and only the last one may
- *     branch (or call, or make a system call).
+ *     leave the line for good (jmp, ret) or call; a conditional branch
+ *     or a system call inside goes on in the detour's copy.
  * Padding after a function's last instruction belongs to no function and
  * no code reaches it, so a region that ends in a ret/jmp may extend over it.
  *
@@ -602,7 +603,19 @@ static int read_jump_table(struct objscan *os, const uint8_t *code,
 			continue;
 		}
 		if (state == 1) {
-			if (m != ZYDIS_MNEMONIC_MOVSXD || di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+			if (m != ZYDIS_MNEMONIC_MOVSXD) {
+				/* other work scheduled in between: it must leave
+				 * the registers of the add alone */
+				if (writes_reg(&di, rx) || writes_reg(&di, rb) ||
+				    (rb2 != ZYDIS_REGISTER_NONE && writes_reg(&di, rb2)) ||
+				    di.d.meta.category == ZYDIS_CATEGORY_COND_BR ||
+				    di.d.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+				    di.d.meta.category == ZYDIS_CATEGORY_CALL ||
+				    di.d.meta.category == ZYDIS_CATEGORY_RET)
+					return -1;
+				continue;
+			}
+			if (di.op[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
 			    di.op[1].type != ZYDIS_OPERAND_TYPE_MEMORY || di.op[1].mem.scale != 4 ||
 			    di.op[1].mem.disp.value != 0 || di.op[1].mem.base == ZYDIS_REGISTER_RIP)
 				return -1;
@@ -1454,14 +1467,10 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 				return refuse(why, wn, -EINVAL, "call inside the region");
 			break;
 		case UKP_FLOW_SYSCALL:
-			if (!last)
-				return refuse(why, wn, -EINVAL,
-					      "unrelocatable instruction: syscall inside the region");
-			break;
 		case UKP_FLOW_JCC:
-			if (!last)
-				return refuse(why, wn, -EINVAL,
-					      "unrelocatable instruction: %s inside the region", in->mnemonic);
+			/* inside the region too: the detour's copy goes on
+			 * after it (a jcc's target inside is refused below,
+			 * as every jump into the region is) */
 			break;
 		case UKP_FLOW_JMP:
 		case UKP_FLOW_RET:

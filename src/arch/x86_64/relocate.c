@@ -12,6 +12,9 @@
  *   jmp rel         CONT(target)
  *   jcc/loop/jrcxz/xbegin
  *                   insn with rel = +2 ; jmp short 1f ; CONT(target) ; 1: CONT(next)
+ *                   (inside a detour's copy of several: the same up to 1:,
+ *                   where the next instruction's copy follows; a syscall
+ *                   there is followed by its movabs only)
  *   call rel        push $next.lo ; movl $next.hi,4(%rsp) ; CONT(target)
  *   call *op        push op ; lea -8(%rsp),%rsp ; push 8(%rsp) ;
  *                   movl $next.lo,16(%rsp) ; movl $next.hi,20(%rsp) ; ret $8
@@ -104,12 +107,35 @@ static void mark_sp(int16_t *fix, size_t from, size_t to, int v)
 		fix[i] = (int16_t)v;
 }
 
+/* A conditional branch: taken, on to its target; not taken, on after
+ * what this emits.
+ *	insn with rel = +2 ; jmp short 1f ; CONT(target) ; 1:
+ * (the one form every jcc, loop, jrcxz and xbegin has) */
+static int emit_jcc_taken(struct emit *e, const struct ukp_insn *in, uint8_t *b, int post,
+			  void *site)
+{
+	if (in->imm_size != 1 && in->imm_size != 2 && in->imm_size != 4)
+		return -EILSEQ;
+	memset(b + in->imm_off, 0, in->imm_size);
+	b[in->imm_off] = 2;
+	put(e, b, in->len);
+	size_t jshort = e->len;
+	put8(e, 0xeb);
+	put8(e, 0);
+	size_t taken = e->len;
+	emit_cont(e, in->target, post, site);
+	if (e->len - taken > 127)
+		return -E2BIG;
+	if (!e->err)
+		e->buf[jshort + 1] = (uint8_t)(e->len - taken);
+	return 0;
+}
+
 /* One instruction, relocated, then on to where it would have gone. */
 static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 		     void *site, int16_t *sp_fix)
 {
 	struct emit e = *ep;
-	uint8_t *buf = e.buf;
 	unsigned long next = in->addr + in->len;
 	uint8_t b[UKP_ARCH_MAX_INSN];
 
@@ -134,20 +160,9 @@ static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 		emit_cont(&e, in->target, post, site);
 		break;
 	case UKP_FLOW_JCC: {
-		if (in->imm_size != 1 && in->imm_size != 2 && in->imm_size != 4)
-			return -EILSEQ;
-		/* branch over the 2-byte short jmp when taken */
-		memset(b + in->imm_off, 0, in->imm_size);
-		b[in->imm_off] = 2;
-		put(&e, b, in->len);
-		size_t jshort = e.len;
-		put8(&e, 0xeb);
-		put8(&e, 0);
-		size_t taken = e.len;
-		emit_cont(&e, in->target, post, site);
-		if (e.len - taken > 127)
-			return -E2BIG;
-		buf[jshort + 1] = (uint8_t)(e.len - taken);
+		int err = emit_jcc_taken(&e, in, b, post, site);
+		if (err)
+			return err;
 		emit_cont(&e, next, post, site);
 		break;
 	}
@@ -406,10 +421,24 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		const struct ukp_insn *in = &r->insn[k];
 		map->copy_off[k] = (uint16_t)e.len;
 		map->orig_off[k] = (uint16_t)(in->addr - r->addr);
-		if (k + 1 < r->ninsn)
+		if (k + 1 == r->ninsn) {
+			if ((err = emit_insn(&e, in, 0, site, map->sp_fix)))
+				return err;
+		} else if (in->flow == UKP_FLOW_JCC) {
+			/* inside the region (analyze.c: its target is not) */
+			uint8_t b[UKP_ARCH_MAX_INSN];
+			memcpy(b, in->bytes, in->len);
+			if ((err = emit_jcc_taken(&e, in, b, 0, site)))
+				return err;
+		} else if (in->flow == UKP_FLOW_SYSCALL) {
+			emit_copy(&e, in, in->bytes);
+			/* rcx as the instruction in place leaves it */
+			put8(&e, 0x48);
+			put8(&e, 0xb9);
+			put64(&e, in->addr + in->len);
+		} else {
 			emit_copy(&e, in, in->bytes);	/* falls through: checked */
-		else if ((err = emit_insn(&e, in, 0, site, map->sp_fix)))
-			return err;
+		}
 	}
 	if (!e.err && e.len > sizeof(map->idx))
 		e.err = -E2BIG;
