@@ -609,6 +609,8 @@ void ukp_mark_patched_locked(unsigned long addr, unsigned len);
 void ukp_opt_init(void);
 /* Is the site's code replaced by a jump over byte addr? (read_text) */
 bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b);
+/* the dynamic linker's hook site as a jump from the first (optimize.c) */
+bool ukp_opt_hook_direct_locked(struct ukp_site *s);
 
 /* ------------------------------------------------------------------ */
 /* Registry lock: protects every registration record and site state.   */

@@ -506,8 +506,12 @@ static void init_once(void)
 		pthread_mutex_lock(&ukp_lock);
 		if (site_get_locked(brk, &w, &s) == 0) {
 			s->hook = dl_hook;
-			site_update_locked(s, &pk);
-			ukp_text_poke_batch(pk.v, pk.n);
+			/* a jump where it can be (an int3 there kills a thread
+			 * that dlopens with SIGTRAP blocked), else a breakpoint */
+			if (!ukp_opt_hook_direct_locked(s)) {
+				site_update_locked(s, &pk);
+				ukp_text_poke_batch(pk.v, pk.n);
+			}
 		}
 		/* an unload that told r_brk before the hook was there */
 		if (_r_debug.r_state == RT_DELETE && !dl_deleting) {

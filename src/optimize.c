@@ -117,12 +117,13 @@ bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
 /* Temporary conditions (1.4.4): may this site be optimised now? */
 static bool wanted_locked(struct ukp_site *s)
 {
-	if (!opt_knob || !ukp_knob_enabled || s->hook || s->ftrace || atomic_load(&s->dead))
+	if (!opt_knob || !ukp_knob_enabled || s->ftrace || atomic_load(&s->dead))
 		return false;
+	/* the dynamic linker's hook (kprobes.c) runs from a detour too */
 	const struct ukp_plist *l = atomic_load(&s->probes);
-	if (!l || !l->n || l->any_post)
+	if ((!s->hook && (!l || !l->n)) || (l && l->any_post))
 		return false;
-	for (unsigned i = 0; i < l->n; i++) {
+	for (unsigned i = 0; l && i < l->n; i++) {
 		if (l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE))
 			return false;
 		if (ukp_is_jprobe_handler(l->p[i]))
@@ -231,7 +232,7 @@ static void report_refusal(struct ukp_site *s)
  */
 void ukp_opt_analyse_locked(struct ukp_site *s)
 {
-	if (s->opt || s->hook)
+	if (s->opt)
 		return;
 	struct ukp_opt *o = calloc(1, sizeof(*o));
 	if (!o)
@@ -428,6 +429,8 @@ int ukp_opt_handler_check(void *fn, char *why, size_t n)
  * handler is a leaf), else the one for what is live at the probe point. */
 static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 {
+	if (s->hook)	/* ordinary C, in the dynamic linker's midst */
+		return ukp_arch_opt_tramp(UKP_VSAVE_XSAVE);
 	const struct ukp_plist *l = atomic_load(&s->probes);
 	if (l && l->kret1 && kret)
 		return ukp_opt_tramp_kret;	/* needs the kret detour's word */
@@ -452,7 +455,7 @@ static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
 static int sel_mode_locked(const struct ukp_site *s)
 {
 	const struct ukp_plist *l = atomic_load(&s->probes);
-	if (!l || !l->lean1 || (atomic_load(&ukp_gp) & UKP_GP_NOFAST))
+	if (!l || !l->lean1 || s->hook || (atomic_load(&ukp_gp) & UKP_GP_NOFAST))
 		return UKP_SEL_TRAMP;
 	return l->bare_fn ? UKP_SEL_BARE : UKP_SEL_LEAN;
 }
@@ -617,6 +620,41 @@ static void poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s
 {
 	for (unsigned k = from; k < to; k++)
 		pk[(*n)++] = (struct ukp_poke){ s->addr + k, bytes[k] };
+}
+
+/*
+ * The dynamic linker's hook (kprobes.c: r_brk) as a jump from the first,
+ * never a breakpoint: a thread that calls dlopen with every signal
+ * blocked (a worker thread of a server, glibc's NSS and iconv loading
+ * their modules there) would be killed by the kernel at an int3.  Only
+ * where the region is one ret and the padding after it (glibc's
+ * _dl_debug_state): bytes 1..4 never run, so they are written first and
+ * byte 0 goes from ret to jmp in one store, with no int3 between.  The
+ * site is armed and optimised as if through a batch, so that turning
+ * optimisation off leaves the usual int3.  false: not done (the caller
+ * arms the int3).
+ */
+bool ukp_opt_hook_direct_locked(struct ukp_site *s)
+{
+	if (!s->hook || s->armed || !wanted_locked(s))
+		return false;
+	prepare_locked(s);
+	struct ukp_opt *o = s->opt;
+	if (!o || o->state < 0 || !o->detour || o->kret || o->r.ninsn != 1 ||
+	    o->r.insn[0].flow != UKP_FLOW_RET)
+		return false;
+	uint8_t jmp[UKP_ARCH_JMP_LEN];
+	ukp_arch_make_jump(jmp, s->addr, (unsigned long)o->detour + o->entry);
+	struct ukp_poke p1[UKP_ARCH_JMP_LEN];
+	size_t n1 = 0;
+	poke_region(p1, &n1, s, 1, UKP_ARCH_JMP_LEN, jmp);
+	struct ukp_poke p0 = { s->addr, jmp[0] };
+	if (ukp_text_poke_batch(p1, n1) || ukp_text_poke_batch(&p0, 1))
+		return false;
+	ukp_mark_patched_locked(s->addr, o->r.len);
+	s->armed = true;	/* as if an int3 were under the jump */
+	s->optimized = true;
+	return true;
 }
 
 static void retried_locked(struct ukp_site *s, bool held_again);

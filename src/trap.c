@@ -482,6 +482,11 @@ int ukp_opt_dispatch(struct ukp_site *s, struct pt_regs *regs)
 	}
 	int *errp = t->errno_p;		/* no call per hit to find errno */
 	int saved_errno = *errp;
+	if (s->hook && !t->in_hook) {	/* as a breakpoint hit runs it */
+		t->in_hook = 1;
+		s->hook();
+		t->in_hook = 0;
+	}
 	uint16_t nested = ukp_hit_lock(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (l && l->n && ukp_knob_enabled && !t->internal) {

@@ -6,6 +6,7 @@
  * that execs while the optimizer looks at it starts its new image as if
  * nothing had looked.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -353,4 +354,61 @@ UKT_CASE_T(exec_while_asked_runs_the_new_image, 300)
 		fprintf(stderr, "  %d of %d exec'd images died\n", died, tries);
 	UKT_EQ(died, 0);
 	UKT_EQ(other, 0);
+}
+
+/* ---- dlopen with every signal blocked ------------------------------------- */
+
+/* arg: do not call into the library (a breakpoint probe in it would
+ * kill this thread: docs/limitations.md) */
+static void *dl_blocked(void *arg)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return (void *)1L;
+	const char *(*ver)(void) = (const char *(*)(void))dlsym(h, "zlibVersion");
+	long bad = !ver || (!arg && !ver()[0]);
+	dlclose(h);
+	return (void *)bad;
+}
+
+/*
+ * The engine follows dlopen and dlclose through the dynamic linker's
+ * r_brk, which every load and unload calls.  A breakpoint there would
+ * kill a thread that blocks SIGTRAP (the kernel's default action for a
+ * blocked trap), as worker threads that block every signal do, and
+ * glibc's NSS and iconv load their modules wherever they are called.
+ * The hook is a jump: such a thread loads and unloads, and a probe in
+ * the library it unloads is gone before dlclose returns, as always.
+ */
+UKT_CASE_T(dlopen_with_every_signal_blocked, 60)
+{
+	struct kprobe kp = { .addr = (void *)quiet_target, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kp), 0);
+	wait_for_kprobe_optimizer();
+	for (int i = 0; i < 3; i++) {
+		pthread_t th;
+		void *r;
+		UKT_EQ(pthread_create(&th, NULL, dl_blocked, NULL), 0);
+		UKT_EQ(pthread_join(th, &r), 0);
+		UKT_EQ((long)r, 0);
+	}
+	/* and the hook still follows: a probe in a library loaded and then
+	 * unloaded by a thread with every signal blocked is gone */
+	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	UKT_ASSERT(h);
+	struct kprobe kz = { .symbol_name = "libz.so.1:zlibVersion", .pre_handler = count };
+	UKT_EQ(register_kprobe(&kz), 0);
+	pthread_t th;
+	void *r;
+	UKT_EQ(pthread_create(&th, NULL, dl_blocked, (void *)1), 0);
+	UKT_EQ(pthread_join(th, &r), 0);
+	UKT_EQ((long)r, 0);
+	UKT_EQ(ukt_probe_flags(&kz) & KPROBE_FLAG_GONE, 0);	/* still ours, opened twice */
+	dlclose(h);
+	UKT_ASSERT(ukt_probe_flags(&kz) & KPROBE_FLAG_GONE);
+	unregister_kprobe(&kz);
+	unregister_kprobe(&kp);
 }
