@@ -10,5 +10,6 @@
 #include <ukprobes/ptrace.h>
 #include <ukprobes/kprobes.h>
 #include <ukprobes/ftrace.h>
+#include <ukprobes/events.h>
 
 #endif
