@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef UKPROBE_CONSUMER_H
+#define UKPROBE_CONSUMER_H
+#include <stdint.h>
+#include <ukprobes/events.h>
+#include "cli.h"
+#include "output.h"
+
+struct held;
+struct consumer {
+	struct ukpev_reader *r;
+	struct writer w;
+	enum ukp_format format;
+	struct held *h;
+	size_t n, cap;
+	uint64_t seq;
+	uint64_t prev_start;	/* ns: records before it are all in */
+	uint64_t written;
+};
+
+void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
+		   struct symbolizer *sym, enum ukp_format format);
+/* drains the buffers; writes, in timestamp order, the records older than
+ * the previous drain's start (every record when final) */
+void consumer_drain(struct consumer *c, int final);
+void consumer_end(struct consumer *c);
+#endif
