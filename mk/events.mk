@@ -6,3 +6,19 @@ EV_SRCS := $(wildcard src/events/*.c)
 EV_OBJS := $(patsubst %.c,$(B)/%.o,$(EV_SRCS))
 LIB_OBJS += $(EV_OBJS)
 $(EV_OBJS): $(wildcard src/events/*.h)
+
+# The hit path: general registers only, no jump tables (an indirect jump
+# the engine's analysis cannot follow), no loop turned into a call of the
+# C library's memset/memcpy: so the handlers run on the lean path.
+EV_NOLIBCALL := $(shell $(CC) -fno-tree-loop-distribute-patterns -Werror -E -x c /dev/null >/dev/null 2>&1 && echo -fno-tree-loop-distribute-patterns || echo -fno-builtin)
+$(B)/src/events/hit.o: FILE_CFLAGS := -mgeneral-regs-only -fno-jump-tables $(EV_NOLIBCALL)
+
+# tests/events/<name>.c -> build/tests/events-<name>: position-independent
+# targets probed by name (-rdynamic), linked with the static library (some
+# cases reach the engine's internals: the lean-path check)
+EV_TEST_SRCS := $(wildcard tests/events/*.c)
+EV_TEST_BINS := $(patsubst tests/events/%.c,$(B)/tests/events-%,$(EV_TEST_SRCS))
+TEST_BINS += $(EV_TEST_BINS)
+$(B)/tests/events-%: tests/events/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h $(wildcard tests/events/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIE -pie -rdynamic -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm

@@ -46,7 +46,7 @@ extern "C" {
 #define UKPEV_MAX_DEPTH		16	/* nesting of +OFFS(...) */
 #define UKPEV_MAX_RECORD	16384	/* bytes of one record, at most */
 #define UKPEV_NAME_MAX		64	/* group and event names, NUL included */
-#define UKPEV_MAX_EVENTS	4096	/* events per area (ids 0..4095) */
+#define UKPEV_MAX_EVENTS	1024	/* events per area (ids 0..1023) */
 
 /* Per thread: at most this many KiB of records not yet read (the
  * kernel's buffer_size_kb); the default, 16 MiB. */
@@ -118,15 +118,20 @@ enum ukpev_errcode {
 	UKPEV_E_FAIL_REG_PROBE,		/* "Failed to register probe event" */
 	UKPEV_E_NO_AREA_SPACE,		/* "Too many events" */
 	/* filters */
-	UKPEV_E_FILTER_PARSE,		/* "Invalid filter expression" (syntax) */
+	UKPEV_E_FILTER_PARSE,		/* "Meaningless filter expression" */
 	UKPEV_E_FILTER_FIELD,		/* "Field not found" */
 	UKPEV_E_FILTER_OP,		/* "Illegal operation for field type" */
-	UKPEV_E_FILTER_MISSING_VAL,	/* "Missing value for field" */
-	UKPEV_E_FILTER_BAD_NUM,		/* "Invalid value (did you forget quotes)?" */
-	UKPEV_E_FILTER_UNBALANCED,	/* "Unbalanced parens" */
+	UKPEV_E_FILTER_MISSING_VAL,	/* "Invalid value (did you forget quotes)?" */
+	UKPEV_E_FILTER_BAD_NUM,		/* "Illegal integer value" */
+	UKPEV_E_FILTER_UNBALANCED,	/* "Too many '('" */
 	UKPEV_E_FILTER_TOO_MANY,	/* "Too many terms in predicate expression" */
-	UKPEV_E_FILTER_BAD_STRING,	/* "String is not closed" */
+	UKPEV_E_FILTER_BAD_STRING,	/* "Missing matching quote" */
 	UKPEV_E_FILTER_NO_EVENT,	/* "Unknown event" (of EVENT:EXPR) */
+	UKPEV_E_NOFENTRY_ARGS,		/* "$arg* can be used only on function entry or exit" */
+	UKPEV_E_FILTER_INVALID_OP,	/* "Invalid operator" */
+	UKPEV_E_FILTER_TOO_FEW_OPEN,	/* "Too few '('" */
+	UKPEV_E_FILTER_EXPECT_STRING,	/* "Expecting string field" */
+	UKPEV_E_FILTER_EXPECT_DIGIT,	/* "Expecting numeric field" */
 	UKPEV_E__MAX
 };
 

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Events in this process: resolve a parsed definition, compile its fetch
+ * program, register its probe, publish its description in the area.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+#include "ev_int.h"
+
+/* creation, removal and filter changes of every area */
+static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- objects and symbols ------------------------------------------------ */
+
+struct objfind {
+	const char *name;
+	size_t len;
+	bool found;
+	bool is_main;
+	char path[4096];
+	unsigned long base;
+	const ElfW(Phdr) *phdr;
+	int phnum;
+};
+
+static const char *base_name(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+static int objfind_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct objfind *f = arg;
+	const char *path = info->dlpi_name;
+	char exe[4096];
+	bool is_main = !path || !*path;
+	if (is_main) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return 0;
+		exe[n] = 0;
+		path = exe;
+	}
+	if (strcmp(path, f->name) && strcmp(base_name(path), f->name))
+		return 0;
+	f->found = true;
+	f->is_main = is_main;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	f->base = info->dlpi_addr;
+	f->phdr = info->dlpi_phdr;
+	f->phnum = info->dlpi_phnum;
+	return 1;
+}
+
+static bool find_object(const char *name, struct objfind *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->name = name;
+	dl_iterate_phdr(objfind_cb, f);
+	return f->found;
+}
+
+/* OBJ:0xN: the address file offset N of OBJ is mapped at; 0 if none */
+static unsigned long file_offset_addr(const struct objfind *f, unsigned long off)
+{
+	for (int i = 0; i < f->phnum; i++) {
+		const ElfW(Phdr) *p = &f->phdr[i];
+		if (p->p_type == PT_LOAD && off >= p->p_offset && off < p->p_offset + p->p_filesz)
+			return f->base + p->p_vaddr + (off - p->p_offset);
+	}
+	return 0;
+}
+
+/* "SYM" or "OBJ:SYM", data or function.  0, -ENOENT (symbol), -ENXIO (object) */
+static int resolve_sym(const char *spec, unsigned long *addr)
+{
+	const char *colon = strchr(spec, ':');
+	void *p = NULL;
+	if (colon) {
+		char obj[4096];
+		snprintf(obj, sizeof(obj), "%.*s", (int)(colon - spec), spec);
+		struct objfind f;
+		if (!find_object(obj, &f))
+			return -ENXIO;
+		void *h = dlopen(f.is_main ? NULL : f.path, RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			p = dlsym(h, colon + 1);
+			dlclose(h);
+		}
+	} else {
+		p = dlsym(RTLD_DEFAULT, spec);
+	}
+	if (p) {
+		*addr = (unsigned long)p;
+		return 0;
+	}
+	/* functions, local ones too: the engine's symbol tables */
+	return ukp_sym_resolve(spec, addr) ? -ENOENT : 0;
+}
+
+/* ---- compiling -------------------------------------------------------------- */
+
+static int compile(struct ukpev_event *e, struct ukpev_error *err)
+{
+	struct ukpev_def *d = e->def;
+	size_t cap = 2 + (size_t)d->nargs * (6 + UKPEV_MAX_DEPTH), n = 0, strsz = 1;
+	for (unsigned i = 0; i < d->nargs; i++)
+		if (d->args[i].base == B_IMMSTR)
+			strsz += strlen(d->args[i].str) + 1;
+	e->prog = calloc(cap, sizeof(*e->prog));
+	e->strtab = calloc(1, strsz);
+	if (!e->prog || !e->strtab)
+		return -ENOMEM;
+	size_t stroff = 1;
+#define EMIT(...) (e->prog[n++] = (struct ev_insn){ __VA_ARGS__ })
+	for (unsigned i = 0; i < d->nargs; i++) {
+		struct ev_parg *a = &d->args[i];
+		EMIT(.op = OP_ARG, .param = (uint16_t)i, .dst = (uint16_t)a->offset);
+		int64_t reads[UKPEV_MAX_DEPTH + 1];
+		unsigned nr = 0;
+		switch (a->base) {
+		case B_REG:
+			EMIT(.op = OP_LD_REG, .param = (uint16_t)a->reg);
+			break;
+		case B_SP:
+			EMIT(.op = OP_LD_SP);
+			break;
+		case B_STACK:
+			EMIT(.op = OP_LD_STACK, .imm = 8 * (int64_t)a->reg);
+			break;
+		case B_ARG:
+			EMIT(.op = d->kind == 'r' ? OP_LD_SAVED : OP_LD_ARG, .param = (uint16_t)a->reg);
+			break;
+		case B_RETVAL:
+			EMIT(.op = OP_LD_RETVAL);
+			break;
+		case B_IMM:
+			EMIT(.op = OP_LD_IMM, .imm = a->imm);
+			break;
+		case B_ADDR:
+			EMIT(.op = OP_LD_IMM, .imm = a->imm);
+			reads[nr++] = 0;
+			break;
+		case B_SYM: {
+			unsigned long addr;
+			int r = resolve_sym(a->sym, &addr);
+			if (r) {
+				ev_set_err(err, r == -ENXIO ? UKPEV_E_UNKNOWN_OBJECT : UKPEV_E_UNKNOWN_SYMBOL,
+					   a->sym_at + 1);
+				return -EINVAL;
+			}
+			EMIT(.op = OP_LD_IMM, .imm = (int64_t)(addr + (unsigned long)a->sym_off));
+			reads[nr++] = 0;
+			break;
+		}
+		case B_COMM:
+			EMIT(.op = OP_ST_COMM);
+			continue;
+		case B_IMMSTR:
+			strcpy(e->strtab + stroff, a->str);
+			EMIT(.op = OP_ST_IMMSTR, .imm = (int64_t)stroff);
+			stroff += strlen(a->str) + 1;
+			continue;
+		}
+		for (unsigned k = 0; k < a->ndepth; k++)
+			reads[nr++] = a->offs[k];
+		bool str = a->type == UKPEV_T_STRING || a->type == UKPEV_T_USTRING;
+		if (!nr) {
+			EMIT(.op = OP_ST_VAL, .size = (uint8_t)a->elem_size);
+			continue;
+		}
+		for (unsigned k = 0; k + 1 < nr; k++)
+			EMIT(.op = OP_DEREF, .imm = reads[k]);
+		if (reads[nr - 1])
+			EMIT(.op = OP_ADD, .imm = reads[nr - 1]);
+		if (str)
+			EMIT(.op = OP_ST_STR);
+		else
+			EMIT(.op = OP_ST_MEM, .size = (uint8_t)a->elem_size,
+			     .count = (uint16_t)(a->count ? a->count : 1));
+	}
+	EMIT(.op = OP_END);
+#undef EMIT
+	return 0;
+}
+
+/* ---- publishing ---------------------------------------------------------------- */
+
+static int publish(struct ukpev_event *e)
+{
+	struct ev_area_hdr *h = e->area->hdr;
+	struct ukpev_def *d = e->def;
+	struct ev_meta *m = ev_meta(h, e->id);
+	uint64_t aoff = 0;
+	struct ev_meta_arg *ma = NULL;
+	if (d->nargs) {
+		ma = ev_heap_alloc(h, d->nargs * sizeof(*ma), &aoff);
+		if (!ma)
+			return -ENOSPC;
+	}
+	for (unsigned i = 0; i < d->nargs; i++) {
+		const struct ukpev_arg_info *ai = &d->infos[i];
+		ma[i] = (struct ev_meta_arg){
+			.name_off = ev_heap_str(h, ai->name), .type_off = ev_heap_str(h, ai->type_name),
+			.type = (uint32_t)ai->type, .elem_size = ai->elem_size, .count = ai->count,
+			.offset = ai->offset, .bf_width = ai->bf_width, .bf_shift = ai->bf_shift,
+		};
+		if (!ma[i].name_off || !ma[i].type_off)
+			return -ENOSPC;
+	}
+	m->kind = (uint32_t)d->kind;
+	m->maxactive = (uint32_t)d->maxactive;
+	m->nargs = d->nargs;
+	m->payload_size = d->payload_size;
+	m->addr = e->info.addr;
+	m->group_off = ev_heap_str(h, d->group);
+	m->event_off = ev_heap_str(h, d->event);
+	m->def_off = ev_heap_str(h, d->text);
+	m->place_off = ev_heap_str(h, d->place);
+	m->args_off = aoff;
+	atomic_store(&m->filter_off, 0);
+	atomic_store(&m->engine_misses, 0);
+	if (!m->group_off || !m->event_off || !m->def_off || !m->place_off)
+		return -ENOSPC;
+	atomic_store_explicit(&m->state, EV_META_LIVE, memory_order_release);
+	return 0;
+}
+
+/* ---- the API ---------------------------------------------------------------------- */
+
+static int place_error(struct ukpev_def *d, int r)
+{
+	if (r == -EILSEQ)
+		return UKPEV_E_BAD_INSN_BNDRY;
+	if (r == -ENOENT)
+		return UKPEV_E_UNKNOWN_SYMBOL;
+	return UKPEV_E_FAIL_REG_PROBE;
+	(void)d;
+}
+
+int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned flags,
+		       struct ukpev_event **out, struct ukpev_error *err)
+{
+	struct ukpev_error dummy;
+	if (!err)
+		err = &dummy;
+	*out = NULL;
+	struct ukpev_def *d;
+	int r = ev_def_parse(definition, &d, err);
+	if (r)
+		return r;
+	struct ukpev_event *e = calloc(1, sizeof(*e));
+	if (!e) {
+		ev_def_free(d);
+		return -ENOMEM;
+	}
+	e->area = a;
+	e->def = d;
+	e->ret = d->kind == 'r';
+	e->nsaved = d->max_saved;
+	e->rec_size = (unsigned)sizeof(struct ev_rec) + (e->ret ? 8 : 0) + d->payload_size;
+	e->max_size = (e->rec_size + d->max_dyn + 7) & ~7u;
+	e->info = d->info;
+	pthread_mutex_lock(&ev_lock);
+	/* the name once per area */
+	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
+		struct ukpev_event *o = a->events[i];
+		if (o && !strcmp(o->def->group, d->group) && !strcmp(o->def->event, d->event)) {
+			ev_set_err(err, UKPEV_E_EVENT_EXIST, 0);
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	if ((r = compile(e, err)))
+		goto fail;
+	/* the place */
+	unsigned long addr = 0;
+	const char *symname = NULL;
+	char spec[4096];
+	struct objfind f;
+	switch (d->place_kind) {
+	case PL_ADDR:
+		addr = d->offs;
+		break;
+	case PL_OBJOFF:
+		if (!find_object(d->obj, &f)) {
+			ev_set_err(err, UKPEV_E_UNKNOWN_OBJECT, d->place_at);
+			r = -EINVAL;
+			goto fail;
+		}
+		addr = file_offset_addr(&f, d->offs);
+		if (!addr) {
+			ev_set_err(err, UKPEV_E_BAD_FILE_OFFS, d->place_at + (int)strlen(d->obj) + 1);
+			r = -EINVAL;
+			goto fail;
+		}
+		break;
+	case PL_OBJSYM:
+		if (!find_object(d->obj, &f)) {
+			ev_set_err(err, UKPEV_E_UNKNOWN_OBJECT, d->place_at);
+			r = -EINVAL;
+			goto fail;
+		}
+		snprintf(spec, sizeof(spec), "%s:%s", d->obj, d->sym);
+		symname = spec;
+		break;
+	default:
+		symname = d->sym;
+		break;
+	}
+	unsigned id = atomic_load(&a->hdr->nevents);
+	if (id >= UKPEV_MAX_EVENTS) {
+		ev_set_err(err, UKPEV_E_NO_AREA_SPACE, 0);
+		r = -ENOSPC;
+		goto fail;
+	}
+	e->id = id;
+	e->info.id = id;
+	bool clk = a->hdr->clock != EV_CLOCK_TSC;
+	struct kprobe *kp = &e->u.kp;
+	if (symname) {
+		e->symspec = strdup(symname);
+		if (!e->symspec) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		kp->symbol_name = e->symspec;
+		kp->offset = (unsigned)d->offs;
+	} else {
+		kp->addr = (kprobe_opcode_t *)addr;
+	}
+	if (flags & UKPEV_F_DISABLED)
+		kp->flags = KPROBE_FLAG_DISABLED;
+	if (e->ret) {
+		e->u.rp.handler = clk ? ev_ret_handler_clk : ev_ret_handler;
+		e->u.rp.entry_handler = e->nsaved ? ev_entry_handler : NULL;
+		e->u.rp.data_size = e->nsaved * sizeof(unsigned long);
+		e->u.rp.maxactive = d->maxactive;
+		r = register_kretprobe(&e->u.rp);
+	} else {
+		kp->pre_handler = clk ? ev_pre_handler_clk : ev_pre_handler;
+		r = register_kprobe(kp);
+	}
+	if (r) {
+		int code = place_error(d, r);
+		int at = d->place_at;
+		if (code == UKPEV_E_UNKNOWN_SYMBOL && d->place_kind == PL_OBJSYM)
+			at += (int)strlen(d->obj) + 1;
+		ev_set_err(err, code, at);
+		r = -EINVAL;
+		goto fail;
+	}
+	e->registered = true;
+	e->info.addr = (unsigned long)kp->addr;
+	if ((r = publish(e))) {
+		ev_set_err(err, UKPEV_E_NO_AREA_SPACE, 0);
+		goto fail;
+	}
+	atomic_store(&a->hdr->nevents, id + 1);
+	a->events[id] = e;
+	pthread_mutex_unlock(&ev_lock);
+	*out = e;
+	return 0;
+fail:
+	if (e->registered) {
+		if (e->ret)
+			unregister_kretprobe(&e->u.rp);
+		else
+			unregister_kprobe(&e->u.kp);
+	}
+	pthread_mutex_unlock(&ev_lock);
+	free(e->prog);
+	free(e->strtab);
+	free(e->symspec);
+	ev_def_free(d);
+	free(e);
+	return r;
+}
+
+int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr, struct ukpev_error *err)
+{
+	struct ev_filter *f = NULL;
+	if (expr && *expr) {
+		int r = ev_filter_compile(ev->def, expr, &f, err);
+		if (r)
+			return r;
+	}
+	pthread_mutex_lock(&ev_lock);
+	struct ev_meta *m = ev_meta(ev->area->hdr, ev->id);
+	atomic_store(&m->filter_off, f ? ev_heap_str(ev->area->hdr, f->text) : 0);
+	struct ev_filter *old = atomic_exchange_explicit(&ev->filter, f, memory_order_acq_rel);
+	ev->info.filter = f ? f->text : NULL;
+	pthread_mutex_unlock(&ev_lock);
+	if (old) {
+		ukp_synchronize();	/* no hit reads it any more */
+		ev_filter_free(old);
+	}
+	return 0;
+}
+
+int ukpev_event_enable(struct ukpev_event *ev)
+{
+	return ev->ret ? enable_kretprobe(&ev->u.rp) : enable_kprobe(&ev->u.kp);
+}
+
+int ukpev_event_disable(struct ukpev_event *ev)
+{
+	return ev->ret ? disable_kretprobe(&ev->u.rp) : disable_kprobe(&ev->u.kp);
+}
+
+void ukpev_event_remove(struct ukpev_event *ev)
+{
+	if (!ev)
+		return;
+	if (ev->ret)
+		unregister_kretprobe(&ev->u.rp);
+	else
+		unregister_kprobe(&ev->u.kp);
+	pthread_mutex_lock(&ev_lock);
+	struct ev_meta *m = ev_meta(ev->area->hdr, ev->id);
+	atomic_fetch_add(&m->engine_misses, ev->u.kp.nmissed +
+			 (ev->ret ? (unsigned long)ev->u.rp.nmissed : 0));
+	atomic_store_explicit(&m->state, EV_META_GONE, memory_order_release);
+	ev->area->events[ev->id] = NULL;
+	pthread_mutex_unlock(&ev_lock);
+	ev_filter_free(atomic_load(&ev->filter));
+	free(ev->prog);
+	free(ev->strtab);
+	free(ev->symspec);
+	ev_def_free(ev->def);
+	free(ev);
+}
+
+const struct ukpev_event_info *ukpev_event_info(const struct ukpev_event *ev)
+{
+	return &ev->info;
+}
+
+struct ukpev_event *ukpev_event_find(struct ukpev_area *a, const char *name)
+{
+	const char *slash = strchr(name, '/');
+	struct ukpev_event *found = NULL;
+	pthread_mutex_lock(&ev_lock);
+	for (unsigned i = 0; i < UKPEV_MAX_EVENTS && !found; i++) {
+		struct ukpev_event *e = a->events[i];
+		if (!e)
+			continue;
+		if (slash) {
+			size_t gl = (size_t)(slash - name);
+			if (strlen(e->def->group) == gl && !strncmp(e->def->group, name, gl) &&
+			    !strcmp(e->def->event, slash + 1))
+				found = e;
+		} else if (!strcmp(e->def->event, name)) {
+			found = e;
+		}
+	}
+	pthread_mutex_unlock(&ev_lock);
+	return found;
+}
+
+int ukpev_area_sync(struct ukpev_area *a)
+{
+	pthread_mutex_lock(&ev_lock);
+	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
+		struct ukpev_event *e = a->events[i];
+		if (!e)
+			continue;
+		uint64_t n = e->u.kp.nmissed + (e->ret ? (unsigned long)e->u.rp.nmissed : 0);
+		atomic_store(&ev_meta(a->hdr, i)->engine_misses, n);
+	}
+	pthread_mutex_unlock(&ev_lock);
+	return 0;
+}
+
+int ukpev_symbolize_self(unsigned long addr, char *buf, size_t n, void *arg)
+{
+	(void)arg;
+	struct ukp_where w;
+	if (n)
+		buf[0] = 0;
+	if (ukp_sym_where(addr, &w) || !w.func[0])
+		return -1;
+	return snprintf(buf, n, "%s+0x%lx/0x%lx", w.func, addr - w.func_start,
+			w.func_end > w.func_start ? w.func_end - w.func_start : 1UL);
+}

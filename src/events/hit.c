@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hit path of dynamic events: what runs in the probed thread.
+ *
+ * Built with -mgeneral-regs-only -fno-jump-tables and calling nothing
+ * outside this file but ukp_copy_nofault (mk/events.mk): so the engine's
+ * analysis finds the handlers keep to the general registers and runs
+ * them on its lean path (no vector state saved).  No lock, no allocation,
+ * no formatting, no system call but at a thread's first event (gettid,
+ * its name).
+ *
+ * One hit:
+ *   1. the thread's block (TLS; its first event, or a fork child's,
+ *      takes one from the area);
+ *   2. count the hit; reserve the largest record the event can need in
+ *      the thread's sub-buffer (a full buffer: count a lost event);
+ *   3. header (TSC, cpu from rseq), run the fetch program into it;
+ *   4. the filter, on the record in place: rejected, nothing committed;
+ *   5. commit: one release store of the sub-buffer's head.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/rseq.h>
+#include <time.h>
+#include "internal.h"
+#include "ev_int.h"
+
+__thread struct ev_tls ev_tls __attribute__((tls_model("initial-exec")));
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- small helpers that call nothing ------------------------------------ */
+
+static inline void ev_bzero(void *p, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0) : "memory");
+}
+
+static inline void ev_bcopy(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static inline uint64_t ev_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static inline unsigned ev_cpu(void)
+{
+	if (likely(ev_cpu_mode == EV_CPU_RSEQ)) {
+		const struct rseq *rs = (const struct rseq *)(void *)
+			((char *)__builtin_thread_pointer() + __rseq_offset);
+		return *(volatile const uint32_t *)&rs->cpu_id;
+	}
+	uint64_t id;
+	if (ev_cpu_mode == EV_CPU_RDPID) {
+		__asm__ volatile("rdpid %0" : "=r"(id));
+	} else {
+		uint32_t lo, hi, aux;
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+		id = aux;
+	}
+	return (unsigned)(id & 0xfff);
+}
+
+/* ---- lock-free stacks of indexes in the area (tag << 32 | idx + 1) ------ */
+
+static inline uint32_t *lf_next(char *base, size_t stride, size_t off, uint32_t idx1)
+{
+	return (uint32_t *)(void *)(base + (size_t)(idx1 - 1) * stride + off);
+}
+
+static uint32_t lf_pop(_Atomic uint64_t *head, char *base, size_t stride, size_t off)
+{
+	uint64_t old = atomic_load_explicit(head, memory_order_acquire);
+	for (;;) {
+		uint32_t idx = (uint32_t)old;
+		if (!idx)
+			return 0;
+		/* a stale next (idx popped and reused meanwhile) fails the
+		 * CAS: the tag moved on */
+		uint32_t next = __atomic_load_n(lf_next(base, stride, off, idx), __ATOMIC_RELAXED);
+		uint64_t nw = (((old >> 32) + 1) << 32) | next;
+		if (atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_acq_rel,
+							  memory_order_acquire))
+			return idx;
+	}
+}
+
+static void lf_push(_Atomic uint64_t *head, char *base, size_t stride, size_t off, uint32_t idx)
+{
+	uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
+	for (;;) {
+		__atomic_store_n(lf_next(base, stride, off, idx), (uint32_t)old, __ATOMIC_RELAXED);
+		uint64_t nw = (((old >> 32) + 1) << 32) | idx;
+		if (atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}
+
+uint32_t ev_sb_get(struct ev_area_hdr *h)
+{
+	uint32_t i = lf_pop(&h->free_subbufs, (char *)h + h->pool_off, UKPEV_SUBBUF_SIZE,
+			    offsetof(struct ev_subbuf, free_next));
+	if (i)
+		return i;
+	uint32_t n = atomic_fetch_add_explicit(&h->subbufs_hw, 1, memory_order_relaxed);
+	return n < h->nsubbufs ? n + 1 : 0;
+}
+
+void ev_sb_put(struct ev_area_hdr *h, uint32_t idx1)
+{
+	lf_push(&h->free_subbufs, (char *)h + h->pool_off, UKPEV_SUBBUF_SIZE,
+		offsetof(struct ev_subbuf, free_next), idx1);
+}
+
+static uint32_t tb_get(struct ev_area_hdr *h)
+{
+	uint32_t i = lf_pop(&h->free_threads, (char *)h + h->threads_off,
+			    sizeof(struct ev_tblock), offsetof(struct ev_tblock, free_next));
+	if (i)
+		return i;
+	uint32_t n = atomic_fetch_add_explicit(&h->threads_hw, 1, memory_order_relaxed);
+	return n < h->threads_max ? n + 1 : 0;
+}
+
+/* ---- a thread's first event ------------------------------------------------ */
+
+/* The thread's block in a's area: taken at its first event, and again in
+ * a fork child (which must not write into its parent's buffers). */
+__attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *a)
+{
+	struct ev_area_hdr *h = a->hdr;
+	uint32_t gen = atomic_load_explicit(&ev_fork_gen, memory_order_relaxed);
+	if (ev_tls.gen != gen) {
+		for (int i = 0; i < EV_MAX_AREAS; i++)
+			ev_tls.tb[i] = NULL;
+		ev_tls.gen = gen;
+	}
+	if (ev_tls.tb[a->slot])
+		return ev_tls.tb[a->slot];
+	uint32_t ti = tb_get(h);
+	if (!ti)
+		return NULL;
+	struct ev_tblock *tb = ev_tb(h, ti - 1);
+	uint32_t sb = ev_sb_get(h);
+	if (!sb) {
+		lf_push(&h->free_threads, (char *)h + h->threads_off, sizeof(struct ev_tblock),
+			offsetof(struct ev_tblock, free_next), ti);
+		return NULL;
+	}
+	struct ev_subbuf *s = ev_sb(h, sb);
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->closed, 0, memory_order_relaxed);
+	s->next = 0;
+	tb->pid = (int32_t)ukp_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	tb->tid = (int32_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	ev_bzero(tb->comm, sizeof(tb->comm));
+	ukp_raw_syscall(SYS_prctl, PR_GET_NAME, (long)tb->comm, 0, 0, 0, 0);
+	tb->comm[15] = 0;
+	tb->cur = sb;
+	tb->wpos = 0;
+	tb->pending_lost = 0;
+	atomic_store_explicit(&tb->lost, 0, memory_order_relaxed);
+	atomic_store_explicit(&tb->held, 1, memory_order_relaxed);
+	tb->rd = sb;
+	tb->rpos = 0;
+	tb->idle_polls = 0;
+	/* counters: zeroed by whoever freed the block (or never used) */
+	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
+	ev_tls.tb[a->slot] = tb;
+	return tb;
+}
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+/* The current sub-buffer is too full: move to a fresh one, within the
+ * thread's limit.  false: none (the event is lost). */
+__attribute__((noinline)) static bool ev_switch(struct ev_area_hdr *h, struct ev_tblock *tb)
+{
+	if (atomic_load_explicit(&tb->held, memory_order_relaxed) >= h->buffer_subbufs)
+		return false;
+	uint32_t n = ev_sb_get(h);
+	if (!n)
+		return false;
+	struct ev_subbuf *s = ev_sb(h, n), *old = ev_sb(h, tb->cur);
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->closed, 0, memory_order_relaxed);
+	s->next = 0;
+	atomic_fetch_add_explicit(&tb->held, 1, memory_order_relaxed);
+	/* next before closed: a reader that sees closed finds next */
+	old->next = n;
+	atomic_store_explicit(&old->closed, 1, memory_order_release);
+	tb->cur = n;
+	tb->wpos = 0;
+	return true;
+}
+
+static inline void ev_commit(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned size)
+{
+	tb->wpos += size;
+	atomic_store_explicit(&ev_sb(h, tb->cur)->head, tb->wpos, memory_order_release);
+}
+
+/* Room for need bytes (and a lost marker owed before them). */
+static inline uint8_t *ev_reserve(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned need)
+{
+	unsigned total = need + (tb->pending_lost ? EV_REC_LOST_SIZE : 0);
+	if (unlikely(tb->wpos + total > EV_SB_DATA) && !ev_switch(h, tb))
+		return NULL;
+	uint8_t *p = ev_sb(h, tb->cur)->data + tb->wpos;
+	if (unlikely(tb->pending_lost)) {
+		struct ev_rec *r = (struct ev_rec *)(void *)p;
+		r->ts = 0;
+		r->size = EV_REC_LOST_SIZE;
+		r->event = UKPEV_EVENT_LOST;
+		r->cpu = 0;
+		r->flags = 0;
+		*(uint64_t *)(void *)(r + 1) = tb->pending_lost;
+		tb->pending_lost = 0;
+		ev_commit(h, tb, EV_REC_LOST_SIZE);
+		p += EV_REC_LOST_SIZE;
+	}
+	return p;
+}
+
+/* ---- fetching ---------------------------------------------------------------- */
+
+static inline unsigned long ev_arg(const struct pt_regs *regs, unsigned n, bool *fault)
+{
+	switch (n) {
+	case 1: return regs->di;
+	case 2: return regs->si;
+	case 3: return regs->dx;
+	case 4: return regs->cx;
+	case 5: return regs->r8;
+	case 6: return regs->r9;
+	default: {
+		/* at the entry, sp holds the return address; arg 7 above it */
+		unsigned long v;
+		if (ukp_copy_nofault(&v, (const void *)(regs->sp + 8 * (n - 6)), 8)) {
+			*fault = true;
+			return 0;
+		}
+		return v;
+	}
+	}
+}
+
+/* A string at src into dst: its length with the NUL, or 0 if unreadable.
+ * Read in pieces that never cross a page, so a string that ends before
+ * an unmapped page is read whole. */
+static unsigned ev_copy_str(uint8_t *dst, unsigned long src)
+{
+	unsigned got = 0;
+	while (got < UKPEV_STRING_MAX - 1) {
+		unsigned long at = src + got;
+		unsigned chunk = 32;
+		unsigned room = UKPEV_STRING_MAX - 1 - got;
+		unsigned page = 4096 - (unsigned)(at & 4095);
+		if (chunk > room)
+			chunk = room;
+		if (chunk > page)
+			chunk = page;
+		if (ukp_copy_nofault(dst + got, (const void *)at, chunk))
+			return 0;
+		for (unsigned i = 0; i < chunk; i++)
+			if (!dst[got + i])
+				return got + i + 1;
+		got += chunk;
+	}
+	dst[UKPEV_STRING_MAX - 1] = 0;
+	return UKPEV_STRING_MAX;
+}
+
+static inline void ev_store_val(uint8_t *slot, unsigned size, unsigned long v)
+{
+	switch (size) {
+	case 1: *slot = (uint8_t)v; break;
+	case 2: *(uint16_t *)(void *)slot = (uint16_t)v; break;
+	case 4: *(uint32_t *)(void *)slot = (uint32_t)v; break;
+	default: *(uint64_t *)(void *)slot = v; break;
+	}
+}
+
+/*
+ * Runs e's program into the payload pl (its fixed part is e's
+ * payload_size bytes; strings go after it).  Returns the bytes of
+ * dynamic data used.
+ */
+static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs *regs,
+			      const unsigned long *saved, uint8_t *pl,
+			      const struct ev_tblock *tb)
+{
+	const struct ev_insn *in = e->prog;
+	unsigned long val = 0;
+	uint8_t *slot = pl;
+	unsigned arg = 0, dyn = e->def->payload_size, dyn0 = dyn;
+	uint64_t *bitmap = (uint64_t *)(void *)pl;
+	for (unsigned w = 0; w < (e->def->nargs + 63) / 64; w++)
+		bitmap[w] = 0;
+	for (;; in++) {
+		bool fault = false;
+		unsigned op = in->op;
+		if (op == OP_ARG) {
+			arg = in->param;
+			slot = pl + in->dst;
+			continue;
+		} else if (op == OP_LD_REG) {
+			val = ((const unsigned long *)(const void *)regs)[in->param];
+			continue;
+		} else if (op == OP_LD_SP) {
+			val = regs->sp;
+			continue;
+		} else if (op == OP_LD_STACK) {
+			fault = ukp_copy_nofault(&val, (const void *)(regs->sp + in->imm), 8) != 0;
+		} else if (op == OP_LD_ARG) {
+			val = ev_arg(regs, in->param, &fault);
+		} else if (op == OP_LD_SAVED) {
+			val = saved[in->param - 1];
+			continue;
+		} else if (op == OP_LD_RETVAL) {
+			val = regs->ax;
+			continue;
+		} else if (op == OP_LD_IMM) {
+			val = (unsigned long)in->imm;
+			continue;
+		} else if (op == OP_DEREF) {
+			fault = ukp_copy_nofault(&val, (const void *)(val + in->imm), 8) != 0;
+		} else if (op == OP_ADD) {
+			val += in->imm;
+			continue;
+		} else if (op == OP_ST_VAL) {
+			ev_store_val(slot, in->size, val);
+			continue;
+		} else if (op == OP_ST_MEM) {
+			fault = ukp_copy_nofault(slot, (const void *)val,
+						 (size_t)in->size * in->count) != 0;
+			if (!fault)
+				continue;
+		} else if (op == OP_ST_STR || op == OP_ST_COMM || op == OP_ST_IMMSTR) {
+			unsigned len;
+			if (op == OP_ST_STR) {
+				len = ev_copy_str(pl + dyn, val);
+			} else {
+				const char *s = op == OP_ST_COMM ? tb->comm : e->strtab + in->imm;
+				len = 0;
+				while (s[len])
+					len++;
+				len++;
+				ev_bcopy(pl + dyn, s, len);
+			}
+			if (len) {
+				*(uint32_t *)(void *)slot = (uint32_t)len << 16 | dyn;
+				dyn += len;
+				continue;
+			}
+			fault = true;
+		} else {
+			break;	/* OP_END */
+		}
+		if (fault) {
+			bitmap[arg / 64] |= 1ULL << (arg % 64);
+			/* on to the next fetcharg */
+			while (in[1].op != OP_ARG && in[1].op != OP_END)
+				in++;
+		}
+	}
+	return dyn - dyn0;
+}
+
+/* ---- filters ------------------------------------------------------------------ */
+
+/* glob: * ? [...] ([!...] negated, ranges a-z); 1 if s matches pat */
+static int ev_glob_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+	size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0;
+	while (si < sn) {
+		if (pi < pn && p[pi] == '*') {
+			star_p = ++pi;
+			star_s = si;
+			continue;
+		}
+		if (pi < pn && p[pi] == '[') {
+			size_t k = pi + 1;
+			bool neg = k < pn && (p[k] == '!' || p[k] == '^');
+			if (neg)
+				k++;
+			bool hit = false, closed = false;
+			size_t first = k;
+			for (; k < pn; k++) {
+				if (p[k] == ']' && k > first) {
+					closed = true;
+					break;
+				}
+				if (k + 2 < pn && p[k + 1] == '-' && p[k + 2] != ']') {
+					if (s[si] >= p[k] && s[si] <= p[k + 2])
+						hit = true;
+					k += 2;
+				} else if (p[k] == s[si]) {
+					hit = true;
+				}
+			}
+			if (closed && hit != neg) {
+				pi = k + 1;
+				si++;
+				continue;
+			}
+			if (!closed && p[pi] == s[si]) {	/* a plain '[' */
+				pi++;
+				si++;
+				continue;
+			}
+		} else if (pi < pn && (p[pi] == '?' || p[pi] == s[si])) {
+			pi++;
+			si++;
+			continue;
+		}
+		if (star_p == (size_t)-1)
+			return 0;
+		pi = star_p;
+		si = ++star_s;
+	}
+	while (pi < pn && p[pi] == '*')
+		pi++;
+	return pi == pn;
+}
+
+static inline uint64_t ev_load(const uint8_t *p, unsigned size, bool sign)
+{
+	switch (size) {
+	case 1: return sign ? (uint64_t)(int64_t)*(const int8_t *)p : *p;
+	case 2: return sign ? (uint64_t)(int64_t)*(const int16_t *)(const void *)p
+			    : *(const uint16_t *)(const void *)p;
+	case 4: return sign ? (uint64_t)(int64_t)*(const int32_t *)(const void *)p
+			    : *(const uint32_t *)(const void *)p;
+	default: return *(const uint64_t *)(const void *)p;
+	}
+}
+
+static inline bool ev_cmp_num(unsigned cmp, uint64_t a, uint64_t b, bool sign)
+{
+	if (cmp == C_EQ)
+		return a == b;
+	if (cmp == C_NE)
+		return a != b;
+	if (cmp == C_BAND)
+		return (a & b) != 0;
+	bool lt = sign ? (int64_t)a < (int64_t)b : a < b;
+	bool eq = a == b;
+	if (cmp == C_LT)
+		return lt;
+	if (cmp == C_LE)
+		return lt || eq;
+	if (cmp == C_GT)
+		return !lt && !eq;
+	return !lt;	/* C_GE */
+}
+
+bool ev_filter_match(const struct ev_filter *f, const uint8_t *pl, const char *strtab,
+		     int32_t tid)
+{
+	uint64_t stack = 0;	/* a bit stack of results, top at bit 0 */
+	const uint64_t *bitmap = (const uint64_t *)(const void *)pl;
+	for (unsigned i = 0; i < f->n; i++) {
+		const struct ev_fpred *p = &f->p[i];
+		bool r;
+		if (p->op == F_AND || p->op == F_OR) {
+			bool b = stack & 1, a = (stack >> 1) & 1;
+			stack >>= 2;
+			r = p->op == F_AND ? (a && b) : (a || b);
+		} else if (p->op == F_NOT) {
+			r = !(stack & 1);
+			stack >>= 1;
+		} else if (p->op == F_PID) {
+			r = ev_cmp_num(p->cmp, (uint64_t)(int64_t)tid, (uint64_t)p->val, true);
+		} else if (bitmap[p->arg / 64] & (1ULL << (p->arg % 64))) {
+			r = false;	/* (fault): no comparison holds */
+		} else if (p->op == F_NUM) {
+			uint64_t v = ev_load(pl + p->dst, p->size, p->is_signed);
+			if (p->bf_width) {
+				v >>= p->bf_shift;
+				if (p->bf_width < 64)
+					v &= (1ULL << p->bf_width) - 1;
+			}
+			r = ev_cmp_num(p->cmp, v, (uint64_t)p->val, p->is_signed);
+		} else {
+			uint32_t loc = *(const uint32_t *)(const void *)(pl + p->dst);
+			const char *s = (const char *)pl + (loc & 0xffff);
+			size_t sn = loc >> 16;
+			if (sn)
+				sn--;	/* without the NUL */
+			const char *v = strtab + p->str_off;
+			if (p->cmp == C_GLOB) {
+				r = ev_glob_match(v, p->str_len, s, sn);
+			} else {
+				bool eq = sn == p->str_len;
+				for (size_t k = 0; eq && k < sn; k++)
+					eq = s[k] == v[k];
+				r = p->cmp == C_EQ ? eq : !eq;
+			}
+		}
+		stack = stack << 1 | r;
+	}
+	return stack & 1;
+}
+
+/* ---- handlers ------------------------------------------------------------------ */
+
+static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
+{
+	if (!clk)
+		return ev_rdtsc();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline __attribute__((always_inline)) int
+ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+       unsigned long ret_ip, bool clk)
+{
+	struct ukpev_area *a = e->area;
+	struct ev_area_hdr *h = a->hdr;
+	struct ev_tblock *tb = ev_tls.tb[a->slot];
+	if (unlikely(!tb || ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
+		tb = ev_thread_attach(a);
+		if (!tb) {
+			atomic_fetch_add_explicit(&h->nothread_misses, 1, memory_order_relaxed);
+			return 0;
+		}
+	}
+	struct ev_count *cnt = &tb->cnt[e->id];
+	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
+	uint8_t *p = ev_reserve(h, tb, e->max_size);
+	if (unlikely(!p)) {
+		tb->pending_lost++;
+		atomic_store_explicit(&tb->lost, atomic_load_explicit(&tb->lost, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		__atomic_store_n(&cnt->misses, cnt->misses + 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	struct ev_rec *r = (struct ev_rec *)(void *)p;
+	r->ts = ev_clock(clk);
+	r->event = (uint16_t)e->id;
+	r->cpu = (uint16_t)ev_cpu();
+	r->flags = 0;
+	uint8_t *pl = (uint8_t *)(r + 1);
+	if (e->ret) {
+		*(uint64_t *)(void *)pl = ret_ip;
+		pl += 8;
+	}
+	unsigned dyn = ev_run(e, regs, saved, pl, tb);
+	unsigned size = (e->rec_size + dyn + 7) & ~7u;
+	r->size = (uint16_t)size;
+	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
+	if (f && !ev_filter_match(f, pl, f->strtab, tb->tid)) {
+		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	ev_commit(h, tb, size);
+	return 0;
+}
+
+#define EV_OF_KP(p) ((struct ukpev_event *)(void *)(p))
+
+int ev_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, false);
+}
+
+int ev_ret_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
+		      (unsigned long)ri->ret_addr, false);
+}
+
+/* Without a usable TSC: the clock from the vDSO (not a lean handler) */
+int ev_pre_handler_clk(struct kprobe *p, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, true);
+}
+
+int ev_ret_handler_clk(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
+		      (unsigned long)ri->ret_addr, true);
+}
+
+/* A return probe whose fetchargs use $argN: they are saved at the entry. */
+int ev_entry_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	const struct ukpev_event *e = EV_OF_KP(ri->rp);
+	unsigned long *s = (unsigned long *)(void *)ri->data;
+	for (unsigned i = 1; i <= e->nsaved; i++) {
+		bool fault = false;
+		s[i - 1] = ev_arg(regs, i, &fault);
+	}
+	return 0;
+}
