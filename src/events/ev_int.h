@@ -80,7 +80,7 @@ struct ev_parg {
 	int64_t imm;		/* B_IMM, B_ADDR */
 	char *sym;		/* B_SYM: "SYM" or "OBJ:SYM" */
 	int64_t sym_off;
-	int sym_at;		/* offset of the @SYM in the definition */
+	int sym_at;		/* offset of SYM (after the '@') in the definition */
 	char *str;		/* B_IMMSTR */
 	unsigned ndepth;	/* +OFFS( ) levels, innermost first */
 	int64_t offs[UKPEV_MAX_DEPTH];

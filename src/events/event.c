@@ -153,7 +153,7 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 			int r = resolve_sym(a->sym, &addr);
 			if (r) {
 				ev_set_err(err, r == -ENXIO ? UKPEV_E_UNKNOWN_OBJECT : UKPEV_E_UNKNOWN_SYMBOL,
-					   a->sym_at + 1);
+					   a->sym_at);
 				return -EINVAL;
 			}
 			EMIT(.op = OP_LD_IMM, .imm = (int64_t)(addr + (unsigned long)a->sym_off));

@@ -172,7 +172,7 @@ static bool sym_char(char ch)
 
 /*
  * @SYM[+|-OFFS] or @OBJ:SYM[+|-OFFS]: split into a symbol spec and an
- * offset.  s excludes the '@'.
+ * offset.  s excludes the '@', which is at offset at.
  */
 static int parse_memsym(struct pctx *c, struct ev_parg *a, const char *s, size_t n, int at)
 {
@@ -190,12 +190,12 @@ static int parse_memsym(struct pctx *c, struct ev_parg *a, const char *s, size_t
 	long long off = 0;
 	if (i < n) {
 		if ((s[i] != '+' && s[i] != '-') || !parse_long(s + i, n - i, &off))
-			FAIL(c, UKPEV_E_BAD_MEM_ADDR, at + (int)i);
+			FAIL(c, UKPEV_E_BAD_MEM_ADDR, at + 1 + (int)i);
 	}
 	a->base = B_SYM;
 	a->sym = dupn(s, i);
 	a->sym_off = off;
-	a->sym_at = at - 1;
+	a->sym_at = at + 1;
 	a->memory = true;
 	return a->sym ? 0 : -ENOMEM;
 }
@@ -225,7 +225,7 @@ static int parse_fetch(struct pctx *c, struct ev_parg *a, const char *s, size_t 
 			a->memory = true;
 			return 0;
 		}
-		return parse_memsym(c, a, s + 1, n - 1, at + 1);
+		return parse_memsym(c, a, s + 1, n - 1, at);
 	}
 	case '$': {
 		const char *v = s + 1;
