@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Records and buffers: exact counts and per-thread order with threads,
+ * fork children, lost events, filters, a reader in another process, and
+ * probes on the C library's own functions.
+ */
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "evt.h"
+#include "events/ev_int.h"
+
+volatile unsigned long sink;
+
+NOIL void t_count(unsigned long i)
+{
+	sink = i;
+}
+
+NOIL void t_fs(long n, const char *s)
+{
+	sink = (unsigned long)n + (unsigned long)s;
+}
+
+static pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- per-thread counting ---------------------------------------------------- */
+
+#define NTH 4
+struct tcount {
+	pid_t tid[NTH + 2];
+	unsigned long n[NTH + 2], next[NTH + 2], bad_order;
+	unsigned long lost, other;
+	const struct ukpev_event_info *ev;
+};
+
+static int count_cb(const struct ukpev_record *rec, void *arg)
+{
+	struct tcount *c = arg;
+	if (rec->event == UKPEV_EVENT_LOST) {
+		c->lost += rec->lost;
+		return 0;
+	}
+	uint64_t v;
+	if (ukpev_value_u64(c->ev, rec, 0, 0, &v)) {
+		c->other++;
+		return 0;
+	}
+	for (int i = 0; i < NTH + 2; i++) {
+		if (c->tid[i] == 0)
+			c->tid[i] = rec->tid;
+		if (c->tid[i] == rec->tid) {
+			if (v != c->next[i])
+				c->bad_order++;
+			c->next[i] = v + 1;
+			c->n[i]++;
+			return 0;
+		}
+	}
+	c->other++;
+	return 0;
+}
+
+static unsigned long per_thread;
+static void *producer(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; i < per_thread; i++)
+		t_count(i);
+	return NULL;
+}
+
+static void run_threads(struct ukpev_reader *r, struct tcount *c, bool drain_meanwhile)
+{
+	pthread_t th[NTH];
+	for (int i = 0; i < NTH; i++)
+		UKT_EQ(pthread_create(&th[i], NULL, producer, NULL), 0);
+	if (drain_meanwhile) {
+		/* the reader works while they record */
+		for (int k = 0; k < 100000; k++) {
+			if (ukpev_reader_poll(r, count_cb, c, 0) < 0)
+				UKT_FAIL("poll");
+			unsigned long tot = 0;
+			for (int i = 0; i < NTH + 2; i++)
+				tot += c->n[i];
+			if (tot == NTH * per_thread)
+				break;
+			sched_yield();
+		}
+	}
+	for (int i = 0; i < NTH; i++)
+		pthread_join(th[i], NULL);
+	while (ukpev_reader_poll(r, count_cb, c, 0) > 0)
+		;
+}
+
+static void check_threads(struct tcount *c)
+{
+	UKT_EQ(c->other, 0);
+	UKT_EQ(c->lost, 0);
+	UKT_EQ(c->bad_order, 0);
+	for (int i = 0; i < NTH; i++) {
+		UKT_ASSERT(c->tid[i] != 0);
+		UKT_EQ(c->n[i], per_thread);
+	}
+	UKT_EQ(c->tid[NTH], 0);
+}
+
+UKT_CASE(threads_exact_and_ordered)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	struct tcount c = { .ev = ukpev_event_info(e) };
+	per_thread = 10000;
+	run_threads(r, &c, false);
+	check_threads(&c);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
+	UKT_EQ(st.hits, NTH * per_thread);
+	UKT_EQ(st.misses, 0);
+	UKT_EQ(ukpev_reader_lost(r), 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+UKT_CASE_T(threads_with_a_reader_draining, 60)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64 s=+0(%di):string");
+	struct tcount c = { .ev = ukpev_event_info(e) };
+	per_thread = 200000;
+	run_threads(r, &c, true);
+	check_threads(&c);
+	UKT_EQ(ukpev_reader_lost(r), 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- fork --------------------------------------------------------------------- */
+
+UKT_CASE(fork_child_has_its_own_buffer)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	t_count(1);
+	pid_t child = fork();
+	UKT_ASSERT(child >= 0);
+	if (child == 0) {
+		for (int i = 0; i < 3; i++)
+			t_count(100 + (unsigned long)i);
+		_exit(0);
+	}
+	int st;
+	UKT_EQ(waitpid(child, &st, 0), child);
+	UKT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_count(2);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(r), 5);
+	const struct ukpev_event_info *ev = ukpev_event_info(e);
+	unsigned long parent_vals[2], child_vals[3];
+	unsigned np = 0, nc = 0;
+	for (unsigned i = 0; i < evt_n; i++) {
+		uint64_t v;
+		UKT_EQ(ukpev_value_u64(ev, &evt_recs[i].r, 0, 0, &v), 0);
+		if (evt_recs[i].r.pid == getpid()) {
+			UKT_EQ(evt_recs[i].r.tid, gettid_());
+			UKT_ASSERT(np < 2);
+			parent_vals[np++] = v;
+		} else {
+			UKT_EQ(evt_recs[i].r.pid, child);
+			UKT_EQ(evt_recs[i].r.tid, child);
+			UKT_ASSERT(nc < 3);
+			child_vals[nc++] = v;
+		}
+	}
+	UKT_EQ(np, 2);
+	UKT_EQ(nc, 3);
+	UKT_EQ(parent_vals[0], 1);
+	UKT_EQ(parent_vals[1], 2);
+	for (unsigned i = 0; i < 3; i++)
+		UKT_EQ(child_vals[i], 100 + i);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- lost events ---------------------------------------------------------------- */
+
+UKT_CASE(full_buffer_counts_lost_events)
+{
+	/* 128 KiB: two sub-buffers of 2047 records of 32 bytes */
+	struct ukpev_area *a = evt_area(128);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	const struct ukpev_event_info *ev = ukpev_event_info(e);
+	for (unsigned long i = 0; i < 10000; i++)
+		t_count(i);
+	unsigned per_sb = (unsigned)((UKPEV_SUBBUF_SIZE - sizeof(struct ev_subbuf)) / 32);
+	unsigned kept = 2 * per_sb, lost = 10000 - kept;
+	evt_lost = 0;
+	UKT_EQ(evt_drain(r), kept < EVT_MAX ? kept : EVT_MAX);
+	UKT_EQ(evt_lost, 0);	/* not known as a marker yet */
+	UKT_EQ(ukpev_reader_lost(r), lost);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ev->id, &st), 0);
+	UKT_EQ(st.hits, 10000);
+	UKT_EQ(st.misses, lost);
+	/* the records kept are the first ones, in order */
+	for (unsigned i = 0; i < evt_n; i++) {
+		uint64_t v;
+		UKT_EQ(ukpev_value_u64(ev, &evt_recs[i].r, 0, 0, &v), 0);
+		UKT_EQ(v, i);
+	}
+	/* room again: the next record is preceded by the marker */
+	t_count(77777);
+	evt_lost = 0;
+	UKT_EQ(evt_drain(r), 1);
+	UKT_EQ(evt_lost, lost);
+	uint64_t v;
+	UKT_EQ(ukpev_value_u64(ev, &evt_recs[0].r, 0, 0, &v), 0);
+	UKT_EQ(v, 77777);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- filters ------------------------------------------------------------------------ */
+
+static unsigned filtered_run(struct ukpev_reader *r, struct ukpev_event *e, const char *expr)
+{
+	struct ukpev_error err;
+	if (ukpev_event_set_filter(e, expr, &err))
+		UKT_FAIL("filter '%s': %s at %d", expr, ukpev_strerror(err.code), err.offset);
+	ukpev_event_enable(e);
+	for (long i = 0; i < 20; i++)
+		t_fs(i, i % 2 ? "abc" : "xyz");
+	t_fs(-1, "ab");
+	t_fs(-2, NULL);
+	ukpev_event_disable(e);
+	return evt_drain(r);
+}
+
+UKT_CASE(filters)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p:f/fs t_fs n=%di:s32 s=+0(%si):string u=%di:u8");
+	const struct ukpev_event_info *ev = ukpev_event_info(e);
+	char pid_eq[64], pid_ne[64];
+	snprintf(pid_eq, sizeof(pid_eq), "common_pid == %d", gettid_());
+	snprintf(pid_ne, sizeof(pid_ne), "common_pid != %d", gettid_());
+	static struct { const char *expr; unsigned n; } t[] = {
+		{ "n > 5 && n < 10", 4 },
+		{ "n >= 5 && n <= 10", 6 },
+		{ "n < 0", 2 },
+		{ "u > 200", 2 },		/* -1, -2 as u8 */
+		{ "n == 3 || n == 4 || n == -2", 3 },
+		{ "!(n & 1) && n >= 0", 10 },
+		{ "s == \"abc\"", 10 },
+		{ "s != \"abc\"", 11 },		/* a (fault) holds no comparison */
+		{ "s ~ \"ab*\"", 11 },
+		{ "s ~ \"?b\"", 1 },
+		{ "s ~ \"[xa]*\"", 21 },
+		{ "s ~ \"*[!c]\"", 11 },
+		{ "s == ab", 1 },
+		{ "(s ~ \"x*\" || n == -1) && n != 0", 10 },
+		{ NULL, 22 },			/* pid_eq */
+		{ NULL, 0 },			/* pid_ne */
+		{ "", 22 },			/* cleared */
+	};
+	unsigned nt = sizeof(t) / sizeof(t[0]);
+	t[nt - 3].expr = pid_eq;
+	t[nt - 2].expr = pid_ne;
+	uint64_t hits = 0, recorded = 0;
+	for (unsigned i = 0; i < nt; i++) {
+		unsigned n = filtered_run(r, e, t[i].expr);
+		if (n != t[i].n)
+			UKT_FAIL("filter '%s': %u records, want %u", t[i].expr, n, t[i].n);
+		hits += 22;
+		recorded += n;
+	}
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ev->id, &st), 0);
+	UKT_EQ(st.hits, hits);
+	UKT_EQ(st.filtered, hits - recorded);
+	UKT_EQ(st.misses, 0);
+	/* the filter is published with the event */
+	UKT_EQ(ukpev_event_set_filter(e, "n == 1", NULL), 0);
+	struct ukpev_reader *r2;
+	UKT_EQ(ukpev_reader_from_area(a, &r2), 0);
+	UKT_STREQ(ukpev_reader_event(r2, ev->id)->filter, "n == 1");
+	ukpev_reader_close(r2);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- a reader in another process ------------------------------------------------------ */
+
+UKT_CASE(outside_reader)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_event *e = evt_create(a, "p:out/ev t_fs n=%di:s32 s=+0(%si):string");
+	struct ukpev_event *e2 = evt_create(a, "r t_fs%return");
+	t_fs(7, "seven");
+	t_fs(-8, NULL);
+	ukpev_event_disable(e);
+	ukpev_event_disable(e2);
+	int fds[2];
+	UKT_EQ(pipe(fds), 0);
+	pid_t parent = getpid(), child = fork();
+	UKT_ASSERT(child >= 0);
+	if (child == 0) {
+		/* as the command does: the target's fd through /proc */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", parent, ukpev_area_fd(a));
+		int fd = open(path, O_RDWR);
+		struct ukpev_reader *r;
+		if (fd < 0 || ukpev_reader_open(fd, &r))
+			_exit(3);
+		/* mapped elsewhere than the area the parent made (inherited here) */
+		if (*(void **)r == (void *)a->hdr)
+			_exit(4);
+		evt_drain(r);
+		FILE *out = fdopen(fds[1], "w");
+		for (unsigned i = 0; i < evt_n; i++) {
+			const struct ukpev_event_info *ev = ukpev_reader_event(r, evt_recs[i].r.event);
+			fprintf(out, "%s/%s %c tid=%d%s\n", ev->group, ev->event, ev->kind,
+				evt_recs[i].r.tid, evt_fmt(r, i, UKPEV_FMT_FTRACE));
+		}
+		fclose(out);
+		ukpev_reader_close(r);
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[1024] = "";
+	size_t got = 0;
+	ssize_t k;
+	while ((k = read(fds[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)k;
+	buf[got] = 0;
+	int st;
+	UKT_EQ(waitpid(child, &st, 0), child);
+	UKT_EQ(WEXITSTATUS(st), 0);
+	char want[1024];
+	int me = gettid_();
+	snprintf(want, sizeof(want),
+		 "out/ev p tid=%d n=7 s=\"seven\"\n"
+		 "ukprobes/r_t_fs_0 r tid=%d\n"
+		 "out/ev p tid=%d n=-8 s=(fault)\n"
+		 "ukprobes/r_t_fs_0 r tid=%d\n", me, me, me, me);
+	UKT_STREQ(buf, want);
+	ukpev_area_destroy(a);
+}
+
+/* ---- enable, disable, remove ------------------------------------------------------------ */
+
+UKT_CASE(enable_disable_remove)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e;
+	struct ukpev_error err;
+	UKT_EQ(ukpev_event_create(a, "p:g/cnt t_count i=%di:u64", UKPEV_F_DISABLED, &e, &err), 0);
+	t_count(1);
+	UKT_EQ(evt_drain(r), 0);
+	UKT_EQ(ukpev_event_enable(e), 0);
+	t_count(2);
+	UKT_EQ(ukpev_event_disable(e), 0);
+	t_count(3);
+	UKT_EQ(ukpev_event_enable(e), 0);
+	t_count(4);
+	UKT_ASSERT(ukpev_event_find(a, "g/cnt") == e);
+	UKT_ASSERT(ukpev_event_find(a, "cnt") == e);
+	UKT_ASSERT(ukpev_event_find(a, "x/cnt") == NULL);
+	unsigned id = ukpev_event_info(e)->id;
+	ukpev_event_remove(e);
+	t_count(5);
+	UKT_EQ(evt_drain(r), 2);
+	/* removed, its description stays: the records decode */
+	const struct ukpev_event_info *ev = ukpev_reader_event(r, id);
+	UKT_ASSERT(ev);
+	uint64_t v;
+	UKT_EQ(ukpev_value_u64(ev, &evt_recs[0].r, 0, 0, &v), 0);
+	UKT_EQ(v, 2);
+	UKT_EQ(ukpev_value_u64(ev, &evt_recs[1].r, 0, 0, &v), 0);
+	UKT_EQ(v, 4);
+	/* the name is free again */
+	e = evt_create(a, "p:g/cnt t_count");
+	UKT_ASSERT(ukpev_event_info(e)->id != id);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- code nobody here wrote: the C library ---------------------------------------------- */
+
+UKT_CASE(libc_functions)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	evt_drain(r);	/* evt_recs allocated before any probe */
+	struct ukpev_event *m = evt_create(a, "p:libc/malloc libc.so.6:malloc size=%di:u64");
+	struct ukpev_event *mr = evt_create(a, "r:libc/malloc_ret libc.so.6:malloc ret=$retval "
+					    "size=$arg1:u64");
+	struct ukpev_event *s = evt_create(a, "p:libc/strlen libc.so.6:strlen s=+0(%di):string");
+	static char text[] = "hello-ukprobes";
+	char *volatile tp = text;
+	void *p = malloc(12345);
+	size_t len = strlen(tp);
+	ukpev_event_disable(m);
+	ukpev_event_disable(mr);
+	ukpev_event_disable(s);
+	UKT_EQ(len, 14);
+	evt_drain(r);
+	bool saw_malloc = false, saw_ret = false, saw_strlen = false;
+	char want_ret[128];
+	snprintf(want_ret, sizeof(want_ret), " ret=%p size=12345", p);
+	for (unsigned i = 0; i < evt_n; i++) {
+		if (evt_recs[i].r.tid != gettid_())
+			continue;
+		const char *f = evt_fmt(r, i, UKPEV_FMT_FTRACE);
+		unsigned id = evt_recs[i].r.event;
+		if (id == ukpev_event_info(m)->id && !strcmp(f, " size=12345"))
+			saw_malloc = true;
+		if (id == ukpev_event_info(mr)->id && !strcmp(f, want_ret))
+			saw_ret = true;
+		if (id == ukpev_event_info(s)->id && !strcmp(f, " s=\"hello-ukprobes\""))
+			saw_strlen = true;
+	}
+	UKT_ASSERT(saw_malloc);
+	UKT_ASSERT(saw_ret);
+	UKT_ASSERT(saw_strlen);
+	/* where malloc is, as the probe names it */
+	char sym[128];
+	ukpev_symbolize_self(ukpev_event_info(m)->addr, sym, sizeof(sym), NULL);
+	UKT_ASSERT(!strncmp(sym, "malloc+0x0/", 11) || !strncmp(sym, "__libc_malloc+0x0/", 18));
+	free(p);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
