@@ -22,11 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/syscall.h>
+#include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <ukprobes.h>
 #include <ukprobes/events.h>
 #include "proto.h"
 
@@ -188,10 +193,49 @@ fail:
 	return 1;
 }
 
+/*
+ * Every event on at once: with kprobes disarmed globally while they are
+ * enabled one by one, the engine's own calls in between (it allocates
+ * as it arms) hit none of them; the rearming writes every probe in one
+ * batch.
+ */
 static void enable_all(struct session *s)
 {
+	int was = kprobes_get_enabled();
+	if (was)
+		kprobes_set_enabled(0);
 	for (unsigned k = 0; k < s->nev; k++)
 		ukpev_event_enable(s->ev[k]);
+	if (was)
+		kprobes_set_enabled(1);
+}
+
+/*
+ * Tells the command which records are the machinery's: those of the
+ * thread that arms (the agent's own) and of the engine's optimizer
+ * thread.
+ */
+static void send_mute(int fd)
+{
+	struct ukpa_mute m[8];
+	int n = 0;
+	m[n++] = (struct ukpa_mute){ (int32_t)syscall(SYS_gettid), 0, ~0ull };
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < 8) {
+		char fn[300], comm[32] = "";
+		snprintf(fn, sizeof fn, "/proc/self/task/%s/comm", e->d_name);
+		int f = open(fn, O_RDONLY | O_CLOEXEC);
+		if (f < 0)
+			continue;
+		ssize_t r = read(f, comm, sizeof comm - 1);
+		close(f);
+		if (r > 0 && !strncmp(comm, "kprobe-optimize", 15))
+			m[n++] = (struct ukpa_mute){ atoi(e->d_name), 0, ~0ull };
+	}
+	if (d)
+		closedir(d);
+	send_msg(fd, UKPA_MUTE, m, (size_t)n * sizeof *m, NULL, 0, -1);
 }
 
 static int hello(int fd)
@@ -240,31 +284,61 @@ static void clean_env(void)
 	free(out);
 }
 
-static void launch(int fd)
+/*
+ * The arming runs on a thread of its own while the program's main thread
+ * waits for it in the constructor: every record the engine's work makes
+ * (it allocates as it arms) carries that thread's id, which the command
+ * leaves out.
+ */
+static void *launch_thread(void *arg)
 {
 	static struct session s;
 	static char buf[UKPA_MAX_MSG];
+	int fd = (int)(long)arg;
 	uint32_t len;
 	s.fd = fd;
 	if (hello(fd) < 0)
-		_exit(127);
+		return NULL;
 	for (;;) {
 		int t = recv_msg(fd, buf, sizeof buf, &len);
 		if (t == UKPA_DEFINE) {
-			if (define(&s, buf, len) != 0)
+			/* the engine's own diagnostics of a refused definition
+			 * would reach the program's stderr: the command reports
+			 * them (no code of the program runs meanwhile: setenv
+			 * is safe) */
+			int quiet = getenv("UKPROBES_QUIET") != NULL;
+			if (!quiet)
+				setenv("UKPROBES_QUIET", "1", 1);
+			int r = define(&s, buf, len);
+			if (!quiet)
+				unsetenv("UKPROBES_QUIET");
+			if (r != 0)
 				break;	/* refused: the command kills us */
 			continue;
 		}
 		if (t == UKPA_GO) {
 			launch_area = s.area;
-			atexit(at_exit_sync);
 			enable_all(&s);
-			return;
+			/* jump optimisation asks every thread where it is by a
+			 * signal: done now, before main, it interrupts no
+			 * sleep of the program's */
+			wait_for_kprobe_optimizer();
+			send_mute(fd);
+			return (void *)1;
 		}
 		break;
 	}
-	/* the command went away or refused: never run main */
-	_exit(127);
+	return NULL;
+}
+
+static void launch(int fd)
+{
+	pthread_t t;
+	void *ok = NULL;
+	if (pthread_create(&t, NULL, launch_thread, (void *)(long)fd) != 0 ||
+	    pthread_join(t, &ok) != 0 || !ok)
+		_exit(127);	/* the command went away or refused: never run main */
+	atexit(at_exit_sync);
 }
 
 /* ---- attach --------------------------------------------------------- */
@@ -278,13 +352,36 @@ static void serve(int fd)
 	uint32_t len;
 	if (hello(fd) < 0)
 		return;
+	/* jump optimisation asks every thread where it is by a signal,
+	 * which would cut short the program's nanosleep, poll or
+	 * sigtimedwait with EINTR: a program attached to runs its threads
+	 * undisturbed, its probes stay int3s */
+	int opt = kprobes_get_optimization();
+	kprobes_set_optimization(0);
 	for (;;) {
+		/* another command meanwhile: told it is busy */
+		struct pollfd p[2] = { { fd, POLLIN, 0 }, { listen_fd, POLLIN, 0 } };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
+				close(c);
+			}
+		}
+		if (!p[0].revents)
+			continue;
 		int t = recv_msg(fd, buf, sizeof buf, &len);
 		if (t == UKPA_DEFINE && !s.area) {
 			if (define(&s, buf, len) < 0)
 				break;
 		} else if (t == UKPA_GO && s.area) {
 			enable_all(&s);
+			send_mute(fd);
 		} else if (t == UKPA_STOP) {
 			session_end(&s);
 			send_msg(fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);
@@ -293,6 +390,7 @@ static void serve(int fd)
 		}
 	}
 	session_end(&s);
+	kprobes_set_optimization(opt);
 }
 
 static void *listener(void *arg)

@@ -23,6 +23,9 @@ enum ukpa_type {
 	UKPA_ARMED,		/* every event created; the record area's fd attached */
 	UKPA_BUSY,		/* another ukprobe is attached */
 	UKPA_STOPPED,		/* every probe removed: no handler runs any more */
+	UKPA_MUTE,		/* payload: struct ukpa_mute[]: records that are
+				   the machinery's own (the agent arming, the
+				   engine's optimizer thread), to leave out */
 	/* command -> agent */
 	UKPA_DEFINE = 16,	/* payload: struct ukpa_define + strings */
 	UKPA_GO,		/* launch: let main run */
@@ -54,6 +57,14 @@ struct ukpa_error {
 	uint32_t index;
 	int32_t offset;
 	int32_t err;
+};
+
+/* records of thread tid are the agent's or the engine's own work, not
+ * the program's (until_ns: ~0, every one) */
+struct ukpa_mute {
+	int32_t tid;
+	uint32_t pad;
+	uint64_t until_ns;
 };
 
 #endif

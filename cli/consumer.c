@@ -42,9 +42,21 @@ void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
 		fmt_ftrace_header(&c->w);
 }
 
+void consumer_mute(struct consumer *c, pid_t tid, uint64_t until_ns)
+{
+	if (c->nmute < (int)(sizeof c->mute / sizeof *c->mute)) {
+		c->mute[c->nmute].tid = tid;
+		c->mute[c->nmute++].until = until_ns;
+	}
+}
+
 static int collect(const struct ukpev_record *rec, void *arg)
 {
 	struct consumer *c = arg;
+	for (int k = 0; k < c->nmute; k++)
+		if (rec->tid == c->mute[k].tid && rec->ts_ns <= c->mute[k].until &&
+		    rec->event != UKPEV_EVENT_LOST)
+			return 0;
 	if (c->n == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 4096;
 		c->h = realloc(c->h, c->cap * sizeof *c->h);

@@ -16,7 +16,12 @@ struct consumer {
 	uint64_t seq;
 	uint64_t prev_start;	/* ns: records before it are all in */
 	uint64_t written;
+	struct { pid_t tid; uint64_t until; } mute[8];	/* the machinery's records */
+	int nmute;
 };
+
+/* records of tid up to until_ns are left out (agent/proto.h UKPA_MUTE) */
+void consumer_mute(struct consumer *c, pid_t tid, uint64_t until_ns);
 
 void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
 		   struct symbolizer *sym, enum ukp_format format);

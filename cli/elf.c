@@ -20,9 +20,19 @@ static int cmp_sym(const void *a, const void *b)
 	const struct elf_sym *x = a, *y = b;
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
-	/* at one address: the sized, global-looking name first */
+	/* at one address, the name a person would call it by: sized, then
+	 * fewest leading underscores (malloc, not __libc_malloc), global
+	 * before weak before local, shortest */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
+	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -111,8 +121,10 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 			    s[k].st_shndx == SHN_UNDEF || s[k].st_name >= st->sh_size ||
 			    !f->strs[s[k].st_name])
 				continue;
+			int bind = ELF64_ST_BIND(s[k].st_info);
 			f->syms[f->nsyms++] = (struct elf_sym){
-				s[k].st_value, s[k].st_size, f->strs + s[k].st_name };
+				s[k].st_value, s[k].st_size, f->strs + s[k].st_name,
+				bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
 		}
 		qsort(f->syms, f->nsyms, sizeof *f->syms, cmp_sym);
 		/* a size of 0: the distance to the next symbol */

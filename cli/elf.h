@@ -9,6 +9,7 @@ struct elf_sym {
 	uint64_t value;		/* st_value (link-time address) */
 	uint64_t size;		/* ELF size, or the distance to the next */
 	const char *name;
+	int rank;		/* 0 global, 1 weak, 2 local */
 };
 
 struct elf_file {

@@ -15,7 +15,30 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "elf.h"
 #include "../agent/proto.h"
+
+/* COMMAND's file as execvp finds it, or NULL */
+static char *find_command(const char *cmd)
+{
+	if (strchr(cmd, '/'))
+		return strdup(cmd);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		char *f = malloc(n + strlen(cmd) + 3);
+		if (!f)
+			return NULL;
+		snprintf(f, n + strlen(cmd) + 3, "%.*s/%s", (int)n, n ? path : ".", cmd);
+		if (access(f, X_OK) == 0)
+			return f;
+		free(f);
+		path += n + (path[n] == ':');
+	}
+	return NULL;
+}
 
 int launch_start(char **argv, int *ctl_fd, pid_t *child)
 {
@@ -24,6 +47,22 @@ int launch_start(char **argv, int *ctl_fd, pid_t *child)
 	if (!agent) {
 		ukp_err("cannot find the agent (%s) beside the command", UKPA_SONAME);
 		return 1;
+	}
+	/* a static program would run untraced: the agent cannot be preloaded */
+	char *file = find_command(argv[0]);
+	if (file) {
+		struct elf_file ef;
+		int r = elf_open(file, 1, &ef);
+		free(file);
+		if (r == 0) {
+			int dyn = ef.has_interp;
+			elf_close(&ef);
+			if (!dyn) {
+				ukp_err("cannot trace %s: a statically linked program "
+					"(the agent cannot be preloaded)", argv[0]);
+				return 1;
+			}
+		}
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(ep, O_CLOEXEC) < 0) {

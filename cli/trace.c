@@ -295,6 +295,23 @@ int cmd_trace(int argc, char **argv)
 		return 1;
 	}
 
+	/* which records are the agent's own arming (sent right after GO) */
+	{
+		void *pl;
+		uint32_t len;
+		int pf;
+		int ty = chan_recv(ctl, &pl, &len, &pf, 30000);
+		if (pf >= 0)
+			close(pf);
+		if (ty == UKPA_MUTE)
+			for (size_t k = 0; k + sizeof(struct ukpa_mute) <= len; k += sizeof(struct ukpa_mute)) {
+				struct ukpa_mute m;
+				memcpy(&m, (char *)pl + k, sizeof m);
+				consumer_mute(&c, m.tid, m.until_ns);
+			}
+		free(pl);
+	}
+
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	double t0 = now_s();
 	int status = 0, exited = 0;

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attach: a multi-threaded program with threads blocked in read,
+ * nanosleep and futex runs on correctly through attach, tracing and
+ * detach, with the injection made on each kind of thread; its code is
+ * the file's again after detach; a second attach reuses the agent;
+ * SIGINT ends the trace; every attach error is one line, exit 1.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <sys/ptrace.h>
+#include "run.h"
+
+struct proc {
+	pid_t pid;
+	int in;		/* its stdin: 'q' ends it */
+	FILE *out;	/* its stdout */
+};
+
+static struct proc start(const char *name)
+{
+	int pi[2], po[2];
+	struct proc p;
+	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
+	p.pid = fork();
+	UKT_ASSERT(p.pid >= 0);
+	if (p.pid == 0) {
+		dup2(pi[0], 0);
+		dup2(po[1], 1);
+		close(pi[1]);
+		close(po[0]);
+		execl(target(name), name, (char *)NULL);
+		_exit(126);
+	}
+	close(pi[0]);
+	close(po[1]);
+	p.in = pi[1];
+	p.out = fdopen(po[0], "r");
+	char line[256];
+	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
+	UKT_EQ(atoi(line + 6), p.pid);
+	return p;
+}
+
+/* 'q', then its last line and exit status */
+static int finish(struct proc *p, char *last, size_t n)
+{
+	UKT_ASSERT(write(p->in, "q", 1) == 1);
+	close(p->in);
+	last[0] = 0;
+	char line[512];
+	while (fgets(line, sizeof line, p->out))
+		snprintf(last, n, "%s", line);
+	fclose(p->out);
+	return wait_status(p->pid);
+}
+
+/* the thread of p blocked in system call nr (by /proc/PID/task/T/syscall) */
+static pid_t thread_in(pid_t pid, long nr)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		char dn[64];
+		snprintf(dn, sizeof dn, "/proc/%d/task", (int)pid);
+		DIR *d = opendir(dn);
+		UKT_ASSERT(d);
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			int tid = atoi(e->d_name);
+			if (tid <= 0)
+				continue;
+			char fn[128], buf[128] = "";
+			snprintf(fn, sizeof fn, "%s/%d/syscall", dn, tid);
+			FILE *f = fopen(fn, "r");
+			if (f) {
+				if (!fgets(buf, sizeof buf, f))
+					buf[0] = 0;
+				fclose(f);
+			}
+			if (buf[0] >= '0' && buf[0] <= '9' && atol(buf) == nr && tid != pid) {
+				closedir(d);
+				return tid;
+			}
+		}
+		closedir(d);
+		usleep(10000);
+	}
+	UKT_FAIL("no thread of %d in system call %ld", (int)pid, nr);
+}
+
+#define TICK "p:t/tick tick n=%di:u64"
+
+static void attach_on(long nr)
+{
+	struct proc p = start("blocked");
+	char pid[16], tid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	if (nr >= 0)
+		snprintf(tid, sizeof tid, "%d", (int)thread_in(p.pid, nr));
+	else
+		snprintf(tid, sizeof tid, "%d", (int)p.pid);
+	setenv("UKPROBE_INJECT_TID", tid, 1);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.6", TICK, NULL);
+	unsetenv("UKPROBE_INJECT_TID");
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 2);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	run_free(&r);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
+
+UKT_CASE(attach_via_thread_in_read) { attach_on(0); }
+UKT_CASE(attach_via_thread_in_nanosleep) { attach_on(230); }	/* clock_nanosleep */
+UKT_CASE(attach_via_thread_in_futex) { attach_on(202); }
+UKT_CASE(attach_via_main_thread_in_poll) { attach_on(-1); }
+
+/* the executable's text in memory equals the file's after detach */
+static void compare_text(pid_t pid)
+{
+	char fn[64], exe[PATH_MAX];
+	snprintf(fn, sizeof fn, "/proc/%d/exe", (int)pid);
+	ssize_t el = readlink(fn, exe, sizeof exe - 1);
+	UKT_ASSERT(el > 0);
+	exe[el] = 0;
+	snprintf(fn, sizeof fn, "/proc/%d/maps", (int)pid);
+	FILE *m = fopen(fn, "r");
+	UKT_ASSERT(m);
+	snprintf(fn, sizeof fn, "/proc/%d/mem", (int)pid);
+	int mem = open(fn, O_RDONLY);
+	int file = open(exe, O_RDONLY);
+	UKT_ASSERT(mem >= 0 && file >= 0);
+	char line[PATH_MAX + 128];
+	int compared = 0;
+	while (fgets(line, sizeof line, m)) {
+		unsigned long lo, hi, off;
+		char perm[8], path[PATH_MAX];
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &lo, &hi, perm, &off, path) != 5)
+			continue;
+		if (strcmp(path, exe) || perm[2] != 'x')
+			continue;
+		size_t n = hi - lo;
+		char *a = malloc(n), *b = calloc(1, n);
+		UKT_ASSERT(pread(mem, a, n, (off_t)lo) == (ssize_t)n);
+		ssize_t fr = pread(file, b, n, (off_t)off);
+		UKT_ASSERT(fr > 0);
+		UKT_ASSERT(memcmp(a, b, (size_t)fr) == 0);
+		compared++;
+		free(a);
+		free(b);
+	}
+	UKT_ASSERT(compared > 0);
+	fclose(m);
+	close(mem);
+	close(file);
+}
+
+UKT_CASE(code_restored_and_second_attach)
+{
+	struct proc p = start("blocked");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	for (int round = 0; round < 2; round++) {
+		struct run r = ukprobe("trace", "-p", pid, "-d", "0.4", TICK,
+				       "r:t/tickret tick v=$retval:u64", NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 1);
+		RUN_EXPECT(r, count_lines(r.out, " <- tick) v=") >= 1);
+		run_free(&r);
+		compare_text(p.pid);
+	}
+	/* one agent, loaded once */
+	char fn[64], line[PATH_MAX + 128];
+	snprintf(fn, sizeof fn, "/proc/%d/maps", (int)p.pid);
+	FILE *m = fopen(fn, "r");
+	int agents = 0;
+	while (fgets(line, sizeof line, m))
+		if (strstr(line, "libukprobe-agent.so") && strstr(line, " r--p 00000000 "))
+			agents++;
+	fclose(m);
+	UKT_EQ(agents, 1);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
+
+UKT_CASE(sigint_ends_the_trace)
+{
+	struct proc p = start("sleeper");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	int po[2], pe[2];
+	UKT_ASSERT(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t u = fork();
+	if (u == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "p:t/work work n=%di:u64",
+		      (char *)NULL);
+		_exit(126);
+	}
+	close(po[1]);
+	close(pe[1]);
+	/* the first event line shows the probes are in */
+	FILE *f = fdopen(po[0], "r");
+	char line[512];
+	int got = 0;
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, " work: (work+0x0/")) {
+			got = 1;
+			break;
+		}
+	UKT_ASSERT(got);
+	kill(u, SIGINT);
+	while (fgets(line, sizeof line, f))
+		;
+	fclose(f);
+	struct run r = { 0 };
+	r.status = wait_status(u);
+	UKT_EQ(r.status, 0);
+	char err[512] = "";
+	ssize_t n = read(pe[0], err, sizeof err - 1);
+	UKT_ASSERT(n > 0);
+	UKT_ASSERT(strstr(err, "ukprobe: 0 events lost\n"));
+	close(pe[0]);
+	/* detached, no probe left: the target goes on and ends well */
+	char buf[64];
+	snprintf(buf, sizeof buf, "/proc/%d/status", (int)p.pid);
+	FILE *s = fopen(buf, "r");
+	while (fgets(line, sizeof line, s))
+		if (!strncmp(line, "TracerPid:", 10))
+			UKT_EQ(atoi(line + 10), 0);
+	fclose(s);
+	compare_text(p.pid);
+	char last[512];
+	UKT_EQ(finish(&p, last, sizeof last), 0);
+	UKT_ASSERT(!strncmp(last, "calls ", 6));
+}
+
+/* one line, exit 1, nothing written to stdout */
+static void expect_refused(struct run *r, const char *why)
+{
+	RUN_EXPECT(*r, r->status == 1 && r->nout == 0);
+	RUN_EXPECT(*r, strstr(r->err, why) != NULL);
+	RUN_EXPECT(*r, strchr(r->err, '\n') == r->err + r->nerr - 1);
+}
+
+UKT_CASE(attach_errors)
+{
+	/* no such process: a pid just reaped */
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	wait_status(gone);
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)gone);
+	struct run r = ukprobe("trace", "-p", pid, TICK, NULL);
+	expect_refused(&r, "no such process");
+	run_free(&r);
+
+	/* a static binary */
+	struct proc s = start("static_sleep");
+	snprintf(pid, sizeof pid, "%d", (int)s.pid);
+	r = ukprobe("trace", "-p", pid, "p:t/work work", NULL);
+	expect_refused(&r, "statically linked");
+	run_free(&r);
+	compare_text(s.pid);
+	char last[512];
+	UKT_EQ(finish(&s, last, sizeof last), 0);
+
+	/* traced already: by a debugger (here, this test) */
+	struct proc p = start("sleeper");
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	UKT_ASSERT(ptrace(PTRACE_SEIZE, p.pid, NULL, NULL) == 0);
+	r = ukprobe("trace", "-p", pid, "p:t/work work", NULL);
+	expect_refused(&r, "already traced");
+	run_free(&r);
+	int st;
+	UKT_ASSERT(ptrace(PTRACE_INTERRUPT, p.pid, NULL, NULL) == 0);
+	UKT_ASSERT(waitpid(p.pid, &st, 0) == p.pid && WIFSTOPPED(st));
+	UKT_ASSERT(ptrace(PTRACE_DETACH, p.pid, NULL, NULL) == 0);
+
+	/* no permission: ukprobe run as another user */
+	int po[2], pe[2];
+	UKT_ASSERT(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t u = fork();
+	if (u == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		if (getuid() == 0 && (setgid(65534) || setuid(65534)))
+			_exit(125);
+		execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "p:t/work work", (char *)NULL);
+		_exit(126);
+	}
+	close(po[1]);
+	close(pe[1]);
+	memset(&r, 0, sizeof r);
+	slurp2(po[0], pe[0], &r);
+	r.status = wait_status(u);
+	if (getuid() == 0)
+		expect_refused(&r, "no permission");
+	else
+		printf("  (no-permission case needs root to switch users: not run)\n");
+	run_free(&r);
+
+	/* another ukprobe attached: the second is refused */
+	int qo[2];
+	UKT_ASSERT(pipe(qo) == 0);
+	pid_t first = fork();
+	if (first == 0) {
+		dup2(qo[1], 1);
+		int dn = open("/dev/null", O_WRONLY);
+		dup2(dn, 2);
+		execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "-d", "30",
+		      "p:t/work work", (char *)NULL);
+		_exit(126);
+	}
+	close(qo[1]);
+	FILE *f = fdopen(qo[0], "r");
+	char line[512];
+	int got = 0;
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, " work: (")) {
+			got = 1;
+			break;
+		}
+	UKT_ASSERT(got);
+	r = ukprobe("trace", "-p", pid, "p:t/work work", NULL);
+	expect_refused(&r, "already traced by another ukprobe");
+	run_free(&r);
+	kill(first, SIGTERM);
+	UKT_EQ(wait_status(first), 0);
+	fclose(f);
+	compare_text(p.pid);
+	UKT_EQ(finish(&p, last, sizeof last), 0);
+	UKT_ASSERT(!strncmp(last, "calls ", 6));
+}
+
+/* the target's exit ends the trace: status 0, events written */
+UKT_CASE(target_exit_ends_trace)
+{
+	struct proc p = start("sleeper");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	int po[2];
+	UKT_ASSERT(pipe(po) == 0);
+	pid_t u = fork();
+	if (u == 0) {
+		dup2(po[1], 1);
+		int dn = open("/dev/null", O_WRONLY);
+		dup2(dn, 2);
+		execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "p:t/work work n=%di:u64",
+		      (char *)NULL);
+		_exit(126);
+	}
+	close(po[1]);
+	FILE *f = fdopen(po[0], "r");
+	char line[512];
+	unsigned long lastn = 0, calls = 0;
+	int lines = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *q = strstr(line, " n=");
+		if (!q)
+			continue;
+		lastn = strtoul(q + 3, NULL, 10);
+		if (++lines == 3) {
+			/* end the target now: every call it made is written */
+			char last[512];
+			UKT_EQ(finish(&p, last, sizeof last), 0);
+			UKT_ASSERT(!strncmp(last, "calls ", 6));
+			calls = strtoul(last + 6, NULL, 10);
+		}
+	}
+	UKT_ASSERT(lines >= 3);
+	UKT_EQ(lastn, calls);
+	UKT_EQ(wait_status(u), 0);
+	fclose(f);
+}
