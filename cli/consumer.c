@@ -66,6 +66,23 @@ static int collect(const struct ukpev_record *rec, void *arg)
 	struct held *h = &c->h[c->n++];
 	h->rec = *rec;
 	h->seq = c->seq++;
+	/* a lost marker carries no time: it stands where it was delivered,
+	 * after its thread's previous record (or, first in a drain, just
+	 * before its next one) */
+	if (rec->event == UKPEV_EVENT_LOST) {
+		h->rec.ts_ns = rec->tid == c->last_tid ? c->last_ts : 0;
+		if (rec->tid != c->last_tid)
+			c->lost_pending = c->n;	/* its index + 1 */
+		c->lost_tid = rec->tid;
+	} else {
+		if (c->lost_pending && rec->tid == c->lost_tid)
+			for (size_t k = c->lost_pending - 1; k < c->n - 1; k++)
+				if (c->h[k].rec.tid == rec->tid && c->h[k].rec.ts_ns == 0)
+					c->h[k].rec.ts_ns = rec->ts_ns;
+		c->lost_pending = 0;
+		c->last_tid = rec->tid;
+		c->last_ts = rec->ts_ns;
+	}
 	snprintf(h->comm, sizeof h->comm, "%s", rec->comm ? rec->comm : "<...>");
 	h->rec.comm = NULL;
 	void *p = NULL;

@@ -18,6 +18,9 @@ struct consumer {
 	uint64_t written;
 	struct { pid_t tid; uint64_t until; } mute[8];	/* the machinery's records */
 	int nmute;
+	pid_t last_tid, lost_tid;	/* placing lost markers */
+	uint64_t last_ts;
+	size_t lost_pending;
 };
 
 /* records of tid up to until_ns are left out (agent/proto.h UKPA_MUTE) */

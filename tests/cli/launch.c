@@ -157,3 +157,38 @@ UKT_CASE(sigterm_forwarded)
 	UKT_EQ(st, 128 + SIGTERM);
 	fclose(f);
 }
+
+UKT_CASE(filters_and_profile)
+{
+	struct run r = ukprobe("trace", "--profile", "--filter=mark:n > 2 && n != 4",
+			       "--filter=t/ret:common_pid == 1", MARK, "r:t/ret mark v=$retval:u32",
+			       "--", target("ender"), "6", "exit", "0", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int v[16];
+	int n = marks(r.out, v, 16, NULL);
+	RUN_EXPECT(r, n == 3);
+	UKT_EQ(v[0], 3);
+	UKT_EQ(v[1], 5);
+	UKT_EQ(v[2], 6);
+	RUN_EXPECT(r, count_lines(r.out, " ret: (") == 0);	/* no thread is pid 1 */
+	/* uprobe_profile: hits count every call, filtered ones too */
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	char *m = strstr(r.err, "t/mark ");
+	char *t = strstr(r.err, "t/ret ");
+	RUN_EXPECT(r, m && t);
+	unsigned long hits, misses;
+	UKT_ASSERT(sscanf(m + 7, "%lu %lu", &hits, &misses) == 2);
+	UKT_EQ(hits, 6);
+	UKT_EQ(misses, 0);
+	UKT_ASSERT(sscanf(t + 6, "%lu %lu", &hits, &misses) == 2);
+	UKT_EQ(hits, 6);
+	UKT_EQ(misses, 0);
+	run_free(&r);
+	/* a string filter with a glob on $comm */
+	r = ukprobe("trace", "--filter=mark:c ~ \"end*\" && n <= 2", "p:t/mark mark n=%di:s32 c=$comm",
+		    "--", target("ender"), "4", "exit", "0", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	n = marks(r.out, v, 16, NULL);
+	RUN_EXPECT(r, n == 2);
+	run_free(&r);
+}

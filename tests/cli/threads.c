@@ -49,3 +49,81 @@ UKT_CASE_T(four_threads_exact, 120)
 	UKT_EQ(lines, 40000);
 	run_free(&r);
 }
+
+/*
+ * Buffers too small for what the threads record: whatever is lost is
+ * counted where it was lost (TID:<tid> [LOST n EVENTS]) and in the total,
+ * never silently: per thread, the records written plus those counted
+ * lost are every call, and each LOST line stands for exactly the gap in
+ * that thread's sequence.
+ */
+UKT_CASE_T(lost_events_are_counted, 120)
+{
+	struct run r = ukprobe("trace", "-b", "64", "p:t/hit hit t=%di:s64 seq=%si:s64", "--",
+			       target("threads"), "4", "100000", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	const char *tot = strstr(r.err, "ukprobe: ");
+	RUN_EXPECT(r, tot != NULL);
+	unsigned long total_lost = strtoul(tot + 9, NULL, 10);
+	RUN_EXPECT(r, strstr(tot, " events lost\n") != NULL);
+	struct { pid_t tid; long next; unsigned long lost, pending; } th[4];
+	int nth = 0;
+	unsigned long lost_lines = 0;
+	for (char *line = r.out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		pid_t tid;
+		unsigned long n;
+		if (sscanf(line, "TID:%d [LOST %lu EVENTS]", &tid, &n) == 2) {
+			int k = 0;
+			while (k < nth && th[k].tid != tid)
+				k++;
+			if (k == nth) {
+				UKT_ASSERT(nth < 4);
+				th[nth].tid = tid;
+				th[nth].next = 0;
+				th[nth].lost = th[nth].pending = 0;
+				nth++;
+			}
+			th[k].pending += n;
+			lost_lines += n;
+			continue;
+		}
+		char *p = strstr(line, " hit: (hit+0x0/");
+		char *eol = strchr(line, '\n');
+		if (!p || (eol && p > eol))
+			continue;
+		char *br = strstr(line, " [");
+		char *dash = br;
+		while (dash > line && dash[-1] != '-')
+			dash--;
+		tid = atoi(dash);
+		long seq = atol(strstr(p, " seq=") + 5);
+		int k = 0;
+		while (k < nth && th[k].tid != tid)
+			k++;
+		if (k == nth) {
+			UKT_ASSERT(nth < 4);
+			th[nth].tid = tid;
+			th[nth].next = 0;
+			th[nth].lost = th[nth].pending = 0;
+			nth++;
+		}
+		/* the gap before this record is what the LOST lines said */
+		if (seq != th[k].next + (long)th[k].pending)
+			UKT_FAIL("thread %d: seq %ld after %ld with %lu counted lost", (int)tid, seq,
+				 th[k].next, th[k].pending);
+		th[k].lost += th[k].pending;
+		th[k].pending = 0;
+		th[k].next = seq + 1;
+	}
+	UKT_EQ(nth, 4);
+	unsigned long sum = 0;
+	for (int k = 0; k < 4; k++) {
+		/* lost at the end of a thread: counted after its last record */
+		UKT_EQ(th[k].next + (long)th[k].pending, 100000);
+		sum += th[k].lost + th[k].pending;
+	}
+	UKT_EQ(sum, lost_lines);
+	UKT_EQ(total_lost, lost_lines);
+	printf("  %lu of 400000 events lost with 64 KiB buffers, every one counted\n", total_lost);
+	run_free(&r);
+}
