@@ -22,3 +22,9 @@ TEST_BINS += $(EV_TEST_BINS)
 $(B)/tests/events-%: tests/events/%.c $(B)/ukt_main.o $(AR_LIB) tests/ukt.h $(wildcard tests/events/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIE -pie -rdynamic -Isrc -Itests -o $@ $< $(B)/ukt_main.o $(AR_LIB) $(LIB_LDLIBS) -lm
+
+# bench/ukp-events-bench.c: ns per event (e0, e3, er), consumer rates
+$(B)/bench/ukp-events-bench: bench/ukp-events-bench.c $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
+bench-bins: $(B)/bench/ukp-events-bench

@@ -223,7 +223,12 @@ struct ev_tblock {
 	uint32_t free_next;		/* free stack link */
 	/* producer */
 	uint32_t cur;			/* sub-buffer written: idx + 1 */
-	uint32_t wpos;			/* its head, as this thread knows it */
+	uint32_t pad0;
+	/* the producer's view: pointers of the recording process */
+	struct ev_subbuf *wsb;		/* sub-buffer cur */
+	uint8_t *wp;			/* where the next record goes */
+	uint8_t *wlimit;		/* wsb's end; wp while a marker is owed */
+	const volatile uint32_t *cpu_p;	/* rseq's cpu_id of the thread, or NULL */
 	uint64_t pending_lost;		/* lost since the last record */
 	_Atomic uint64_t lost;		/* lost in total */
 	_Atomic uint32_t held;		/* sub-buffers held (reader gives back) */
@@ -231,7 +236,6 @@ struct ev_tblock {
 	uint32_t rd;			/* sub-buffer read: idx + 1 */
 	uint32_t rpos;
 	uint32_t idle_polls;
-	uint64_t pad[3];
 	struct ev_count cnt[UKPEV_MAX_EVENTS];
 };
 
@@ -283,6 +287,8 @@ struct ukpev_event {
 	bool registered;
 	char *symspec;			/* kp.symbol_name */
 	/* read by the hit path: */
+	unsigned nargs;
+	unsigned payload_size;
 	unsigned rec_size;		/* fixed part: header, ret_ip, payload */
 	unsigned max_size;		/* with the dynamic part, rounded */
 	unsigned nsaved;		/* $argN saved at entry */

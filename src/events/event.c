@@ -265,6 +265,8 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	e->def = d;
 	e->ret = d->kind == 'r';
 	e->nsaved = d->max_saved;
+	e->nargs = d->nargs;
+	e->payload_size = d->payload_size;
 	e->rec_size = (unsigned)sizeof(struct ev_rec) + (e->ret ? 8 : 0) + d->payload_size;
 	e->max_size = (e->rec_size + d->max_dyn + 7) & ~7u;
 	e->info = d->info;

@@ -128,6 +128,57 @@ static void putc_(struct out *o, char c)
 	o->len++;
 }
 
+static void putn(struct out *o, const char *s, size_t k)
+{
+	if (o->len + k < o->n) {
+		memcpy(o->b + o->len, s, k);
+		o->b[o->len + k] = 0;
+	} else if (o->len < o->n) {
+		size_t room = o->n - o->len - 1;
+		memcpy(o->b + o->len, s, room);
+		o->b[o->n - 1] = 0;
+	}
+	o->len += k;
+}
+
+static void put_u64(struct out *o, uint64_t v)
+{
+	char t[24];
+	int i = sizeof(t);
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	putn(o, t + i, sizeof(t) - (size_t)i);
+}
+
+static void put_s64(struct out *o, int64_t v)
+{
+	if (v < 0) {
+		putc_(o, '-');
+		put_u64(o, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(o, (uint64_t)v);
+	}
+}
+
+/* 0x... into t (at least 19 bytes); its length */
+static size_t hex(char *t, uint64_t v)
+{
+	static const char dig[] = "0123456789abcdef";
+	char r[16];
+	int i = 16;
+	do {
+		r[--i] = dig[v & 15];
+		v >>= 4;
+	} while (v);
+	t[0] = '0';
+	t[1] = 'x';
+	memcpy(t + 2, r + i, (size_t)(16 - i));
+	t[2 + 16 - i] = 0;
+	return (size_t)(2 + 16 - i);
+}
+
 static void put_json_str(struct out *o, const char *s, size_t n)
 {
 	putc_(o, '"');
@@ -228,10 +279,10 @@ static void put_elem(struct out *o, const struct ukpev_arg_info *a, uint64_t v, 
 	switch (a->type) {
 	case UKPEV_T_U8: case UKPEV_T_U16: case UKPEV_T_U32: case UKPEV_T_U64:
 	case UKPEV_T_BITFIELD:
-		put(o, "%" PRIu64, v);
+		put_u64(o, v);
 		return;
 	case UKPEV_T_S8: case UKPEV_T_S16: case UKPEV_T_S32: case UKPEV_T_S64:
-		put(o, "%" PRId64, (int64_t)v);
+		put_s64(o, (int64_t)v);
 		return;
 	case UKPEV_T_CHAR:
 		snprintf(tmp, sizeof(tmp), "'%c'", (char)v);
@@ -247,14 +298,19 @@ static void put_elem(struct out *o, const struct ukpev_arg_info *a, uint64_t v, 
 		}
 		break;
 	}
-	default:	/* x types */
-		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, v);
-		break;
+	default: {	/* x types */
+		size_t k = hex(tmp, v);
+		if (json)
+			put_json_str(o, tmp, k);
+		else
+			putn(o, tmp, k);
+		return;
+	}
 	}
 	if (json)
 		put_json_str(o, tmp, strlen(tmp));
 	else
-		put(o, "%s", tmp);
+		putn(o, tmp, strlen(tmp));
 }
 
 int ukpev_format_args(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
@@ -272,7 +328,9 @@ int ukpev_format_args(const struct ukpev_event_info *ev, const struct ukpev_reco
 			put_json_str(&o, a->name, strlen(a->name));
 			putc_(&o, ':');
 		} else {
-			put(&o, " %s=", a->name);
+			putc_(&o, ' ');
+			putn(&o, a->name, strlen(a->name));
+			putc_(&o, '=');
 		}
 		if (!arg_ok(ev, rec, i) || faulted(rec, i)) {
 			put(&o, json ? "\"(fault)\"" : "(fault)");
@@ -286,7 +344,9 @@ int ukpev_format_args(const struct ukpev_event_info *ev, const struct ukpev_reco
 			} else if (json) {
 				put_json_str(&o, s, len);
 			} else {
-				put(&o, "\"%.*s\"", (int)len, s);
+				putc_(&o, '"');
+				putn(&o, s, len);
+				putc_(&o, '"');
 			}
 			continue;
 		}

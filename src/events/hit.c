@@ -50,13 +50,9 @@ static inline uint64_t ev_rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-static inline unsigned ev_cpu(void)
+/* the cpu without rseq */
+static unsigned ev_cpu_slow(void)
 {
-	if (likely(ev_cpu_mode == EV_CPU_RSEQ)) {
-		const struct rseq *rs = (const struct rseq *)(void *)
-			((char *)__builtin_thread_pointer() + __rseq_offset);
-		return *(volatile const uint32_t *)&rs->cpu_id;
-	}
 	uint64_t id;
 	if (ev_cpu_mode == EV_CPU_RDPID) {
 		__asm__ volatile("rdpid %0" : "=r"(id));
@@ -164,8 +160,16 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 	ev_bzero(tb->comm, sizeof(tb->comm));
 	ukp_raw_syscall(SYS_prctl, PR_GET_NAME, (long)tb->comm, 0, 0, 0, 0);
 	tb->comm[15] = 0;
+	tb->cpu_p = NULL;
+	if (ev_cpu_mode == EV_CPU_RSEQ) {
+		const struct rseq *rs = (const struct rseq *)(void *)
+			((char *)__builtin_thread_pointer() + __rseq_offset);
+		tb->cpu_p = (const volatile uint32_t *)&rs->cpu_id;
+	}
 	tb->cur = sb;
-	tb->wpos = 0;
+	tb->wsb = s;
+	tb->wp = s->data;
+	tb->wlimit = s->data + EV_SB_DATA;
 	tb->pending_lost = 0;
 	atomic_store_explicit(&tb->lost, 0, memory_order_relaxed);
 	atomic_store_explicit(&tb->held, 1, memory_order_relaxed);
@@ -198,25 +202,27 @@ __attribute__((noinline)) static bool ev_switch(struct ev_area_hdr *h, struct ev
 	old->next = n;
 	atomic_store_explicit(&old->closed, 1, memory_order_release);
 	tb->cur = n;
-	tb->wpos = 0;
+	tb->wsb = s;
+	tb->wp = s->data;
 	return true;
 }
 
-static inline void ev_commit(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned size)
+static inline void ev_commit(struct ev_tblock *tb, unsigned size)
 {
-	tb->wpos += size;
-	atomic_store_explicit(&ev_sb(h, tb->cur)->head, tb->wpos, memory_order_release);
+	tb->wp += size;
+	atomic_store_explicit(&tb->wsb->head, (uint32_t)(tb->wp - tb->wsb->data),
+			      memory_order_release);
 }
 
-/* Room for need bytes (and a lost marker owed before them). */
-static inline uint8_t *ev_reserve(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned need)
+/* Not room for need bytes in this sub-buffer, or a lost marker owed. */
+__attribute__((noinline)) static uint8_t *ev_reserve_slow(struct ev_area_hdr *h,
+							  struct ev_tblock *tb, unsigned need)
 {
 	unsigned total = need + (tb->pending_lost ? EV_REC_LOST_SIZE : 0);
-	if (unlikely(tb->wpos + total > EV_SB_DATA) && !ev_switch(h, tb))
+	if (tb->wp + total > tb->wsb->data + EV_SB_DATA && !ev_switch(h, tb))
 		return NULL;
-	uint8_t *p = ev_sb(h, tb->cur)->data + tb->wpos;
-	if (unlikely(tb->pending_lost)) {
-		struct ev_rec *r = (struct ev_rec *)(void *)p;
+	if (tb->pending_lost) {
+		struct ev_rec *r = (struct ev_rec *)(void *)tb->wp;
 		r->ts = 0;
 		r->size = EV_REC_LOST_SIZE;
 		r->event = UKPEV_EVENT_LOST;
@@ -224,10 +230,18 @@ static inline uint8_t *ev_reserve(struct ev_area_hdr *h, struct ev_tblock *tb, u
 		r->flags = 0;
 		*(uint64_t *)(void *)(r + 1) = tb->pending_lost;
 		tb->pending_lost = 0;
-		ev_commit(h, tb, EV_REC_LOST_SIZE);
-		p += EV_REC_LOST_SIZE;
+		ev_commit(tb, EV_REC_LOST_SIZE);
 	}
-	return p;
+	tb->wlimit = tb->wsb->data + EV_SB_DATA;
+	return tb->wp;
+}
+
+/* Room for need bytes: one compare in the common case. */
+static inline uint8_t *ev_reserve(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned need)
+{
+	if (likely(tb->wp + need <= tb->wlimit))
+		return tb->wp;
+	return ev_reserve_slow(h, tb, need);
 }
 
 /* ---- fetching ---------------------------------------------------------------- */
@@ -270,7 +284,17 @@ static unsigned ev_copy_str(uint8_t *dst, unsigned long src)
 			chunk = page;
 		if (ukp_copy_nofault(dst + got, (const void *)at, chunk))
 			return 0;
-		for (unsigned i = 0; i < chunk; i++)
+		unsigned i = 0;
+		/* a word at a time: a zero byte sets its high bit in
+		 * (w - 0x01..01) & ~w & 0x80..80 (the lowest one exactly) */
+		for (; i + 8 <= chunk; i += 8) {
+			uint64_t w;
+			__builtin_memcpy(&w, dst + got + i, 8);
+			uint64_t z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+			if (z)
+				return got + i + (unsigned)__builtin_ctzll(z) / 8 + 1;
+		}
+		for (; i < chunk; i++)
 			if (!dst[got + i])
 				return got + i + 1;
 		got += chunk;
@@ -301,55 +325,59 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 	const struct ev_insn *in = e->prog;
 	unsigned long val = 0;
 	uint8_t *slot = pl;
-	unsigned arg = 0, dyn = e->def->payload_size, dyn0 = dyn;
+	unsigned arg = 0, dyn = e->payload_size, dyn0 = dyn;
 	uint64_t *bitmap = (uint64_t *)(void *)pl;
-	for (unsigned w = 0; w < (e->def->nargs + 63) / 64; w++)
+	for (unsigned w = 0; w < (e->nargs + 63) / 64; w++)
 		bitmap[w] = 0;
 	for (;; in++) {
 		bool fault = false;
-		unsigned op = in->op;
-		if (op == OP_ARG) {
+		switch (in->op) {
+		case OP_ARG:
 			arg = in->param;
 			slot = pl + in->dst;
 			continue;
-		} else if (op == OP_LD_REG) {
+		case OP_LD_REG:
 			val = ((const unsigned long *)(const void *)regs)[in->param];
 			continue;
-		} else if (op == OP_LD_SP) {
-			val = regs->sp;
-			continue;
-		} else if (op == OP_LD_STACK) {
-			fault = ukp_copy_nofault(&val, (const void *)(regs->sp + in->imm), 8) != 0;
-		} else if (op == OP_LD_ARG) {
-			val = ev_arg(regs, in->param, &fault);
-		} else if (op == OP_LD_SAVED) {
-			val = saved[in->param - 1];
-			continue;
-		} else if (op == OP_LD_RETVAL) {
-			val = regs->ax;
-			continue;
-		} else if (op == OP_LD_IMM) {
-			val = (unsigned long)in->imm;
-			continue;
-		} else if (op == OP_DEREF) {
-			fault = ukp_copy_nofault(&val, (const void *)(val + in->imm), 8) != 0;
-		} else if (op == OP_ADD) {
-			val += in->imm;
-			continue;
-		} else if (op == OP_ST_VAL) {
+		case OP_ST_VAL:
 			ev_store_val(slot, in->size, val);
 			continue;
-		} else if (op == OP_ST_MEM) {
+		case OP_LD_SP:
+			val = regs->sp;
+			continue;
+		case OP_LD_STACK:
+			fault = ukp_copy_nofault(&val, (const void *)(regs->sp + in->imm), 8) != 0;
+			break;
+		case OP_LD_ARG:
+			val = ev_arg(regs, in->param, &fault);
+			break;
+		case OP_LD_SAVED:
+			val = saved[in->param - 1];
+			continue;
+		case OP_LD_RETVAL:
+			val = regs->ax;
+			continue;
+		case OP_LD_IMM:
+			val = (unsigned long)in->imm;
+			continue;
+		case OP_DEREF:
+			fault = ukp_copy_nofault(&val, (const void *)(val + in->imm), 8) != 0;
+			break;
+		case OP_ADD:
+			val += in->imm;
+			continue;
+		case OP_ST_MEM:
 			fault = ukp_copy_nofault(slot, (const void *)val,
 						 (size_t)in->size * in->count) != 0;
-			if (!fault)
-				continue;
-		} else if (op == OP_ST_STR || op == OP_ST_COMM || op == OP_ST_IMMSTR) {
+			break;
+		case OP_ST_STR:
+		case OP_ST_COMM:
+		case OP_ST_IMMSTR: {
 			unsigned len;
-			if (op == OP_ST_STR) {
+			if (in->op == OP_ST_STR) {
 				len = ev_copy_str(pl + dyn, val);
 			} else {
-				const char *s = op == OP_ST_COMM ? tb->comm : e->strtab + in->imm;
+				const char *s = in->op == OP_ST_COMM ? tb->comm : e->strtab + in->imm;
 				len = 0;
 				while (s[len])
 					len++;
@@ -362,8 +390,10 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 				continue;
 			}
 			fault = true;
-		} else {
-			break;	/* OP_END */
+			break;
+		}
+		default:	/* OP_END */
+			return dyn - dyn0;
 		}
 		if (fault) {
 			bitmap[arg / 64] |= 1ULL << (arg % 64);
@@ -541,6 +571,7 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	uint8_t *p = ev_reserve(h, tb, e->max_size);
 	if (unlikely(!p)) {
 		tb->pending_lost++;
+		tb->wlimit = tb->wp;	/* the next record goes the slow way */
 		atomic_store_explicit(&tb->lost, atomic_load_explicit(&tb->lost, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 		__atomic_store_n(&cnt->misses, cnt->misses + 1, __ATOMIC_RELAXED);
@@ -549,14 +580,14 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	struct ev_rec *r = (struct ev_rec *)(void *)p;
 	r->ts = ev_clock(clk);
 	r->event = (uint16_t)e->id;
-	r->cpu = (uint16_t)ev_cpu();
+	r->cpu = (uint16_t)(likely(tb->cpu_p != NULL) ? *tb->cpu_p : ev_cpu_slow());
 	r->flags = 0;
 	uint8_t *pl = (uint8_t *)(r + 1);
 	if (e->ret) {
 		*(uint64_t *)(void *)pl = ret_ip;
 		pl += 8;
 	}
-	unsigned dyn = ev_run(e, regs, saved, pl, tb);
+	unsigned dyn = e->nargs ? ev_run(e, regs, saved, pl, tb) : 0;
 	unsigned size = (e->rec_size + dyn + 7) & ~7u;
 	r->size = (uint16_t)size;
 	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
@@ -564,7 +595,7 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	ev_commit(h, tb, size);
+	ev_commit(tb, size);
 	return 0;
 }
 
