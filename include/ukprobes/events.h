@@ -49,11 +49,14 @@ extern "C" {
 #define UKPEV_MAX_EVENTS	1024	/* events per area (ids 0..1023) */
 
 /* Per thread: at most this many KiB of records not yet read (the
- * kernel's buffer_size_kb); the default, 16 MiB. */
-#define UKPEV_DEFAULT_BUFFER_KB	16384
+ * kernel's buffer_size_kb); the default, 128 MiB: a million records of
+ * three fetchargs, so a thread recording as fast as it can while the
+ * reader gets a fraction of a CPU loses nothing. */
+#define UKPEV_DEFAULT_BUFFER_KB	131072
 /* The area every thread's records come from: at most this many MiB in
- * total, however many threads (1 GiB).  Memory is used only as
- * sub-buffers are first written; drained ones are reused. */
+ * total, however many threads (1 GiB: 1,000 threads fit, each holding at
+ * least one sub-buffer).  Memory is used only as sub-buffers are first
+ * written; drained ones are reused. */
 #define UKPEV_DEFAULT_AREA_MB	1024
 /* Buffers are made of sub-buffers of this size; a thread takes its first
  * one at its first event, so 1,000 threads idle after one event each

@@ -126,7 +126,12 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 		if (opts->area_mb)
 			area_mb = opts->area_mb;
 	}
-	if (buffer_kb * 1024 < UKPEV_SUBBUF_SIZE || buffer_kb / 1024 > area_mb || area_mb > (1UL << 20))
+	if (!opts || !opts->buffer_kb) {
+		if (buffer_kb > area_mb * 1024)	/* the default, in a small area */
+			buffer_kb = area_mb * 1024;
+	}
+	if (buffer_kb * 1024 < UKPEV_SUBBUF_SIZE || buffer_kb / 1024 > area_mb || area_mb < 1 ||
+	    area_mb > (1UL << 20))
 		return -EINVAL;
 	pthread_once(&once, init_once);
 	struct ukpev_area *a = calloc(1, sizeof(*a));

@@ -7,7 +7,11 @@
 #include <ukt.h>
 #include <ukprobes/events.h>
 
+#ifdef __clang__
+#define NOIL __attribute__((noinline, used))
+#else
 #define NOIL __attribute__((noinline, noclone, used))
+#endif
 
 /* a copy of a delivered record */
 struct evt_rec {
