@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define UKP_DEFAULT_BUFFER_KB 16384	/* UKPEV_DEFAULT_BUFFER_KB */
+#define UKP_DEFAULT_BUFFER_KB 65536	/* sparse: used only as it fills */
 
 enum ukp_format { FMT_FTRACE, FMT_JSON };
 

@@ -312,6 +312,8 @@ int cmd_trace(int argc, char **argv)
 		free(pl);
 	}
 
+	consumer_start(&c);
+
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	double t0 = now_s();
 	int status = 0, exited = 0;

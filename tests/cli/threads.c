@@ -127,3 +127,21 @@ UKT_CASE_T(lost_events_are_counted, 120)
 	printf("  %lu of 400000 events lost with 64 KiB buffers, every one counted\n", total_lost);
 	run_free(&r);
 }
+
+/* CLI.md: with the default buffers, four threads recording a million
+ * events each as fast as they can lose none */
+UKT_CASE_T(four_million_default_buffers, 300)
+{
+	struct run r = ukprobe("trace", "--profile", "-o", "/dev/null",
+			       "p:t/hit hit t=%di:s64 seq=%si:s64", "--",
+			       target("threads"), "4", "1000000", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	char *p = strstr(r.err, "t/hit ");
+	RUN_EXPECT(r, p != NULL);
+	unsigned long hits, misses;
+	UKT_ASSERT(sscanf(p + 6, "%lu %lu", &hits, &misses) == 2);
+	UKT_EQ(hits, 4000000);
+	UKT_EQ(misses, 0);
+	run_free(&r);
+}

@@ -9,7 +9,7 @@ UKT_CASE(help_lists_every_option)
 	static const char *const opts[] = { "--pid=PID", "--duration=SECONDS",
 		"--output=FILE", "--buffer-size=KB", "--profile",
 		"--format=ftrace|json", "--filter=EVENT:EXPR", "--help",
-		"default 16384" };
+		"default 65536" };
 	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
 		RUN_EXPECT(r, strstr(r.out, opts[k]) != NULL);
 	run_free(&r);
