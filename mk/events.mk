@@ -28,3 +28,20 @@ $(B)/bench/ukp-events-bench: bench/ukp-events-bench.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 bench-bins: $(B)/bench/ukp-events-bench
+
+# make fuzz: the definition and filter parsers under libFuzzer with ASan
+# and UBSan (clang; Debian's libclang-rt-14-dev), FUZZ_TIME seconds from
+# the checked-in seeds (fuzz/corpus, read only; new inputs go to
+# $(B)/fuzz/corpus).  Fails on a crash, a leak, an abort or a hang.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 60
+FUZZ_SRCS := fuzz/ukpev_fuzz.c src/events/parse.c src/events/filter.c src/events/format.c
+.PHONY: fuzz
+$(B)/fuzz/ukpev-fuzz: $(FUZZ_SRCS) $(wildcard src/events/*.h) include/ukprobes/events.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRCS)
+fuzz: $(B)/fuzz/ukpev-fuzz
+	@mkdir -p $(B)/fuzz/corpus
+	$(B)/fuzz/ukpev-fuzz -max_total_time=$(FUZZ_TIME) -timeout=5 -rss_limit_mb=2048 \
+		-max_len=4096 -print_final_stats=1 $(B)/fuzz/corpus fuzz/corpus
