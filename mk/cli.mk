@@ -38,6 +38,10 @@ $(B)/cli-targets/static_sleep: tests/cli/targets/sleeper.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -g -static -o $@ $< -pthread
 CLI_TARGETS += $(B)/cli-targets/static_sleep
+# named here, so they are no intermediate files make would delete
+.PHONY: cli-targets
+cli-targets: $(CLI_TARGETS)
+tests: $(CLI_TARGETS)
 
 CLI_TEST_SRCS := $(wildcard tests/cli/*.c)
 CLI_TEST_BINS := $(patsubst tests/cli/%.c,$(B)/tests/cli-%,$(CLI_TEST_SRCS))
@@ -57,4 +61,5 @@ install-ukprobe: $(UKPROBE) $(AGENT_SO)
 	install -m 755 $(UKPROBE) $(DESTDIR)$(PREFIX)/bin/ukprobe
 	install -m 755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/ukprobe/libukprobe-agent.so
 
-.DEFAULT_GOAL := $(CLI_SAVED_GOAL)
+# the top Makefile's first rule, whatever fragments define rules after this one
+.DEFAULT_GOAL := $(if $(CLI_SAVED_GOAL),$(CLI_SAVED_GOAL),all)

@@ -48,8 +48,9 @@ __attribute__((noinline)) void marker_fn(void)
 __attribute__((noinline)) long take(struct rec *r, long a2, long a3, long a4,
 				    long a5, long a6, long a7, long a8)
 {
-	__asm__ volatile("" ::"r"(r));
-	return a2 ^ a8 ^ (a3 & 0) ^ (a4 & 0) ^ (a5 & 0) ^ (a6 & 0) ^ (a7 & 0);
+	/* every argument used: no compiler may leave one unset */
+	__asm__ volatile("" ::"r"(r), "r"(a3), "r"(a4), "r"(a5), "r"(a6), "r"(a7));
+	return a2 ^ a8;
 }
 
 static const char *const defs[] = {
