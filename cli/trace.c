@@ -315,14 +315,22 @@ int cmd_trace(int argc, char **argv)
 	consumer_start(&c);
 
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	double t0 = now_s();
+	double t0 = now_s(), last_maps = t0;
 	int status = 0, exited = 0;
 	while (!exited) {
-		struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
-		int np = 0;
-		if (pidfd >= 0)
-			np = 1;
-		poll(p, (nfds_t)np, 10);
+		struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { child ? -1 : ctl, POLLIN, 0 } };
+		poll(p, 2, 10);
+		/* attach: the agent's end closes when the target execs (the
+		 * new program has no agent) or dies */
+		if (!child && (p[1].revents & (POLLHUP | POLLERR | POLLIN))) {
+			exited = 1;
+			consumer_drain(&c, 0);
+			break;
+		}
+		if (now_s() - last_maps > 0.2 && target_alive(pid, pidfd)) {
+			sym_refresh(sym);	/* objects loaded since */
+			last_maps = now_s();
+		}
 		if (child) {
 			pid_t w = waitpid(child, &status, WNOHANG);
 			if (w == child)

@@ -284,6 +284,15 @@ UKT_CASE(attach_errors)
 	UKT_ASSERT(waitpid(p.pid, &st, 0) == p.pid && WIFSTOPPED(st));
 	UKT_ASSERT(ptrace(PTRACE_DETACH, p.pid, NULL, NULL) == 0);
 
+	/* a definition the target refuses (unknown symbol): exit 2, the
+	 * error log, nothing armed, the target runs on */
+	const char *bad = "p:t/nope no_such_function_in_it";
+	r = ukprobe("trace", "-p", pid, "p:t/work work", bad, NULL);
+	RUN_EXPECT(r, r.status == 2 && r.nout == 0);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: error: Unknown symbol\n  Command: p:t/nope") != NULL);
+	run_free(&r);
+	compare_text(p.pid);
+
 	/* no permission: ukprobe run as another user */
 	int po[2], pe[2];
 	UKT_ASSERT(pipe(po) == 0 && pipe(pe) == 0);
