@@ -24,6 +24,7 @@ int ev_cpu_mode = EV_CPU_RSEQ;
 
 static pthread_mutex_t area_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ukpev_area *areas[EV_MAX_AREAS];	/* area_lock */
+static uint32_t area_keys;			/* area_lock */
 
 static uint64_t mono_ns(void)
 {
@@ -143,6 +144,7 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 		if (!areas[i]) {
 			areas[i] = a;
 			a->slot = i;
+			a->key = ++area_keys;
 			break;
 		}
 	pthread_mutex_unlock(&area_lock);
@@ -236,12 +238,11 @@ void ukpev_area_destroy(struct ukpev_area *a)
 	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++)
 		if (a->events[i])
 			ukpev_event_remove(a->events[i]);
-	/* no handler runs any more: threads forget the area's blocks when
-	 * they next look (the slot is free; a new area in it starts over) */
+	/* no handler runs any more; a new area in the slot has another key,
+	 * so threads do not take this one's blocks for its */
 	pthread_mutex_lock(&area_lock);
 	areas[a->slot] = NULL;
 	pthread_mutex_unlock(&area_lock);
-	atomic_fetch_add(&ev_fork_gen, 1);
 	munmap(a->hdr, a->size);
 	close(a->fd);
 	free(a);
@@ -258,7 +259,6 @@ struct ukpev_reader {
 	unsigned nev;
 	struct ukpev_event_info *ev;		/* cached descriptions */
 	struct ukpev_arg_info **args;
-	uint64_t dead_lost;			/* of thread blocks freed */
 };
 
 static int reader_init(struct ukpev_reader *r)
@@ -429,18 +429,37 @@ static bool thread_alive(pid_t pid, pid_t tid)
 }
 
 /* A drained block of a thread that is gone: its sub-buffer back to the
- * pool.  The block itself keeps its counters (and is not reused). */
-static void retire(struct ukpev_reader *r, struct ev_tblock *tb)
+ * pool, its counters into the events' and its lost count into the
+ * area's, then the block itself back for another thread. */
+static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti)
 {
 	struct ev_area_hdr *h = r->h;
-	if (!tb->rd || tb->rd > h->nsubbufs)
-		return;
-	struct ev_subbuf *sb = ev_sb(h, tb->rd);
-	if (tb->rpos != atomic_load_explicit(&sb->head, memory_order_acquire))
-		return;
-	ev_sb_put(h, tb->rd);
-	atomic_fetch_sub(&tb->held, 1);
-	tb->rd = 0;
+	if (tb->rd) {
+		if (tb->rd > h->nsubbufs)
+			return;
+		struct ev_subbuf *sb = ev_sb(h, tb->rd);
+		if (tb->rpos != atomic_load_explicit(&sb->head, memory_order_acquire) ||
+		    atomic_load_explicit(&sb->closed, memory_order_acquire))
+			return;	/* more to read first */
+		ev_sb_put(h, tb->rd);
+		atomic_fetch_sub(&tb->held, 1);
+		tb->rd = 0;
+	}
+	unsigned nev = ukpev_reader_nevents(r);
+	for (unsigned i = 0; i < nev; i++) {
+		struct ev_count *c = &tb->cnt[i];
+		if (!c->hits)
+			continue;
+		struct ev_meta *m = ev_meta(h, i);
+		atomic_fetch_add(&m->retired[0], c->hits);
+		atomic_fetch_add(&m->retired[1], c->misses);
+		atomic_fetch_add(&m->retired[2], c->filtered);
+		memset(c, 0, sizeof(*c));
+	}
+	atomic_fetch_add(&h->retired_lost, atomic_load(&tb->lost));
+	atomic_store(&tb->lost, 0);
+	atomic_store_explicit(&tb->state, EV_TB_FREE, memory_order_release);
+	ev_tb_put(h, ti + 1);
 }
 
 int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, unsigned max)
@@ -453,7 +472,7 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 		hw = h->threads_max;
 	for (uint32_t ti = 0; ti < hw; ti++) {
 		struct ev_tblock *tb = ev_tb(h, ti);
-		if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE || !tb->rd)
+		if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE)
 			continue;
 		bool got = false;
 		for (;;) {
@@ -509,7 +528,7 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 		if (!got && ++tb->idle_polls >= 8) {
 			tb->idle_polls = 0;
 			if (!thread_alive(tb->pid, tb->tid))
-				retire(r, tb);
+				retire(r, tb, ti);
 		}
 	}
 	return (int)done;
@@ -534,16 +553,18 @@ int ukpev_reader_stats(struct ukpev_reader *r, unsigned id, struct ukpev_stats *
 		st->misses += __atomic_load_n(&c->misses, __ATOMIC_RELAXED);
 		st->filtered += __atomic_load_n(&c->filtered, __ATOMIC_RELAXED);
 	}
-	uint64_t em = atomic_load(&ev_meta(h, id)->engine_misses);
-	st->hits += em;
-	st->misses += em;
+	struct ev_meta *m = ev_meta(h, id);
+	uint64_t em = atomic_load(&m->engine_misses);
+	st->hits += em + atomic_load(&m->retired[0]);
+	st->misses += em + atomic_load(&m->retired[1]);
+	st->filtered += atomic_load(&m->retired[2]);
 	return 0;
 }
 
 uint64_t ukpev_reader_lost(struct ukpev_reader *r)
 {
 	struct ev_area_hdr *h = r->h;
-	uint64_t n = r->dead_lost + atomic_load(&h->nothread_misses);
+	uint64_t n = atomic_load(&h->retired_lost) + atomic_load(&h->nothread_misses);
 	uint32_t hw = atomic_load_explicit(&h->threads_hw, memory_order_acquire);
 	if (hw > h->threads_max)
 		hw = h->threads_max;

@@ -184,6 +184,7 @@ struct ev_area_hdr {
 	_Atomic uint64_t free_subbufs;	/* tagged stack: tag << 32 | idx + 1 */
 	_Atomic uint64_t free_threads;
 	_Atomic uint64_t nothread_misses;	/* hits with no thread block */
+	_Atomic uint64_t retired_lost;		/* lost of thread blocks retired */
 	uint64_t tsc0, ns0;		/* calibration at creation */
 	uint64_t mult;			/* ns = ns0 + ((tsc - tsc0) * mult >> 32) */
 };
@@ -203,6 +204,8 @@ struct ev_meta {
 	uint64_t group_off, event_off, def_off, place_off, args_off;
 	_Atomic uint64_t filter_off;	/* 0: none */
 	_Atomic uint64_t engine_misses;	/* ukpev_area_sync() */
+	/* hits, misses, filtered of thread blocks retired (reader) */
+	_Atomic uint64_t retired[3];
 };
 
 /* Per event per thread, written only by that thread. */
@@ -268,6 +271,7 @@ struct ev_rec {
 struct ukpev_area {
 	int fd;
 	int slot;			/* in each thread's TLS */
+	uint32_t key;			/* unique per area made in this process */
 	struct ev_area_hdr *hdr;
 	size_t size;
 	struct ukpev_event *events[UKPEV_MAX_EVENTS];
@@ -325,10 +329,14 @@ static inline struct ev_meta *ev_meta(const struct ev_area_hdr *h, unsigned id)
 }
 EV_HIDDEN uint32_t ev_sb_get(struct ev_area_hdr *h);
 EV_HIDDEN void ev_sb_put(struct ev_area_hdr *h, uint32_t idx1);
+EV_HIDDEN void ev_tb_put(struct ev_area_hdr *h, uint32_t idx1);
 
 /* hit.c */
+/* A thread's blocks, per area slot: valid while key matches the area's
+ * and gen the process's fork generation (a child takes new ones). */
 struct ev_tls {
 	uint32_t gen;
+	uint32_t key[EV_MAX_AREAS];
 	struct ev_tblock *tb[EV_MAX_AREAS];
 };
 EV_HIDDEN extern __thread struct ev_tls ev_tls __attribute__((tls_model("initial-exec")));

@@ -116,6 +116,12 @@ void ev_sb_put(struct ev_area_hdr *h, uint32_t idx1)
 		offsetof(struct ev_subbuf, free_next), idx1);
 }
 
+void ev_tb_put(struct ev_area_hdr *h, uint32_t idx1)
+{
+	lf_push(&h->free_threads, (char *)h + h->threads_off, sizeof(struct ev_tblock),
+		offsetof(struct ev_tblock, free_next), idx1);
+}
+
 static uint32_t tb_get(struct ev_area_hdr *h)
 {
 	uint32_t i = lf_pop(&h->free_threads, (char *)h + h->threads_off,
@@ -139,8 +145,9 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 			ev_tls.tb[i] = NULL;
 		ev_tls.gen = gen;
 	}
-	if (ev_tls.tb[a->slot])
+	if (ev_tls.tb[a->slot] && ev_tls.key[a->slot] == a->key)
 		return ev_tls.tb[a->slot];
+	ev_tls.tb[a->slot] = NULL;
 	uint32_t ti = tb_get(h);
 	if (!ti)
 		return NULL;
@@ -178,6 +185,7 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 	tb->idle_polls = 0;
 	/* counters: zeroed by whoever freed the block (or never used) */
 	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
+	ev_tls.key[a->slot] = a->key;
 	ev_tls.tb[a->slot] = tb;
 	return tb;
 }
@@ -559,7 +567,8 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	struct ukpev_area *a = e->area;
 	struct ev_area_hdr *h = a->hdr;
 	struct ev_tblock *tb = ev_tls.tb[a->slot];
-	if (unlikely(!tb || ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
+	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
+		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
 		tb = ev_thread_attach(a);
 		if (!tb) {
 			atomic_fetch_add_explicit(&h->nothread_misses, 1, memory_order_relaxed);

@@ -5,6 +5,7 @@
  * probes on the C library's own functions.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "evt.h"
@@ -445,6 +446,91 @@ UKT_CASE(libc_functions)
 	ukpev_symbolize_self(ukpev_event_info(m)->addr, sym, sizeof(sym), NULL);
 	UKT_ASSERT(!strncmp(sym, "malloc+0x0/", 11) || !strncmp(sym, "__libc_malloc+0x0/", 18));
 	free(p);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* ---- many threads --------------------------------------------------------------------- */
+
+static pthread_barrier_t many_bar;
+static void *one_event(void *arg)
+{
+	t_count((unsigned long)arg);
+	pthread_barrier_wait(&many_bar);
+	return NULL;
+}
+
+static void *one_event_exit(void *arg)
+{
+	t_count((unsigned long)arg);
+	return NULL;
+}
+
+/* 1,000 threads alive at once, each with its buffer, in the default area */
+UKT_CASE_T(thousand_threads, 120)
+{
+	struct ukpev_area *a;
+	UKT_EQ(ukpev_area_create(NULL, &a), 0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	evt_create(a, "p t_count i=%di:u64");
+	enum { N = 1000 };
+	static pthread_t th[N];
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	UKT_EQ(pthread_barrier_init(&many_bar, NULL, N + 1), 0);
+	for (unsigned long i = 0; i < N; i++)
+		UKT_EQ(pthread_create(&th[i], &at, one_event, (void *)i), 0);
+	pthread_barrier_wait(&many_bar);
+	/* all alive, each recorded: the memory the area uses */
+	struct stat st;
+	UKT_EQ(fstat(ukpev_area_fd(a), &st), 0);
+	unsigned long used = (unsigned long)st.st_blocks * 512;
+	UKT_ASSERT(used <= (1UL << 30));
+	UKT_ASSERT(used >= N * 4096UL);	/* sparse: what was written */
+	fprintf(stderr, "  %d threads: %lu KiB of the area in use\n", N, used >> 10);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	UKT_EQ(evt_drain(r), N);
+	static bool seen[N];
+	for (unsigned i = 0; i < N; i++) {
+		const struct ukpev_event_info *ev = ukpev_reader_event(r, evt_recs[i].r.event);
+		uint64_t v;
+		UKT_EQ(ukpev_value_u64(ev, &evt_recs[i].r, 0, 0, &v), 0);
+		UKT_ASSERT(v < N && !seen[v]);
+		seen[v] = true;
+	}
+	UKT_EQ(ukpev_reader_lost(r), 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* threads that come and go: their blocks are retired, reused, and their
+ * counts kept */
+UKT_CASE_T(thread_churn_reuses_blocks, 120)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	unsigned long total = 0;
+	for (unsigned long b = 0; b < 40; b++) {
+		pthread_t th[25];
+		for (unsigned long i = 0; i < 25; i++)
+			UKT_EQ(pthread_create(&th[i], NULL, one_event_exit, (void *)(b * 25 + i)), 0);
+		for (int i = 0; i < 25; i++)
+			pthread_join(th[i], NULL);
+		for (int k = 0; k < 10; k++)
+			total += evt_drain(r);
+	}
+	UKT_EQ(total, 1000);
+	UKT_ASSERT(atomic_load(&a->hdr->threads_hw) < 200);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
+	UKT_EQ(st.hits, 1000);
+	UKT_EQ(st.misses, 0);
+	UKT_EQ(ukpev_reader_lost(r), 0);
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
