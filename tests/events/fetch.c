@@ -3,6 +3,8 @@
  * Every fetch form and type against functions of this program whose
  * values the test knows, formatted as the kernel prints them.
  */
+#include <ctype.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include "evt.h"
@@ -322,4 +324,51 @@ UKT_CASE(handlers_are_lean)
 		if (ukp_opt_handler_check(fns[i], why, sizeof(why)))
 			UKT_FAIL("handler %u is not lean: %s", i, why);
 	}
+}
+
+/* the same function by every form of PLACE: address, OBJ:SYM, OBJ:0xN */
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	unsigned long *io = arg;	/* in: address; out: file offset */
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		unsigned long lo = info->dlpi_addr + p->p_vaddr;
+		if (p->p_type == PT_LOAD && io[0] >= lo && io[0] < lo + p->p_filesz) {
+			io[1] = io[0] - lo + p->p_offset;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+UKT_CASE(every_place_form)
+{
+	setup();
+	unsigned long io[2] = { (unsigned long)&t_ptr, 0 };
+	UKT_EQ(dl_iterate_phdr(phdr_cb, io), 1);
+	const char *exe = program_invocation_short_name;
+	char defs[3][256], name[128];
+	snprintf(defs[0], sizeof(defs[0]), "p %#lx a=%%di", (unsigned long)&t_ptr);
+	snprintf(defs[1], sizeof(defs[1]), "p %s:t_ptr a=%%di", exe);
+	snprintf(defs[2], sizeof(defs[2]), "p %s:%#lx a=%%di", exe, io[1]);
+	struct ukpev_event *e[3];
+	for (int i = 0; i < 3; i++) {
+		e[i] = evt_create(A, defs[i]);
+		UKT_EQ(ukpev_event_info(e[i])->addr, (unsigned long)&t_ptr);
+	}
+	snprintf(name, sizeof(name), "p_%#lx", (unsigned long)&t_ptr);
+	UKT_STREQ(ukpev_event_info(e[0])->event, name);
+	UKT_STREQ(ukpev_event_info(e[1])->event, "p_t_ptr_0");
+	snprintf(name, sizeof(name), "p_%s_%#lx", exe, io[1]);
+	for (char *c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			*c = '_';
+	UKT_STREQ(ukpev_event_info(e[2])->event, name);
+	t_ptr((void *)0x1234);
+	for (int i = 0; i < 3; i++)
+		ukpev_event_disable(e[i]);
+	UKT_EQ(evt_drain(R), 3);
+	for (int i = 0; i < 3; i++)
+		UKT_STREQ(evt_fmt(R, (unsigned)i, UKPEV_FMT_FTRACE), " a=0x1234");
 }
