@@ -99,6 +99,7 @@ struct ukpev_def {
 	char *sym;		/* PL_SYM, PL_OBJSYM */
 	unsigned long offs;	/* SYM+OFFS, or OBJ:0xN, or 0xADDR */
 	int place_at;		/* offset of PLACE in text */
+	int name_at;		/* of EVENT, or of PLACE when it names it */
 	unsigned nargs;
 	struct ev_parg *args;
 	unsigned max_saved;	/* highest $argN used at a return */

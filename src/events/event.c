@@ -275,7 +275,7 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
 		struct ukpev_event *o = a->events[i];
 		if (o && !strcmp(o->def->group, d->group) && !strcmp(o->def->event, d->event)) {
-			ev_set_err(err, UKPEV_E_EVENT_EXIST, 0);
+			ev_set_err(err, UKPEV_E_EVENT_EXIST, d->name_at);
 			r = -EINVAL;
 			goto fail;
 		}

@@ -466,6 +466,7 @@ static int parse_name(struct pctx *c, const char *s, size_t n, int at)
 			FAIL(c, UKPEV_E_BAD_EVENT_NAME, eat);
 		memcpy(d->event, ev, en);
 		d->event[en] = 0;
+		d->name_at = eat;
 	}
 	return 0;
 }
@@ -487,6 +488,8 @@ static int parse_place(struct pctx *c, const char *s, size_t n, int at)
 	if (!d->place)
 		return -ENOMEM;
 	d->place_at = at;
+	if (!d->event[0])
+		d->name_at = at;
 	unsigned long long v;
 	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		if (!parse_ulong(s, n, &v))

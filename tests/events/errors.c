@@ -179,8 +179,12 @@ UKT_CASE(resolution_errors)
 	struct ukpev_event *e1 = evt_create(a, "p:dup t_fn"), *e2 = NULL;
 	struct ukpev_error err;
 	check("p:dup t_fn", ukpev_event_create(a, "p:dup t_fn", 0, &e2, &err), &err,
-	      UKPEV_E_EVENT_EXIST, 0);
+	      UKPEV_E_EVENT_EXIST, 2);
+	struct ukpev_event *e3 = evt_create(a, "p t_fn");
+	check("p  t_fn", ukpev_event_create(a, "p  t_fn", 0, &e2, &err), &err,
+	      UKPEV_E_EVENT_EXIST, 3);
 	ukpev_event_remove(e1);
+	ukpev_event_remove(e3);
 	/* nothing of the refused ones was armed */
 	char list[4096];
 	ukt_list_to(list, sizeof(list));
