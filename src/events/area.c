@@ -40,6 +40,20 @@ static inline uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
+/* A TSC reading and the clock at the same moment: the clock read between
+ * two TSC readings close together (else again: preempted, or the clock's
+ * first call faulting its pages in). */
+static void clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+	for (int i = 0; i < 100; i++) {
+		uint64_t a = rdtsc(), n = mono_ns(), b = rdtsc();
+		*tsc = a + (b - a) / 2;
+		*ns = n;
+		if (b - a < 2000 && i > 0)
+			return;
+	}
+}
+
 /* ns per TSC tick << 32, from two samples some time apart */
 static uint64_t tsc_mult(uint64_t t0, uint64_t n0, uint64_t t1, uint64_t n1)
 {
@@ -200,12 +214,12 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 		h->buffer_subbufs = 2;
 	a->buffer_subbufs = h->buffer_subbufs;
 	if (tsc_usable()) {
-		/* a first calibration over ~2 ms; readers refine it */
-		uint64_t t0 = rdtsc(), n0 = mono_ns(), t1, n1;
-		do {
-			t1 = rdtsc();
-			n1 = mono_ns();
-		} while (n1 - n0 < 2000000);
+		/* a first calibration over ~5 ms; readers refine it */
+		uint64_t t0, n0, t1, n1;
+		clock_pair(&t0, &n0);
+		do
+			clock_pair(&t1, &n1);
+		while (n1 - n0 < 5000000);
 		h->clock = EV_CLOCK_TSC;
 		h->tsc0 = t0;
 		h->ns0 = n0;
@@ -412,9 +426,8 @@ static void recalibrate(struct ukpev_reader *r)
 	uint64_t n = mono_ns();
 	if (n - r->last_cal_ns < 50000000ULL)
 		return;
-	uint64_t t = rdtsc(), n1 = mono_ns();
-	if (n1 - n > 20000)	/* preempted between the two: later */
-		return;
+	uint64_t t;
+	clock_pair(&t, &n);
 	r->last_cal_ns = n;
 	if (n - r->ns0 > 100000000ULL) {
 		uint64_t m = tsc_mult(r->tsc0, r->ns0, t, n);

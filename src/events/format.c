@@ -179,19 +179,55 @@ static size_t hex(char *t, uint64_t v)
 	return (size_t)(2 + 16 - i);
 }
 
+/* length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t k;
+	unsigned c = s[0];
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4;
+	else
+		return 0;
+	if (k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return k;
+}
+
+/* a JSON string: escapes, UTF-8 kept, other bytes as U+FFFD */
 static void put_json_str(struct out *o, const char *s, size_t n)
 {
+	const unsigned char *u = (const unsigned char *)s;
 	putc_(o, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+	for (size_t i = 0; i < n;) {
+		unsigned char c = u[i];
 		if (c == '"' || c == '\\') {
 			putc_(o, '\\');
 			putc_(o, (char)c);
-		} else if (c < 0x20 || c >= 0x7f) {
+		} else if (c < 0x20 || c == 0x7f) {
 			put(o, "\\u%04x", c);
+		} else if (c >= 0x80) {
+			size_t k = utf8_len(u + i, n - i);
+			if (k) {
+				putn(o, s + i, k);
+				i += k;
+				continue;
+			}
+			putn(o, "\\ufffd", 6);
 		} else {
 			putc_(o, (char)c);
 		}
+		i++;
 	}
 	putc_(o, '"');
 }

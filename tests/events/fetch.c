@@ -7,6 +7,7 @@
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include "evt.h"
 
 struct tobj {
@@ -371,4 +372,54 @@ UKT_CASE(every_place_form)
 	UKT_EQ(evt_drain(R), 3);
 	for (int i = 0; i < 3; i++)
 		UKT_STREQ(evt_fmt(R, (unsigned)i, UKPEV_FMT_FTRACE), " a=0x1234");
+}
+
+/* the header of a record: CLOCK_MONOTONIC time, cpu, pid, tid, name */
+UKT_CASE(record_header)
+{
+	setup();
+	prctl(PR_SET_NAME, "evt-hdr");
+	struct ukpev_event *e = evt_create(A, "p t_ptr");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t_ptr(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* 200 ms (the reader recalibrates after 100): a sleep the engine's
+	 * signals may cut short, so to a deadline */
+	struct timespec dl = t1;
+	dl.tv_nsec += 200000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL))
+		;
+	t_ptr(NULL);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 2);
+	uint64_t a = (uint64_t)t0.tv_sec * 1000000000ULL + (uint64_t)t0.tv_nsec;
+	uint64_t b = (uint64_t)t1.tv_sec * 1000000000ULL + (uint64_t)t1.tv_nsec;
+	const struct ukpev_record *r = &evt_recs[0].r;
+	if (r->ts_ns + 50000 < a || r->ts_ns > b + 50000)
+		UKT_FAIL("ts %llu not in [%llu, %llu]", (unsigned long long)r->ts_ns,
+			 (unsigned long long)a, (unsigned long long)b);
+	if (evt_recs[1].r.ts_ns < b + 200000000ULL - 50000 ||
+	    evt_recs[1].r.ts_ns > b + 200000000ULL + 1000000000ULL)
+		UKT_FAIL("ts %llu then %llu", (unsigned long long)r->ts_ns,
+			 (unsigned long long)evt_recs[1].r.ts_ns);
+	UKT_ASSERT(r->cpu < (unsigned)sysconf(_SC_NPROCESSORS_CONF));
+	UKT_EQ(r->pid, getpid());
+	UKT_EQ(r->tid, (pid_t)syscall(SYS_gettid));
+	UKT_STREQ(r->comm, "evt-hdr");
+}
+
+UKT_CASE(json_utf8)
+{
+	setup();
+	struct ukpev_event *e = evt_create(A, "p t_ptr s=+0(%di):string");
+	t_ptr("caf\xc3\xa9 \xff\x01");
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_JSON), "\"s\":\"caf\xc3\xa9 \\ufffd\\u0001\"");
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), " s=\"caf\xc3\xa9 \xff\x01\"");
 }
