@@ -423,9 +423,15 @@ static void start_listener(void)
 		listen_fd = -1;
 		return;
 	}
-	/* the program's signals are never delivered to this thread */
+	/* the program's signals are never delivered to this thread; the
+	 * synchronous ones stay open: this thread may hit a probe itself
+	 * (its poll, recvmsg, read...) and the engine's SIGTRAP must reach
+	 * it, or the kernel kills the process */
 	sigset_t all, old;
 	sigfillset(&all);
+	static const int sync_sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+	for (size_t k = 0; k < sizeof sync_sigs / sizeof *sync_sigs; k++)
+		sigdelset(&all, sync_sigs[k]);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
 	pthread_attr_t at;

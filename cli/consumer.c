@@ -61,6 +61,7 @@ void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
 		fmt_json_header(&c->w);
 	else
 		fmt_ftrace_header(&c->w);
+	fflush(out);
 }
 
 void consumer_mute(struct consumer *c, pid_t tid, uint64_t until_ns)

@@ -389,3 +389,30 @@ UKT_CASE(target_exit_ends_trace)
 	UKT_EQ(wait_status(u), 0);
 	fclose(f);
 }
+
+/*
+ * Probes on the very calls the program's threads are blocked in, and on
+ * those the agent's own thread makes (poll, recvmsg, read): the program
+ * runs on and ends well, and none of the agent's calls is written.
+ */
+UKT_CASE(probes_on_blocking_calls)
+{
+	struct proc p = start("blocked");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.6",
+			       "p:t/read libc.so.6:read fd=%di:s32 n=%dx:u64",
+			       "p:t/poll libc.so.6:poll", "p:t/recvmsg libc.so.6:recvmsg",
+			       "r:t/write_ret libc.so.6:write ret=$retval:s64", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " read: (read+0x0/") >= 2);
+	RUN_EXPECT(r, count_lines(r.out, " n=8") >= 2);		/* the reader's words */
+	RUN_EXPECT(r, count_lines(r.out, " poll: (poll+0x0/") >= 2);	/* the main thread */
+	RUN_EXPECT(r, count_lines(r.out, " write_ret: (") >= 2);
+	RUN_EXPECT(r, count_lines(r.out, " recvmsg: (") == 0);		/* the agent's only */
+	run_free(&r);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
