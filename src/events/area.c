@@ -269,7 +269,11 @@ struct ukpev_reader {
 	struct ev_area_hdr *h;
 	size_t size;
 	bool own_map;
+	/* TSC -> ns: ns = ns0 + (ts - tsc0) * mult >> 32, with (tsc0, ns0)
+	 * the latest clock pair and mult the rate since an anchor pair a
+	 * second or two older (the clock's own rate lately, NTP included) */
 	uint64_t tsc0, ns0, mult, last_cal_ns;
+	uint64_t anchor_tsc, anchor_ns, prev_tsc, prev_ns;
 	unsigned nev;
 	struct ukpev_event_info *ev;		/* cached descriptions */
 	struct ukpev_arg_info **args;
@@ -282,8 +286,8 @@ static int reader_init(struct ukpev_reader *r)
 	r->args = calloc(UKPEV_MAX_EVENTS, sizeof(*r->args));
 	if (!r->ev || !r->args)
 		return -ENOMEM;
-	r->tsc0 = h->tsc0;
-	r->ns0 = h->ns0;
+	r->tsc0 = r->anchor_tsc = r->prev_tsc = h->tsc0;
+	r->ns0 = r->anchor_ns = r->prev_ns = h->ns0;
 	r->mult = h->mult;
 	return 0;
 }
@@ -418,7 +422,8 @@ static uint64_t ts_ns(struct ukpev_reader *r, uint64_t ts)
 	return r->ns0 + (uint64_t)ns;
 }
 
-/* The TSC rate, measured again from the area's creation to now. */
+/* The TSC rate measured again, every 50 ms, over the last one to two
+ * seconds (from the area's creation at first), and a fresh reference. */
 static void recalibrate(struct ukpev_reader *r)
 {
 	if (r->h->clock != EV_CLOCK_TSC)
@@ -429,10 +434,21 @@ static void recalibrate(struct ukpev_reader *r)
 	uint64_t t;
 	clock_pair(&t, &n);
 	r->last_cal_ns = n;
-	if (n - r->ns0 > 100000000ULL) {
-		uint64_t m = tsc_mult(r->tsc0, r->ns0, t, n);
-		if (m)
-			r->mult = m;
+	if (n - r->anchor_ns < 100000000ULL)
+		return;
+	uint64_t m = tsc_mult(r->anchor_tsc, r->anchor_ns, t, n);
+	if (!m)
+		return;
+	r->mult = m;
+	r->tsc0 = t;
+	r->ns0 = n;
+	if (n - r->anchor_ns > 2000000000ULL) {
+		r->anchor_tsc = r->prev_tsc;
+		r->anchor_ns = r->prev_ns;
+	}
+	if (n - r->prev_ns > 1000000000ULL) {
+		r->prev_tsc = t;
+		r->prev_ns = n;
 	}
 }
 
