@@ -274,6 +274,7 @@ struct ukpev_reader {
 	 * second or two older (the clock's own rate lately, NTP included) */
 	uint64_t tsc0, ns0, mult, last_cal_ns;
 	uint64_t anchor_tsc, anchor_ns, prev_tsc, prev_ns;
+	uint64_t last_sweep_ns;		/* threads last asked if alive */
 	unsigned nev;
 	struct ukpev_event_info *ev;		/* cached descriptions */
 	struct ukpev_arg_info **args;
@@ -496,6 +497,10 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 	struct ev_area_hdr *h = r->h;
 	unsigned done = 0;
 	recalibrate(r);
+	uint64_t now = mono_ns();
+	bool sweep = now - r->last_sweep_ns >= 50000000ULL;
+	if (sweep)
+		r->last_sweep_ns = now;
 	uint32_t hw = atomic_load_explicit(&h->threads_hw, memory_order_acquire);
 	if (hw > h->threads_max)
 		hw = h->threads_max;
@@ -554,11 +559,10 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 			tb->rd = next;
 			tb->rpos = 0;
 		}
-		if (!got && ++tb->idle_polls >= 8) {
-			tb->idle_polls = 0;
-			if (!thread_alive(tb->pid, tb->tid))
-				retire(r, tb, ti);
-		}
+		/* a thread with nothing new, asked at most every 50 ms whether
+		 * it is gone (one system call each) */
+		if (!got && sweep && !thread_alive(tb->pid, tb->tid))
+			retire(r, tb, ti);
 	}
 	return (int)done;
 }

@@ -239,7 +239,7 @@ struct ev_tblock {
 	/* reader */
 	uint32_t rd;			/* sub-buffer read: idx + 1 */
 	uint32_t rpos;
-	uint32_t idle_polls;
+	uint32_t pad1;
 	struct ev_count cnt[UKPEV_MAX_EVENTS];
 };
 

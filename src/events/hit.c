@@ -182,7 +182,6 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 	atomic_store_explicit(&tb->held, 1, memory_order_relaxed);
 	tb->rd = sb;
 	tb->rpos = 0;
-	tb->idle_polls = 0;
 	/* counters: zeroed by whoever freed the block (or never used) */
 	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
 	ev_tls.key[a->slot] = a->key;
