@@ -538,3 +538,49 @@ UKT_CASE_T(thread_churn_reuses_blocks, 120)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* ---- recursion: an event hit inside another probe's handler -------------------------- */
+
+NOIL void t_inner(unsigned long v)
+{
+	sink = v;
+}
+
+NOIL void t_outer(void)
+{
+	sink = 0;
+}
+
+static int outer_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	t_inner(99);	/* its event's handler cannot run here: a miss */
+	return 0;
+}
+
+UKT_CASE(recursion_is_a_miss)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_inner v=%di:u64");
+	struct kprobe kp = { .symbol_name = "t_outer", .pre_handler = outer_pre };
+	UKT_EQ(register_kprobe(&kp), 0);
+	t_outer();
+	t_inner(1);
+	unregister_kprobe(&kp);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(r), 1);
+	const struct ukpev_event_info *ev = ukpev_event_info(e);
+	uint64_t v;
+	UKT_EQ(ukpev_value_u64(ev, &evt_recs[0].r, 0, 0, &v), 0);
+	UKT_EQ(v, 1);
+	UKT_EQ(ukpev_area_sync(a), 0);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ev->id, &st), 0);
+	UKT_EQ(st.hits, 2);
+	UKT_EQ(st.misses, 1);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
