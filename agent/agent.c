@@ -174,7 +174,7 @@ static int define(struct session *s, const char *buf, uint32_t len)
 			found = 1;
 			r = ukpev_event_set_filter(s->ev[j], colon + 1, &e);
 			if (r < 0) {
-				e.offset += (int)nl + 1;
+				/* the offset is into EXPR, as the command shows it */
 				send_error(s->fd, 1, k, &e, r);
 				goto fail;
 			}

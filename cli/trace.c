@@ -154,6 +154,9 @@ static int await_armed(int fd, const struct trace_opts *t, int *refused)
 			const char *msg = (const char *)pl + sizeof pe;
 			const char *text = pe.kind == 0 && pe.index < (unsigned)t->ndefs ? t->defs[pe.index]
 				: pe.kind == 1 && pe.index < (unsigned)t->nfilters ? t->filters[pe.index] : NULL;
+			/* a filter: EXPR, after "EVENT:", unless the event is what is wrong */
+			if (pe.kind == 1 && text && strstr(msg, "Unknown event") == NULL)
+				text = strchr(text, ':') + 1;
 			if (text)
 				ukp_error_log(msg, text, pe.offset);
 			else
