@@ -345,6 +345,23 @@ static void launch(int fd)
 
 static int listen_fd = -1;
 
+/*
+ * Attach: a child the program forks while a command is attached inherits
+ * the probes, but no agent thread, and no command will ever stop it: it
+ * removes them at once and runs untraced, as without tracing.  (Launch
+ * is different: there children are traced, until they end.)
+ */
+static struct ukpev_area *attach_area;
+static int atfork_set;
+
+static void attach_fork_child(void)
+{
+	struct ukpev_area *a = attach_area;
+	attach_area = NULL;
+	if (a)
+		ukpev_area_destroy(a);
+}
+
 static void serve(int fd)
 {
 	static char buf[UKPA_MAX_MSG];
@@ -380,15 +397,23 @@ static void serve(int fd)
 			if (define(&s, buf, len) < 0)
 				break;
 		} else if (t == UKPA_GO && s.area) {
+			/* after the engine's own fork handlers (registered at
+			 * its first registration): it is consistent in the
+			 * child when ours runs */
+			if (!atfork_set)
+				atfork_set = pthread_atfork(NULL, NULL, attach_fork_child) == 0;
+			attach_area = s.area;
 			enable_all(&s);
 			send_mute(fd);
 		} else if (t == UKPA_STOP) {
+			attach_area = NULL;
 			session_end(&s);
 			send_msg(fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);
 		} else {
 			break;	/* the command is gone: remove everything */
 		}
 	}
+	attach_area = NULL;
 	session_end(&s);
 	kprobes_set_optimization(opt);
 }

@@ -416,3 +416,28 @@ UKT_CASE(probes_on_blocking_calls)
 	if (st != 0 || strncmp(last, "ok ", 3))
 		UKT_FAIL("target: status %d, \"%s\"", st, last);
 }
+
+/*
+ * A program that forks and execs while attached to: its children run
+ * (the agent removes the probes in a child: attached, only the process
+ * itself is traced), exec, and end as without tracing; after detach no
+ * child hits anything.
+ */
+UKT_CASE(fork_and_exec_while_attached)
+{
+	struct proc p = start("spawner");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.6", "p:t/mark mark n=%di:s32", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " mark: (mark+0x0/") >= 3);
+	RUN_EXPECT(r, count_lines(r.out, " n=1") >= 3);
+	RUN_EXPECT(r, count_lines(r.out, " n=2") == 0);		/* children untraced */
+	run_free(&r);
+	usleep(200000);		/* rounds after detach */
+	compare_text(p.pid);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
