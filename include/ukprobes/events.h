@@ -346,6 +346,16 @@ typedef int (*ukpev_record_fn)(const struct ukpev_record *rec, void *arg);
 UKPEV_API int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg,
 				unsigned max);
 
+/*
+ * The last read of a trace: ukpev_reader_poll() until nothing is left,
+ * then, for every thread whose latest events were lost (no record came
+ * after them to carry a marker), a UKPEV_EVENT_LOST record with their
+ * count.  (A thread that has exited gets that record from
+ * ukpev_reader_poll() too, when its block is retired.)  Returns the
+ * number of records delivered.
+ */
+UKPEV_API int ukpev_reader_flush(struct ukpev_reader *r, ukpev_record_fn fn, void *arg);
+
 /* The description of event id, published by its creator, or NULL; valid
  * until the reader is closed. */
 UKPEV_API const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r,

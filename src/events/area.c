@@ -461,7 +461,24 @@ static bool thread_alive(pid_t pid, pid_t tid)
 /* A drained block of a thread that is gone: its sub-buffer back to the
  * pool, its counters into the events' and its lost count into the
  * area's, then the block itself back for another thread. */
-static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti)
+/* The losses of tb no marker told (its last ones), as a marker. */
+static int tell_lost(struct ev_tblock *tb, ukpev_record_fn fn, void *arg)
+{
+	uint64_t n = atomic_load(&tb->lost);
+	if (n <= tb->lost_told)
+		return 0;
+	struct ukpev_record out = {
+		.pid = tb->pid, .tid = tb->tid, .event = UKPEV_EVENT_LOST,
+		.lost = n - tb->lost_told, .comm = tb->comm,
+	};
+	tb->lost_told = n;
+	if (fn)
+		fn(&out, arg);
+	return 1;
+}
+
+static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti,
+		   ukpev_record_fn fn, void *arg, unsigned *done)
 {
 	struct ev_area_hdr *h = r->h;
 	if (tb->rd) {
@@ -475,6 +492,7 @@ static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti)
 		atomic_fetch_sub(&tb->held, 1);
 		tb->rd = 0;
 	}
+	*done += (unsigned)tell_lost(tb, fn, arg);
 	unsigned nev = ukpev_reader_nevents(r);
 	for (unsigned i = 0; i < nev; i++) {
 		struct ev_count *c = &tb->cnt[i];
@@ -527,7 +545,14 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 				};
 				const uint8_t *pl = (const uint8_t *)(rec + 1);
 				if (rec->event == UKPEV_EVENT_LOST) {
-					out.lost = *(const uint64_t *)(const void *)pl;
+					/* less what a flush told already */
+					tb->lost_marked += *(const uint64_t *)(const void *)pl;
+					if (tb->lost_marked <= tb->lost_told) {
+						tb->rpos += rec->size;
+						continue;
+					}
+					out.lost = tb->lost_marked - tb->lost_told;
+					tb->lost_told = tb->lost_marked;
 					out.ts_ns = 0;
 				} else {
 					out.ts_ns = ts_ns(r, rec->ts);
@@ -562,9 +587,28 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 		/* a thread with nothing new, asked at most every 50 ms whether
 		 * it is gone (one system call each) */
 		if (!got && sweep && !thread_alive(tb->pid, tb->tid))
-			retire(r, tb, ti);
+			retire(r, tb, ti, fn, arg, &done);
 	}
 	return (int)done;
+}
+
+int ukpev_reader_flush(struct ukpev_reader *r, ukpev_record_fn fn, void *arg)
+{
+	struct ev_area_hdr *h = r->h;
+	int n, total = 0;
+	while ((n = ukpev_reader_poll(r, fn, arg, 0)) > 0)
+		total += n;
+	if (n < 0)
+		return n;
+	uint32_t hw = atomic_load_explicit(&h->threads_hw, memory_order_acquire);
+	if (hw > h->threads_max)
+		hw = h->threads_max;
+	for (uint32_t ti = 0; ti < hw; ti++) {
+		struct ev_tblock *tb = ev_tb(h, ti);
+		if (atomic_load_explicit(&tb->state, memory_order_acquire) == EV_TB_LIVE)
+			total += tell_lost(tb, fn, arg);
+	}
+	return total;
 }
 
 int ukpev_reader_stats(struct ukpev_reader *r, unsigned id, struct ukpev_stats *st)

@@ -240,6 +240,8 @@ struct ev_tblock {
 	uint32_t rd;			/* sub-buffer read: idx + 1 */
 	uint32_t rpos;
 	uint32_t pad1;
+	uint64_t lost_marked;		/* sum of the markers read */
+	uint64_t lost_told;		/* lost events delivered as markers */
 	struct ev_count cnt[UKPEV_MAX_EVENTS];
 };
 

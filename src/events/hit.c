@@ -182,6 +182,8 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 	atomic_store_explicit(&tb->held, 1, memory_order_relaxed);
 	tb->rd = sb;
 	tb->rpos = 0;
+	tb->lost_marked = 0;
+	tb->lost_told = 0;
 	/* counters: zeroed by whoever freed the block (or never used) */
 	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
 	ev_tls.key[a->slot] = a->key;

@@ -584,3 +584,67 @@ UKT_CASE(recursion_is_a_miss)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* losses at the end of a thread: told by a flush, or when the thread is
+ * gone, once */
+static struct { pid_t tid; uint64_t lost; unsigned lost_records, records; } fl;
+static int flush_cb(const struct ukpev_record *rec, void *arg)
+{
+	(void)arg;
+	if (rec->event == UKPEV_EVENT_LOST) {
+		fl.tid = rec->tid;
+		fl.lost += rec->lost;
+		fl.lost_records++;
+	} else {
+		fl.records++;
+	}
+	return 0;
+}
+
+static void *fill_and_exit(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; i < 10000; i++)
+		t_count(i);
+	return (void *)(long)syscall(SYS_gettid);
+}
+
+UKT_CASE(final_losses_are_told)
+{
+	struct ukpev_area *a = evt_area(128);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	evt_create(a, "p t_count i=%di:u64");
+	unsigned per_sb = (unsigned)((UKPEV_SUBBUF_SIZE - sizeof(struct ev_subbuf)) / 32);
+	unsigned kept = 2 * per_sb, lost = 10000 - kept;
+	/* this thread: a flush tells its last losses */
+	fill_and_exit(NULL);
+	memset(&fl, 0, sizeof(fl));
+	UKT_EQ(ukpev_reader_flush(r, flush_cb, NULL), (int)kept + 1);
+	UKT_EQ(fl.records, kept);
+	UKT_EQ(fl.lost_records, 1);
+	UKT_EQ(fl.lost, lost);
+	UKT_EQ(fl.tid, gettid_());
+	/* and not again when the thread's own marker comes */
+	t_count(1);
+	memset(&fl, 0, sizeof(fl));
+	UKT_EQ(ukpev_reader_flush(r, flush_cb, NULL), 1);
+	UKT_EQ(fl.records, 1);
+	UKT_EQ(fl.lost_records, 0);
+	/* a thread that is gone: told when its block is retired */
+	pthread_t th;
+	void *tid;
+	UKT_EQ(pthread_create(&th, NULL, fill_and_exit, NULL), 0);
+	pthread_join(th, &tid);
+	memset(&fl, 0, sizeof(fl));
+	double until = ukt_now() + 0.2;
+	while (ukt_now() < until)
+		ukpev_reader_poll(r, flush_cb, NULL, 0);
+	UKT_EQ(fl.records, kept);
+	UKT_EQ(fl.lost_records, 1);
+	UKT_EQ(fl.lost, lost);
+	UKT_EQ(fl.tid, (pid_t)(long)tid);
+	UKT_EQ(ukpev_reader_lost(r), 2 * lost);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
