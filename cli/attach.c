@@ -264,13 +264,16 @@ static int attach_fail(pid_t pid, const char *why)
 
 int attach_connect(pid_t pid, int *ctl_fd)
 {
-	char buf[256], exe[PATH_MAX];
+	char buf[256] = "", exe[PATH_MAX];
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return attach_fail(pid, "no such process");
 	if (pid == getpid())
 		return attach_fail(pid, "that is ukprobe itself");
 	if (read_status_field(pid, "State", buf, sizeof buf) == 0 && buf[0] == 'Z')
 		return attach_fail(pid, "no such process (a zombie)");
+	/* a stopped process could not run the agent's thread */
+	if (buf[0] == 'T')
+		return attach_fail(pid, "it is stopped (SIGSTOP): continue it first");
 	snprintf(buf, sizeof buf, "/proc/%d/exe", (int)pid);
 	ssize_t el = readlink(buf, exe, sizeof exe - 1);
 	if (el < 0)

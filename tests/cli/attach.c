@@ -284,6 +284,23 @@ UKT_CASE(attach_errors)
 	UKT_ASSERT(waitpid(p.pid, &st, 0) == p.pid && WIFSTOPPED(st));
 	UKT_ASSERT(ptrace(PTRACE_DETACH, p.pid, NULL, NULL) == 0);
 
+	/* stopped by a signal */
+	kill(p.pid, SIGSTOP);
+	for (int tries = 0; tries < 200; tries++) {
+		char fn[64], line[256];
+		snprintf(fn, sizeof fn, "/proc/%d/stat", (int)p.pid);
+		FILE *f = fopen(fn, "r");
+		UKT_ASSERT(f && fgets(line, sizeof line, f));
+		fclose(f);
+		if (strstr(line, ") T "))
+			break;
+		usleep(10000);
+	}
+	r = ukprobe("trace", "-p", pid, "p:t/work work", NULL);
+	expect_refused(&r, "stopped");
+	run_free(&r);
+	kill(p.pid, SIGCONT);
+
 	/* a definition the target refuses (unknown symbol): exit 2, the
 	 * error log, nothing armed, the target runs on */
 	const char *bad = "p:t/nope no_such_function_in_it";
