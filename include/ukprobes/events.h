@@ -302,6 +302,15 @@ UKPEV_API const struct ukpev_event_info *ukpev_event_info(const struct ukpev_eve
 /* The event of the area named "GRP/EVENT" or "EVENT", or NULL. */
 UKPEV_API struct ukpev_event *ukpev_event_find(struct ukpev_area *a, const char *name);
 
+/*
+ * on non-zero: the calling thread's hits of every event record nothing
+ * and count nothing (neither hits nor misses), for the threads of a
+ * tracer itself (an agent's thread arming probes on malloc, a reader
+ * formatting records); 0: they record again.  Costs the hit path
+ * nothing.  Returns whether the thread was muted.
+ */
+UKPEV_API int ukpev_thread_mute(int on);
+
 /* ------------------------------------------------------------------ */
 /* Reading: in this process or another                                 */
 

@@ -337,6 +337,7 @@ EV_HIDDEN void ev_tb_put(struct ev_area_hdr *h, uint32_t idx1);
 /* hit.c */
 /* A thread's blocks, per area slot: valid while key matches the area's
  * and gen the process's fork generation (a child takes new ones). */
+#define EV_MUTED 0x80000000u	/* in ev_tls.gen: ukpev_thread_mute() */
 struct ev_tls {
 	uint32_t gen;
 	uint32_t key[EV_MAX_AREAS];

@@ -570,6 +570,8 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	struct ev_tblock *tb = ev_tls.tb[a->slot];
 	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
 		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
+		if (ev_tls.gen & EV_MUTED)
+			return 0;	/* ukpev_thread_mute() */
 		tb = ev_thread_attach(a);
 		if (!tb) {
 			atomic_fetch_add_explicit(&h->nothread_misses, 1, memory_order_relaxed);
@@ -644,4 +646,16 @@ int ev_entry_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
 		s[i - 1] = ev_arg(regs, i, &fault);
 	}
 	return 0;
+}
+
+/* Outside the hit path: a muted thread's gen never matches the fork
+ * generation, so its hits take the branch above and stop there. */
+int ukpev_thread_mute(int on)
+{
+	int was = (ev_tls.gen & EV_MUTED) != 0;
+	if (on)
+		ev_tls.gen |= EV_MUTED;
+	else
+		ev_tls.gen &= ~EV_MUTED;
+	return was;
 }

@@ -648,3 +648,40 @@ UKT_CASE(final_losses_are_told)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* a muted thread records and counts nothing; others go on */
+static void *count_three(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; i < 3; i++)
+		t_count(i);
+	return NULL;
+}
+
+UKT_CASE(muted_thread)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	t_count(1);
+	UKT_EQ(ukpev_thread_mute(1), 0);
+	t_count(2);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, count_three, NULL), 0);
+	pthread_join(th, NULL);
+	UKT_EQ(ukpev_thread_mute(0), 1);
+	t_count(3);
+	UKT_EQ(evt_drain(r), 5);
+	unsigned mine = 0;
+	for (unsigned i = 0; i < evt_n; i++)
+		if (evt_recs[i].r.tid == gettid_())
+			mine++;
+	UKT_EQ(mine, 2);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
+	UKT_EQ(st.hits, 5);
+	UKT_EQ(st.misses, 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
