@@ -155,10 +155,13 @@ fixed:;
 }
 
 /* one round over every buffer; the chunks it filled published */
-static int round_once(struct consumer *c)
+static int round_once(struct consumer *c, int flush)
 {
 	uint64_t start = now_ns();
-	int n = ukpev_reader_poll(c->r, collect, c, 0);
+	/* the last read also tells each thread's latest losses, which no
+	 * record came after to carry a marker */
+	int n = flush ? ukpev_reader_flush(c->r, collect, c)
+		      : ukpev_reader_poll(c->r, collect, c, 0);
 	if (c->lost_first) {
 		/* markers with no next record of their thread: at this time */
 		for (struct chunk *ch = c->lost_first->ch; ch; ch = ch->next)
@@ -191,12 +194,12 @@ static void *drain_thread(void *arg)
 {
 	struct consumer *c = arg;
 	while (!c->stop) {
-		if (round_once(c) == 0)
+		if (round_once(c, 0) == 0)
 			usleep(1000);
 	}
-	/* the last rounds: until nothing more comes */
-	while (round_once(c) > 0)
-		;
+	/* the last read: until nothing more comes */
+	round_once(c, 1);
+	c->flushed = 1;
 	return NULL;
 }
 
@@ -226,11 +229,9 @@ void consumer_drain(struct consumer *c, int final)
 {
 	if (!c->running && !final)
 		return;
-	if (!c->running || final) {
-		/* no drainer (it could not start), or after it ended */
-		if (!c->running)
-			while (round_once(c) > 0)
-				;
+	if (!c->running && !c->flushed) {
+		/* no drainer (it could not start): the last read here */
+		round_once(c, 1);
 	}
 	pthread_mutex_lock(&c->mu);
 	struct chunk *list = c->ready;

@@ -21,6 +21,7 @@ struct consumer {
 	/* the drainer thread: reads every buffer as fast as it fills */
 	pthread_t drainer;
 	int running;
+	int flushed;		/* the last read (ukpev_reader_flush) done */
 	volatile int stop;
 	pthread_mutex_t mu;
 	struct chunk *ready, **ready_tail;	/* drained, for the writer */
