@@ -4,7 +4,11 @@
  * program, register its probe, publish its description in the area.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,20 +82,105 @@ static unsigned long file_offset_addr(const struct objfind *f, unsigned long off
 	return 0;
 }
 
-/* "SYM" or "OBJ:SYM", data or function.  0, -ENOENT (symbol), -ENXIO (object) */
+/* st_value of a defined data or function symbol name in the ELF file at
+ * path: its symbol table, then its dynamic one.  0, or -ENOENT. */
+static int elf_sym(const char *path, const char *name, unsigned long *value)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
+	struct stat st;
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -ENOENT;
+	}
+	size_t size = (size_t)st.st_size;
+	const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -ENOENT;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
+	    (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+		goto out;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(m + eh->e_shoff);
+	for (int pass = 0; pass < 2 && err; pass++) {
+		unsigned type = pass ? SHT_DYNSYM : SHT_SYMTAB;
+		for (unsigned i = 0; i < eh->e_shnum && err; i++) {
+			if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
+			    sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+				continue;
+			const Elf64_Shdr *ss = &sh[sh[i].sh_link];
+			if (ss->sh_offset > size || ss->sh_size > size - ss->sh_offset)
+				continue;
+			const char *str = (const char *)m + ss->sh_offset;
+			const Elf64_Sym *sym = (const Elf64_Sym *)(const void *)(m + sh[i].sh_offset);
+			size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+			for (size_t k = 0; k < n; k++) {
+				unsigned t = ELF64_ST_TYPE(sym[k].st_info);
+				if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= ss->sh_size ||
+				    (t != STT_OBJECT && t != STT_FUNC && t != STT_NOTYPE &&
+				     t != STT_COMMON))
+					continue;
+				const char *nm = str + sym[k].st_name;
+				size_t left = ss->sh_size - sym[k].st_name;
+				if (strnlen(nm, left) < left && !strcmp(nm, name)) {
+					*value = sym[k].st_value;
+					err = 0;
+					break;
+				}
+			}
+		}
+	}
+out:
+	munmap((void *)m, size);
+	return err;
+}
+
+struct objlist {
+	unsigned n;
+	struct { char path[4096]; unsigned long base; bool is_main; } o[64];
+};
+
+static int objlist_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct objlist *l = arg;
+	if (l->n == sizeof(l->o) / sizeof(l->o[0]))
+		return 1;
+	const char *path = info->dlpi_name;
+	bool is_main = !path || !*path;
+	if (is_main) {
+		ssize_t k = readlink("/proc/self/exe", l->o[l->n].path, sizeof(l->o[0].path) - 1);
+		if (k <= 0)
+			return 0;
+		l->o[l->n].path[k] = 0;
+	} else {
+		snprintf(l->o[l->n].path, sizeof(l->o[0].path), "%s", path);
+	}
+	l->o[l->n].base = info->dlpi_addr;
+	l->o[l->n].is_main = is_main;
+	l->n++;
+	return 0;
+}
+
+/* "SYM" or "OBJ:SYM", data or function, exported or only in the symbol
+ * table.  0, -ENOENT (symbol), -ENXIO (object) */
 static int resolve_sym(const char *spec, unsigned long *addr)
 {
 	const char *colon = strchr(spec, ':');
+	const char *name = colon ? colon + 1 : spec;
 	void *p = NULL;
+	struct objfind f;
 	if (colon) {
 		char obj[4096];
 		snprintf(obj, sizeof(obj), "%.*s", (int)(colon - spec), spec);
-		struct objfind f;
 		if (!find_object(obj, &f))
 			return -ENXIO;
 		void *h = dlopen(f.is_main ? NULL : f.path, RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
-			p = dlsym(h, colon + 1);
+			p = dlsym(h, name);
 			dlclose(h);
 		}
 	} else {
@@ -101,7 +190,26 @@ static int resolve_sym(const char *spec, unsigned long *addr)
 		*addr = (unsigned long)p;
 		return 0;
 	}
-	/* functions, local ones too: the engine's symbol tables */
+	/* not exported: the symbol tables of the files, the executable first */
+	unsigned long v;
+	if (colon) {
+		if (!elf_sym(f.path, name, &v)) {
+			*addr = f.base + v;
+			return 0;
+		}
+	} else {
+		struct objlist *l = calloc(1, sizeof(*l));
+		if (l) {
+			dl_iterate_phdr(objlist_cb, l);
+			for (unsigned i = 0; i < l->n; i++)
+				if (!elf_sym(l->o[i].path, name, &v)) {
+					*addr = l->o[i].base + v;
+					free(l);
+					return 0;
+				}
+			free(l);
+		}
+	}
 	return ukp_sym_resolve(spec, addr) ? -ENOENT : 0;
 }
 

@@ -423,3 +423,20 @@ UKT_CASE(json_utf8)
 	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_JSON), "\"s\":\"caf\xc3\xa9 \\ufffd\\u0001\"");
 	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), " s=\"caf\xc3\xa9 \xff\x01\"");
 }
+
+/* data only in the symbol table (static, not exported) */
+static long s_hidden __attribute__((used)) = 4242;
+
+UKT_CASE(unexported_data_symbols)
+{
+	setup();
+	char def[256];
+	snprintf(def, sizeof(def), "p t_ptr h=@s_hidden:s64 q=@%s:s_hidden:u16",
+		 program_invocation_short_name);
+	struct ukpev_event *e = evt_create(A, def);
+	t_ptr(NULL);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), " h=4242 q=4242");
+	UKT_ASSERT(dlsym(RTLD_DEFAULT, "s_hidden") == NULL);
+}
