@@ -379,6 +379,9 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	e->max_size = (e->rec_size + d->max_dyn + 7) & ~7u;
 	e->info = d->info;
 	pthread_mutex_lock(&ev_lock);
+	/* errors go back in err, not to the program's stderr */
+	int quiet = ukp_log_quiet;
+	ukp_log_quiet = 1;
 	/* the name once per area */
 	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
 		struct ukpev_event *o = a->events[i];
@@ -475,10 +478,12 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	}
 	atomic_store(&a->hdr->nevents, id + 1);
 	a->events[id] = e;
+	ukp_log_quiet = quiet;
 	pthread_mutex_unlock(&ev_lock);
 	*out = e;
 	return 0;
 fail:
+	ukp_log_quiet = quiet;
 	if (e->registered) {
 		if (e->ret)
 			unregister_kretprobe(&e->u.rp);

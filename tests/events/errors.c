@@ -276,3 +276,30 @@ UKT_CASE(every_prefix)
 	UKT_STREQ(in->args[6].type_name, "u64");
 	ukpev_def_free(d);
 }
+
+/* a refused event says nothing on the program's stderr: the error is
+ * the caller's to report */
+UKT_CASE(refusals_are_silent)
+{
+	struct ukpev_area *a = evt_area(0);
+	unsetenv("UKPROBES_QUIET");
+	FILE *tmp = tmpfile();
+	UKT_ASSERT(tmp);
+	int saved = dup(2);
+	dup2(fileno(tmp), 2);
+	static const char *const defs[] = {
+		"p no_such_function_xyz", "p libc.so.6:no_such_fn_xyz", "p t_fn+1",
+		"p t_fn a=@no_such_var_xyz",
+	};
+	for (unsigned i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		struct ukpev_event *e;
+		struct ukpev_error err;
+		UKT_EQ(ukpev_event_create(a, defs[i], 0, &e, &err), -EINVAL);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	UKT_EQ(ftell(tmp), 0);
+	fclose(tmp);
+	ukpev_area_destroy(a);
+}
