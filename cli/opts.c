@@ -21,7 +21,7 @@ static const struct opt_def {
 	const char *help;
 } opt_table[] = {
 	{ 'p', "pid", "PID", "attach to the running process PID (a dynamically linked glibc program)" },
-	{ 'd', "duration", "SECONDS", "stop after SECONDS (fractional), removing every probe" },
+	{ 'd', "duration", "SECONDS", "with -p: end the trace after SECONDS (fractional), removing every probe" },
 	{ 'o', "output", "FILE", "write the events to FILE instead of stdout" },
 	{ 'b', "buffer-size", "KB", "each thread's record buffer, in KiB (default " UKP_STR(UKP_DEFAULT_BUFFER_KB) ")" },
 	{ O_PROFILE, "profile", NULL, "at the end, write 'GRP/EVENT HITS MISSES' per event to stderr (uprobe_profile)" },
@@ -204,6 +204,10 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 	}
 	if (!t->command && !t->pid) {
 		ukp_err("trace: give '-- COMMAND' to launch or '-p PID' to attach");
+		return 2;
+	}
+	if (t->command && t->duration > 0) {
+		ukp_err("trace: -d is for -p PID (a launched COMMAND is traced until it exits)");
 		return 2;
 	}
 	if (t->command && t->pid) {

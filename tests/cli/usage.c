@@ -34,6 +34,7 @@ UKT_CASE(bad_usage_exits_2)
 		{ "trace", "--format=xml", "p:a/b work", "--", "true" },
 		{ "trace", "-p", "1", "p:a/b work", "--", "true" },
 		{ "trace", "--filter=nocolon", "p:a/b work", "--", "true" },
+		{ "trace", "-d", "1", "p:a/b work", "--", "true" },
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		const char *a[7] = { 0 };
