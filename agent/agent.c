@@ -297,22 +297,15 @@ static void *launch_thread(void *arg)
 	int fd = (int)(long)arg;
 	uint32_t len;
 	s.fd = fd;
+	/* what this thread makes the engine do (it allocates as it arms)
+	 * records nothing */
+	ukpev_thread_mute(1);
 	if (hello(fd) < 0)
 		return NULL;
 	for (;;) {
 		int t = recv_msg(fd, buf, sizeof buf, &len);
 		if (t == UKPA_DEFINE) {
-			/* the engine's own diagnostics of a refused definition
-			 * would reach the program's stderr: the command reports
-			 * them (no code of the program runs meanwhile: setenv
-			 * is safe) */
-			int quiet = getenv("UKPROBES_QUIET") != NULL;
-			if (!quiet)
-				setenv("UKPROBES_QUIET", "1", 1);
-			int r = define(&s, buf, len);
-			if (!quiet)
-				unsetenv("UKPROBES_QUIET");
-			if (r != 0)
+			if (define(&s, buf, len) != 0)
 				break;	/* refused: the command kills us */
 			continue;
 		}
@@ -421,6 +414,7 @@ static void serve(int fd)
 static void *listener(void *arg)
 {
 	(void)arg;
+	ukpev_thread_mute(1);	/* its calls into probed functions record nothing */
 	for (;;) {
 		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
