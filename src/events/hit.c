@@ -591,9 +591,7 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	}
 	struct ev_rec *r = (struct ev_rec *)(void *)p;
 	r->ts = ev_clock(clk);
-	r->event = (uint16_t)e->id;
-	r->cpu = (uint16_t)(likely(tb->cpu_p != NULL) ? *tb->cpu_p : ev_cpu_slow());
-	r->flags = 0;
+	uint64_t cpu = likely(tb->cpu_p != NULL) ? *tb->cpu_p : ev_cpu_slow();
 	uint8_t *pl = (uint8_t *)(r + 1);
 	if (e->ret) {
 		*(uint64_t *)(void *)pl = ret_ip;
@@ -601,7 +599,12 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	}
 	unsigned dyn = e->nargs ? ev_run(e, regs, saved, pl, tb) : 0;
 	unsigned size = (e->rec_size + dyn + 7) & ~7u;
-	r->size = (uint16_t)size;
+	/* size, event, cpu, flags (0): one store */
+	_Static_assert(offsetof(struct ev_rec, size) == 8 && offsetof(struct ev_rec, event) == 10 &&
+		       offsetof(struct ev_rec, cpu) == 12 && offsetof(struct ev_rec, flags) == 14,
+		       "the record header");
+	*(uint64_t *)(void *)&r->size = size | (uint64_t)(uint16_t)e->id << 16 |
+					(uint64_t)(uint16_t)cpu << 32;
 	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
 	if (f && !ev_filter_match(f, pl, f->strtab, tb->tid)) {
 		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
