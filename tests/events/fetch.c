@@ -440,3 +440,33 @@ UKT_CASE(unexported_data_symbols)
 	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), " h=4242 q=4242");
 	UKT_ASSERT(dlsym(RTLD_DEFAULT, "s_hidden") == NULL);
 }
+
+/* the remaining types and @SYM-OFFS */
+struct { long a, b; } g_pair = { -31, 32 };
+NOIL void t_obj2(struct tobj *o, const void *p)
+{
+	sink = (unsigned long)o + (unsigned long)p;
+}
+__asm__(".globl g_pair_b\n.set g_pair_b, g_pair+8\n");
+
+UKT_CASE(more_types)
+{
+	setup();
+	O1 = (struct tobj){ .i = -7, .name = "uname", .str = pstr };
+	struct ukpev_event *e = evt_create(A, "p t_obj2 x8=+0(%di):x8 us=+4(%di):ustring "
+					   "ss=%si:symstr a=@g_pair_b-8:s64 b=@g_pair_b:s64 "
+					   "u16=+0(%di):u16 s16=+0(%di):s16 u32=+0(%di):u32");
+	UKT_EQ(ukpev_event_info(e)->args[2].type, UKPEV_T_SYMSTR);
+	char want[256], sym[128];
+	void *fn = (char *)(void *)&t_args + 1;
+	ukpev_symbolize_self((unsigned long)fn, sym, sizeof(sym), NULL);
+	t_obj2(&O1, fn);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	snprintf(want, sizeof(want), " x8=0xf9 us=\"uname\" ss=\"%s\" a=-31 b=32 u16=65529 "
+		 "s16=-7 u32=4294967289", sym);
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), want);
+	snprintf(want, sizeof(want), "\"x8\":\"0xf9\",\"us\":\"uname\",\"ss\":\"%s\",\"a\":-31,"
+		 "\"b\":32,\"u16\":65529,\"s16\":-7,\"u32\":4294967289", sym);
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_JSON), want);
+}
