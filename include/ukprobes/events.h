@@ -182,6 +182,7 @@ struct ukpev_arg_info {
 	int type;		/* enum ukpev_type of one element */
 	unsigned elem_size;	/* bytes of one element in the record:
 				   1, 2, 4, 8; strings 4 (a data_loc) */
+				/* string[N]: N pointers, each to a string */
 	unsigned count;		/* TYPE[N]: N; otherwise 0 */
 	unsigned offset;	/* of the value in the record's payload */
 	unsigned bf_width, bf_shift;	/* a bitfield: value = (container
@@ -425,6 +426,11 @@ UKPEV_API int ukpev_value_u64(const struct ukpev_event_info *ev, const struct uk
 			      unsigned arg, unsigned idx, uint64_t *out);
 UKPEV_API int ukpev_value_str(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
 			      unsigned arg, const char **s, size_t *len);
+/* Element idx of a string[N] (pointers to strings); -EFAULT for one that
+ * was unreadable.  ukpev_value_str() is element 0. */
+UKPEV_API int ukpev_value_str_at(const struct ukpev_event_info *ev,
+				 const struct ukpev_record *rec, unsigned arg, unsigned idx,
+				 const char **s, size_t *len);
 
 #ifdef __cplusplus
 }

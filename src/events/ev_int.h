@@ -28,6 +28,7 @@
  *	ST_MEM	  `size` * `count` bytes at val into the slot
  *	ST_STR	  the string at val into the dynamic part
  *	ST_COMM / ST_IMMSTR  the thread's name / an immediate string
+ *	ST_STRARR count pointers at val, each to a string (string[N])
  *
  * `+8(+0(%di)):u32` is ARG, LD_REG di, DEREF 0, ADD 8, ST_MEM 4.
  */
@@ -47,6 +48,7 @@ enum ev_op {
 	OP_ST_STR,
 	OP_ST_COMM,
 	OP_ST_IMMSTR,	/* imm: offset of the string in the event's strtab */
+	OP_ST_STRARR,	/* count pointers at val, each a string (string[N]) */
 	OP_END,
 };
 

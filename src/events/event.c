@@ -288,7 +288,9 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 			EMIT(.op = OP_DEREF, .imm = reads[k]);
 		if (reads[nr - 1])
 			EMIT(.op = OP_ADD, .imm = reads[nr - 1]);
-		if (str)
+		if (str && a->count)
+			EMIT(.op = OP_ST_STRARR, .count = (uint16_t)a->count);
+		else if (str)
 			EMIT(.op = OP_ST_STR);
 		else
 			EMIT(.op = OP_ST_MEM, .size = (uint8_t)a->elem_size,

@@ -290,21 +290,30 @@ int ukpev_value_u64(const struct ukpev_event_info *ev, const struct ukpev_record
 	return 0;
 }
 
-int ukpev_value_str(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
-		    unsigned arg, const char **s, size_t *len)
+int ukpev_value_str_at(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
+		       unsigned arg, unsigned idx, const char **s, size_t *len)
 {
-	if (!arg_ok(ev, rec, arg) || !is_str(ev->args[arg].type))
+	if (!arg_ok(ev, rec, arg) || !is_str(ev->args[arg].type) ||
+	    idx >= (ev->args[arg].count ? ev->args[arg].count : 1))
 		return -EINVAL;
 	if (faulted(rec, arg))
 		return -EFAULT;
 	uint32_t loc;
-	memcpy(&loc, (const uint8_t *)rec->payload + ev->args[arg].offset, 4);
+	memcpy(&loc, (const uint8_t *)rec->payload + ev->args[arg].offset + 4 * idx, 4);
 	unsigned off = loc & 0xffff, n = loc >> 16;
-	if (!n || off + n > rec->payload_size)
+	if (!n)
+		return -EFAULT;	/* an element of string[N] that was unreadable */
+	if (off + n > rec->payload_size)
 		return -EINVAL;
 	*s = (const char *)rec->payload + off;
 	*len = n - 1;	/* without the NUL */
 	return 0;
+}
+
+int ukpev_value_str(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
+		    unsigned arg, const char **s, size_t *len)
+{
+	return ukpev_value_str_at(ev, rec, arg, 0, s, len);
 }
 
 /* one element, in ftrace's form (json: as a JSON value) */
@@ -373,17 +382,26 @@ int ukpev_format_args(const struct ukpev_event_info *ev, const struct ukpev_reco
 			continue;
 		}
 		if (is_str(a->type)) {
-			const char *s;
-			size_t len;
-			if (ukpev_value_str(ev, rec, i, &s, &len)) {
-				put(&o, json ? "\"(fault)\"" : "(fault)");
-			} else if (json) {
-				put_json_str(&o, s, len);
-			} else {
-				putc_(&o, '"');
-				putn(&o, s, len);
-				putc_(&o, '"');
+			unsigned cnt = a->count ? a->count : 1;
+			if (a->count)
+				putc_(&o, json ? '[' : '{');
+			for (unsigned k = 0; k < cnt; k++) {
+				const char *s;
+				size_t len;
+				if (k)
+					putc_(&o, ',');
+				if (ukpev_value_str_at(ev, rec, i, k, &s, &len)) {
+					put(&o, json ? "\"(fault)\"" : "(fault)");
+				} else if (json) {
+					put_json_str(&o, s, len);
+				} else {
+					putc_(&o, '"');
+					putn(&o, s, len);
+					putc_(&o, '"');
+				}
 			}
+			if (a->count)
+				putc_(&o, json ? ']' : '}');
 			continue;
 		}
 		unsigned cnt = a->count ? a->count : 1;

@@ -401,6 +401,18 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 			fault = true;
 			break;
 		}
+		case OP_ST_STRARR:
+			/* each element on its own: an unreadable one has
+			 * length 0, printed (fault) */
+			for (unsigned k = 0; k < in->count; k++) {
+				unsigned long sp;
+				unsigned len = 0;
+				if (!ukp_copy_nofault(&sp, (const void *)(val + 8 * k), 8))
+					len = ev_copy_str(pl + dyn, sp);
+				((uint32_t *)(void *)slot)[k] = len ? (uint32_t)len << 16 | dyn : 0;
+				dyn += len;
+			}
+			continue;
 		default:	/* OP_END */
 			return dyn - dyn0;
 		}

@@ -144,8 +144,6 @@ static int parse_type(struct pctx *c, struct ev_parg *a, const char *s, size_t n
 		a->type = base_types[i].type;
 		a->elem_size = base_types[i].size;
 	}
-	if (a->count && is_string_type(a->type))
-		FAIL(c, UKPEV_E_BAD_ARRAY_TYPE, at);
 	a->type_name = dupn(s, n);
 	return a->type_name ? 0 : -ENOMEM;
 }
@@ -583,7 +581,7 @@ static int layout(struct pctx *c)
 		else if (a->base == B_IMMSTR)
 			dyn += (unsigned)strlen(a->str) + 1;
 		else if (is_string_type(a->type))
-			dyn += UKPEV_STRING_MAX;
+			dyn += UKPEV_STRING_MAX * cnt;
 		dyn = align_up(dyn, 1);
 	}
 	d->payload_size = align_up(off, 8);

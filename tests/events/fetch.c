@@ -470,3 +470,24 @@ UKT_CASE(more_types)
 		 "\"b\":32,\"u16\":65529,\"s16\":-7,\"u32\":4294967289", sym);
 	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_JSON), want);
 }
+
+/* string[N]: N pointers to strings (an argv) */
+UKT_CASE(string_arrays)
+{
+	setup();
+	const char *argv[] = { "one", "two", (const char *)unmapped(), NULL };
+	struct ukpev_event *e = evt_create(A, "p t_ptr a=+0(%di):string[3] b=+8(%di):ustring[1]");
+	t_ptr(argv);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_FTRACE), " a={\"one\",\"two\",(fault)} b={\"two\"}");
+	UKT_STREQ(evt_fmt(R, 0, UKPEV_FMT_JSON), "\"a\":[\"one\",\"two\",\"(fault)\"],\"b\":[\"two\"]");
+	const struct ukpev_event_info *ev = ukpev_reader_event(R, evt_recs[0].r.event);
+	const char *s;
+	size_t n;
+	UKT_EQ(ukpev_value_str_at(ev, &evt_recs[0].r, 0, 1, &s, &n), 0);
+	UKT_EQ(n, 3);
+	UKT_ASSERT(!memcmp(s, "two", 3));
+	UKT_EQ(ukpev_value_str_at(ev, &evt_recs[0].r, 0, 2, &s, &n), -EFAULT);
+	UKT_EQ(ukpev_value_str_at(ev, &evt_recs[0].r, 0, 3, &s, &n), -EINVAL);
+}
