@@ -40,7 +40,7 @@ int main(void)
 			mark(2);
 			_exit(7);
 		}
-		int st;
+		int st = 0;
 		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
 		    WEXITSTATUS(st) != (rounds % 4 == 3 ? 0 : 7)) {
 			fprintf(stderr, "child %d: status 0x%x\n", (int)c, st);
