@@ -304,7 +304,12 @@ int ukpev_reader_open(int fd, struct ukpev_reader **out)
 	struct ev_area_hdr hh;
 	if (pread(fd, &hh, sizeof(hh), 0) != (ssize_t)sizeof(hh))
 		return -EINVAL;
-	if (hh.magic != EV_MAGIC || hh.version != EV_VERSION || hh.size != (uint64_t)st.st_size)
+	if (hh.magic != EV_MAGIC || hh.version != EV_VERSION || hh.size != (uint64_t)st.st_size ||
+	    hh.subbuf_size != UKPEV_SUBBUF_SIZE ||
+	    hh.events_off + (uint64_t)UKPEV_MAX_EVENTS * sizeof(struct ev_meta) > hh.size ||
+	    hh.heap_off + hh.heap_size > hh.size ||
+	    hh.threads_off + (uint64_t)hh.threads_max * sizeof(struct ev_tblock) > hh.size ||
+	    hh.pool_off + (uint64_t)hh.nsubbufs * UKPEV_SUBBUF_SIZE > hh.size)
 		return -EINVAL;
 	void *m = mmap(NULL, hh.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (m == MAP_FAILED)
@@ -384,8 +389,22 @@ const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r, unsign
 	struct ukpev_arg_info *ai = calloc(m->nargs ? m->nargs : 1, sizeof(*ai));
 	if (!ai)
 		return NULL;
+	/* what another process wrote: checked before use */
+	if (m->nargs && (m->args_off < h->heap_off ||
+			 m->args_off + (uint64_t)m->nargs * sizeof(struct ev_meta_arg) >
+				 h->heap_off + h->heap_size)) {
+		free(ai);
+		return NULL;
+	}
 	const struct ev_meta_arg *ma = m->nargs ? ev_at(h, m->args_off) : NULL;
 	for (unsigned i = 0; i < m->nargs; i++) {
+		if (ma[i].type > UKPEV_T_COMM || ma[i].count > UKPEV_MAX_ARRAY ||
+		    (ma[i].elem_size != 1 && ma[i].elem_size != 2 && ma[i].elem_size != 4 &&
+		     ma[i].elem_size != 8) || ma[i].bf_width > 64 || ma[i].bf_shift >= 64 ||
+		    ma[i].offset > UKPEV_MAX_RECORD) {
+			free(ai);
+			return NULL;
+		}
 		ai[i] = (struct ukpev_arg_info){
 			.name = heap_str(h, ma[i].name_off), .type_name = heap_str(h, ma[i].type_off),
 			.type = (int)ma[i].type, .elem_size = ma[i].elem_size, .count = ma[i].count,
@@ -467,9 +486,12 @@ static int tell_lost(struct ev_tblock *tb, ukpev_record_fn fn, void *arg)
 	uint64_t n = atomic_load(&tb->lost);
 	if (n <= tb->lost_told)
 		return 0;
+	char comm[17];
+	memcpy(comm, tb->comm, 16);
+	comm[16] = 0;
 	struct ukpev_record out = {
 		.pid = tb->pid, .tid = tb->tid, .event = UKPEV_EVENT_LOST,
-		.lost = n - tb->lost_told, .comm = tb->comm,
+		.lost = n - tb->lost_told, .comm = comm,
 	};
 	tb->lost_told = n;
 	if (fn)
@@ -539,9 +561,12 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 				if (rec->size < sizeof(*rec) || rec->size % 8 ||
 				    tb->rpos + rec->size > head)
 					break;
+				char comm[17];
+				memcpy(comm, tb->comm, 16);
+				comm[16] = 0;
 				struct ukpev_record out = {
 					.pid = tb->pid, .tid = tb->tid, .cpu = rec->cpu,
-					.event = rec->event, .comm = tb->comm,
+					.event = rec->event, .comm = comm,
 				};
 				const uint8_t *pl = (const uint8_t *)(rec + 1);
 				if (rec->event == UKPEV_EVENT_LOST) {

@@ -16,6 +16,7 @@
 /* a copy of a delivered record */
 struct evt_rec {
 	struct ukpev_record r;
+	char comm[17];
 	uint8_t payload[UKPEV_MAX_RECORD];
 };
 
@@ -37,6 +38,8 @@ static int evt_keep(const struct ukpev_record *rec, void *arg)
 	k->r = *rec;
 	memcpy(k->payload, rec->payload, rec->payload_size);
 	k->r.payload = k->payload;
+	snprintf(k->comm, sizeof(k->comm), "%s", rec->comm);
+	k->r.comm = k->comm;
 	return 0;
 }
 
