@@ -38,6 +38,11 @@ $(B)/cli-targets/static_sleep: tests/cli/targets/sleeper.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -g -static -o $@ $< -pthread
 CLI_TARGETS += $(B)/cli-targets/static_sleep
+# dynamically linked (an interpreter) but without libc.so.6: not glibc
+$(B)/cli-targets/noglibc: tests/cli/targets/noglibc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 -fPIE -pie -nostdlib -nostartfiles -fno-stack-protector \
+		-Wl,--dynamic-linker=/lib64/ld-linux-x86-64.so.2 -o $@ $<
 # named here, so they are no intermediate files make would delete
 .PHONY: cli-targets
 cli-targets: $(CLI_TARGETS)

@@ -272,6 +272,17 @@ UKT_CASE(attach_errors)
 	char last[512];
 	UKT_EQ(finish(&s, last, sizeof last), 0);
 
+	/* dynamically linked, but not against glibc */
+	struct proc ng = start("noglibc");
+	snprintf(pid, sizeof pid, "%d", (int)ng.pid);
+	r = ukprobe("trace", "-p", pid, "p:t/x 0x1000", NULL);
+	expect_refused(&r, "not a glibc program");
+	run_free(&r);
+	kill(ng.pid, SIGKILL);
+	UKT_EQ(wait_status(ng.pid), 128 + SIGKILL);
+	fclose(ng.out);
+	close(ng.in);
+
 	/* traced already: by a debugger (here, this test) */
 	struct proc p = start("sleeper");
 	snprintf(pid, sizeof pid, "%d", (int)p.pid);
