@@ -332,6 +332,19 @@ int attach_connect(pid_t pid, int *ctl_fd)
 		r = remote_dlopen(pid, fn, path, &handle);
 		if (r == -EPERM || r == -EACCES) {
 			maps_free(&ms);
+			/* Yama restricts ptrace to descendants (1) or admins (2+) */
+			FILE *y = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+			int scope = 0;
+			if (y) {
+				if (fscanf(y, "%d", &scope) != 1)
+					scope = 0;
+				fclose(y);
+			}
+			if (scope > 0) {
+				snprintf(exe, sizeof exe, "no permission to trace it "
+					 "(ptrace; kernel.yama.ptrace_scope is %d)", scope);
+				return attach_fail(pid, exe);
+			}
 			return attach_fail(pid, "no permission to trace it (ptrace)");
 		}
 		if (r == -ESRCH) {
