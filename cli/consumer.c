@@ -8,8 +8,8 @@
  * The reader hands records thread by thread; a record read now may be
  * older than one of another thread read in an earlier round, so records
  * are held back until they are older than the start of the latest round
- * published (less a margin for the records' clock, which is the TSC's
- * reading of CLOCK_MONOTONIC): those are complete and go out, sorted by
+ * published, less a margin for a thread preempted between taking its
+ * timestamp and committing its record: those are complete and go out, sorted by
  * (timestamp, order read), which keeps each thread's own order.
  */
 #include <stdio.h>
@@ -21,7 +21,8 @@
 #include "consumer.h"
 
 #define CHUNK_SIZE	(4u << 20)
-#define MARGIN_NS	5000000ull	/* 5 ms */
+#define MARGIN_NS	50000000ull	/* 50 ms: a thread preempted between its
+					   timestamp and its commit */
 
 struct chunk {
 	struct chunk *next;
