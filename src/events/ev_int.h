@@ -284,30 +284,28 @@ struct ukpev_area {
 };
 
 struct ukpev_event {
-	/* the probe first: container_of from the handler's argument */
-	union {
-		struct kprobe kp;
-		struct kretprobe rp;
-	} u;
+	/* read by the hit path: one cache line */
 	struct ukpev_area *area;
-	struct ukpev_def *def;
+	_Atomic(struct ev_filter *) filter;
+	struct ev_insn *prog;
+	char *strtab;			/* immediate strings */
 	unsigned id;
-	bool ret;
-	bool registered;
-	char *symspec;			/* kp.symbol_name */
-	/* read by the hit path: */
 	unsigned nargs;
 	unsigned payload_size;
 	unsigned rec_size;		/* fixed part: header, ret_ip, payload */
 	unsigned max_size;		/* with the dynamic part, rounded */
 	unsigned nsaved;		/* $argN saved at entry */
-	struct ev_insn *prog;
-	char *strtab;			/* immediate strings */
-	_Atomic(struct ev_filter *) filter;
-	struct ev_filter *old_filters[8];	/* freed at removal */
-	unsigned nold;
+	bool ret;
+	/* the probe (the handlers find the event from it) */
+	union {
+		struct kprobe kp;
+		struct kretprobe rp;
+	} u __attribute__((aligned(64)));
+	struct ukpev_def *def;
+	bool registered;
+	char *symspec;			/* kp.symbol_name */
 	struct ukpev_event_info info;	/* def->info with id and addr */
-};
+} __attribute__((aligned(64)));
 
 /* area.c */
 EV_HIDDEN extern _Atomic uint32_t ev_fork_gen;

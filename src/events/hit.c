@@ -245,12 +245,14 @@ __attribute__((noinline)) static uint8_t *ev_reserve_slow(struct ev_area_hdr *h,
 	return tb->wp;
 }
 
-/* Room for need bytes: one compare in the common case. */
-static inline uint8_t *ev_reserve(struct ev_area_hdr *h, struct ev_tblock *tb, unsigned need)
+/* No room: the event is lost, counted where it was lost. */
+__attribute__((noinline)) static void ev_lost(struct ev_tblock *tb, struct ev_count *cnt)
 {
-	if (likely(tb->wp + need <= tb->wlimit))
-		return tb->wp;
-	return ev_reserve_slow(h, tb, need);
+	tb->pending_lost++;
+	tb->wlimit = tb->wp;	/* the next record goes the slow way */
+	atomic_store_explicit(&tb->lost, atomic_load_explicit(&tb->lost, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	__atomic_store_n(&cnt->misses, cnt->misses + 1, __ATOMIC_RELAXED);
 }
 
 /* ---- fetching ---------------------------------------------------------------- */
@@ -592,14 +594,13 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	}
 	struct ev_count *cnt = &tb->cnt[e->id];
 	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
-	uint8_t *p = ev_reserve(h, tb, e->max_size);
-	if (unlikely(!p)) {
-		tb->pending_lost++;
-		tb->wlimit = tb->wp;	/* the next record goes the slow way */
-		atomic_store_explicit(&tb->lost, atomic_load_explicit(&tb->lost, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-		__atomic_store_n(&cnt->misses, cnt->misses + 1, __ATOMIC_RELAXED);
-		return 0;
+	uint8_t *p = tb->wp;
+	if (unlikely(p + e->max_size > tb->wlimit)) {
+		p = ev_reserve_slow(h, tb, e->max_size);
+		if (!p) {
+			ev_lost(tb, cnt);
+			return 0;
+		}
 	}
 	struct ev_rec *r = (struct ev_rec *)(void *)p;
 	r->ts = ev_clock(clk);
@@ -622,11 +623,15 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	ev_commit(tb, size);
+	/* commit: the record, then the head that shows it (release) */
+	struct ev_subbuf *sb = tb->wsb;
+	uint8_t *end = p + size;
+	tb->wp = end;
+	atomic_store_explicit(&sb->head, (uint32_t)(end - sb->data), memory_order_release);
 	return 0;
 }
 
-#define EV_OF_KP(p) ((struct ukpev_event *)(void *)(p))
+#define EV_OF_KP(p) ((struct ukpev_event *)(void *)((char *)(p) - offsetof(struct ukpev_event, u)))
 
 int ev_pre_handler(struct kprobe *p, struct pt_regs *regs)
 {
