@@ -261,6 +261,9 @@ int cmd_trace(int argc, char **argv)
 	if (r < 0) {
 		if (child) {
 			int st;
+			/* killed meanwhile (a terminal's ^C reaches it too) */
+			if (waitpid(child, &st, WNOHANG) == child && WIFSIGNALED(st))
+				return 128 + WTERMSIG(st);
 			kill(child, SIGKILL);
 			waitpid(child, &st, 0);
 			ukp_err("the agent did not start in %s", t.command[0]);
@@ -276,6 +279,8 @@ int cmd_trace(int argc, char **argv)
 	if (areafd < 0) {
 		if (child) {
 			int st;
+			if (!refused && waitpid(child, &st, WNOHANG) == child && WIFSIGNALED(st))
+				return 128 + WTERMSIG(st);
 			kill(child, SIGKILL);	/* it exits before main by itself */
 			waitpid(child, &st, 0);
 		}
@@ -367,9 +372,8 @@ int cmd_trace(int argc, char **argv)
 		}
 	}
 	close(ctl);
-	sym_set_dead(sym);
 	if (exited)
-		sym_set_dead(sym);
+		sym_set_dead(sym);	/* its objects are known; no maps to read */
 	consumer_end(&c);
 	if (out != stdout)
 		fclose(out);
