@@ -52,6 +52,10 @@ UKT_CASE(exit_statuses)
 		for (int j = 0; j < n; j++)
 			UKT_EQ(v[j], j + 1);
 		RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+		/* symbolised from the program's file after it ended: no
+		 * [object] for the main executable */
+		RUN_EXPECT(r, count_lines(r.out, " mark: (mark+0x0/0x") == 5);
+		RUN_EXPECT(r, count_lines(r.out, "[ender]") == 0);
 		run_free(&r);
 	}
 }
