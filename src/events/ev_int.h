@@ -30,7 +30,9 @@
  *	ST_COMM / ST_IMMSTR  the thread's name / an immediate string
  *	ST_STRARR count pointers at val, each to a string (string[N])
  *
- * `+8(+0(%di)):u32` is ARG, LD_REG di, DEREF 0, ADD 8, ST_MEM 4.
+ * `+8(+0(%di)):u32` is ARG, LD_REG di, DEREF 0, ADD 8, ST_MEM 4.  The
+ * commonest forms are one instruction each: `%di:u32` REG_VAL,
+ * `+8(%di):string` REG_STR.
  */
 enum ev_op {
 	OP_ARG = 1,
@@ -49,6 +51,9 @@ enum ev_op {
 	OP_ST_COMM,
 	OP_ST_IMMSTR,	/* imm: offset of the string in the event's strtab */
 	OP_ST_STRARR,	/* count pointers at val, each a string (string[N]) */
+	/* fused, for the common fetchargs: */
+	OP_REG_VAL,	/* ARG, LD_REG, ST_VAL: slot dst, register param */
+	OP_REG_STR,	/* ARG count, LD_REG param, ADD imm, ST_STR: slot dst */
 	OP_END,
 };
 

@@ -230,6 +230,17 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 #define EMIT(...) (e->prog[n++] = (struct ev_insn){ __VA_ARGS__ })
 	for (unsigned i = 0; i < d->nargs; i++) {
 		struct ev_parg *a = &d->args[i];
+		bool strtype = a->type == UKPEV_T_STRING || a->type == UKPEV_T_USTRING;
+		if (a->base == B_REG && a->ndepth == 0) {
+			EMIT(.op = OP_REG_VAL, .param = (uint16_t)a->reg, .dst = (uint16_t)a->offset,
+			     .size = (uint8_t)a->elem_size);
+			continue;
+		}
+		if (a->base == B_REG && a->ndepth == 1 && strtype && !a->count) {
+			EMIT(.op = OP_REG_STR, .param = (uint16_t)a->reg, .dst = (uint16_t)a->offset,
+			     .count = (uint16_t)i, .imm = a->offs[0]);
+			continue;
+		}
 		EMIT(.op = OP_ARG, .param = (uint16_t)i, .dst = (uint16_t)a->offset);
 		int64_t reads[UKPEV_MAX_DEPTH + 1];
 		unsigned nr = 0;

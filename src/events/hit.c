@@ -343,6 +343,22 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 	for (;; in++) {
 		bool fault = false;
 		switch (in->op) {
+		case OP_REG_VAL:
+			ev_store_val(pl + in->dst, in->size,
+				     ((const unsigned long *)(const void *)regs)[in->param]);
+			continue;
+		case OP_REG_STR: {
+			unsigned long src = ((const unsigned long *)(const void *)regs)[in->param] +
+					    (unsigned long)in->imm;
+			unsigned len = ev_copy_str(pl + dyn, src);
+			if (len) {
+				*(uint32_t *)(void *)(pl + in->dst) = (uint32_t)len << 16 | dyn;
+				dyn += len;
+			} else {
+				bitmap[in->count / 64] |= 1ULL << (in->count % 64);
+			}
+			continue;
+		}
 		case OP_ARG:
 			arg = in->param;
 			slot = pl + in->dst;
@@ -421,7 +437,8 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 		if (fault) {
 			bitmap[arg / 64] |= 1ULL << (arg % 64);
 			/* on to the next fetcharg */
-			while (in[1].op != OP_ARG && in[1].op != OP_END)
+			while (in[1].op != OP_ARG && in[1].op != OP_END && in[1].op != OP_REG_VAL &&
+			       in[1].op != OP_REG_STR)
 				in++;
 		}
 	}
