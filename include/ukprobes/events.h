@@ -253,7 +253,8 @@ UKPEV_API int ukpev_area_create(const struct ukpev_area_opts *opts,
 				struct ukpev_area **out);
 /* The memfd (owned by the area: dup it to keep it). */
 UKPEV_API int ukpev_area_fd(const struct ukpev_area *a);
-/* Removes the area's events (ukpev_event_remove), unmaps, closes. */
+/* Removes the area's events (ukpev_event_remove), unmaps, closes.
+ * Close the readers made with ukpev_reader_from_area() first. */
 UKPEV_API void ukpev_area_destroy(struct ukpev_area *a);
 /*
  * Publishes the counters only the target sees (the engine's recursion
@@ -349,8 +350,10 @@ UKPEV_API void ukpev_reader_close(struct ukpev_reader *r);
  * recorded them.  fn returning non-zero stops the poll there (that record
  * counts as delivered).  The record's memory is valid only during fn.
  * The sub-buffers read are handed back for reuse; a thread that has
- * exited and is drained gives back its buffer.  One reader per area at a
- * time drains it.  Returns the number of records delivered.
+ * exited (asked at most every 50 ms) and is drained gives back its
+ * buffer, after a UKPEV_EVENT_LOST record of its last losses if it had
+ * any.  One reader per area at a time drains it.  Returns the number of
+ * records delivered.
  */
 typedef int (*ukpev_record_fn)(const struct ukpev_record *rec, void *arg);
 UKPEV_API int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg,
