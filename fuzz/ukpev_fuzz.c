@@ -2,9 +2,11 @@
 /*
  * libFuzzer target for the dynamic-event definition parser and the filter
  * parser.  An input is a definition, optionally followed by a newline and
- * a filter expression for that definition's fields.  Neither may crash,
- * leak, hang or read out of bounds (ASan, UBSan); an error must carry an
- * offset inside the text it parsed.
+ * a filter expression for that definition's fields, optionally followed
+ * by a NUL and bytes taken as a record's payload for that definition,
+ * which is then formatted (as a reader does with what another process
+ * wrote).  Nothing may crash, leak, hang or read out of bounds (ASan,
+ * UBSan); an error must carry an offset inside the text it parsed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = 0;
+	size_t tl = strlen(text);
+	const uint8_t *payload = tl < size ? data + tl + 1 : NULL;
+	size_t psize = tl < size ? size - tl - 1 : 0;
 	char *filter = strchr(text, '\n');
 	if (filter)
 		*filter++ = 0;
@@ -39,6 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (err.offset < 0 || (size_t)err.offset > strlen(filter))
 				abort();
 			ukpev_error_format(buf, sizeof(buf), filter, &err);
+		}
+		if (payload) {
+			/* an aligned copy, as records are */
+			uint64_t *pl = calloc(1, psize + 8);
+			if (pl) {
+				memcpy(pl, payload, psize);
+				struct ukpev_record rec = { .payload = pl, .payload_size = (unsigned)psize };
+				ukpev_format_args(in, &rec, UKPEV_FMT_FTRACE, buf, sizeof(buf), NULL, NULL);
+				ukpev_format_args(in, &rec, UKPEV_FMT_JSON, buf, sizeof(buf), NULL, NULL);
+				free(pl);
+			}
 		}
 		ukpev_def_free(d);
 	}
