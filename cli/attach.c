@@ -13,10 +13,11 @@
  * saved registers put back afterwards carry the interrupted call's
  * orig_ax and -ERESTART* in ax, so when the thread resumes the kernel
  * restarts that call exactly as after a signal with SA_RESTART: the
- * program never sees EINTR.  A thread in user space is preferred, then
- * one blocked in a call other than the sleeps that restart through
- * restart_syscall (nanosleep, futex with a timeout), whose restart block
- * a call that sleeps itself could overwrite.
+ * program never sees EINTR.  A thread blocked in a system call is
+ * preferred (it is at a safe point: not inside malloc holding the lock
+ * dlopen's own malloc would wait for), first one in a call other than
+ * the sleeps that restart through restart_syscall (nanosleep, futex with
+ * a timeout), then those; a thread stopped anywhere in user space last.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -117,11 +118,11 @@ static pid_t pick_thread(pid_t pid)
 		int rank;
 		long nr = strtol(buf, NULL, 10);
 		if (!strncmp(buf, "running", 7) || !strncmp(buf, "-1", 2))
-			rank = 0;
+			rank = 2;	/* anywhere: maybe inside malloc, holding its lock */
 		else if (nr == 35 || nr == 230 || nr == 202)	/* nanosleep, clock_nanosleep, futex */
-			rank = 2;
-		else
 			rank = 1;
+		else
+			rank = 0;	/* blocked in read, poll, wait...: a safe point */
 		rank = rank * 2 + (tid != pid);
 		if (rank < best_rank) {
 			best_rank = rank;
