@@ -331,7 +331,9 @@ struct ukpev_record {
 	const void *payload;	/* the values, decoded by ukpev_format_*()
 				   and ukpev_value_*() */
 	unsigned payload_size;
-	const char *comm;	/* the thread's name when it first recorded */
+	const char *comm;	/* the thread's name, as the reader last saw
+				   it (at most a second old), or at its
+				   first event if it is gone */
 };
 
 /*

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cpuid.h>
+#include <fcntl.h>
 #include "ev_int.h"
 
 _Atomic uint32_t ev_fork_gen = 1;
@@ -472,6 +473,31 @@ static void recalibrate(struct ukpev_reader *r)
 	}
 }
 
+/* The thread's name now (a program names its threads after they start,
+ * often after their first event): read at most once a second, when it
+ * has records; its name at its first event until then, or if gone. */
+static void refresh_comm(struct ev_tblock *tb, uint64_t now)
+{
+	if (tb->rcomm_ns && now - tb->rcomm_ns < 1000000000ULL)
+		return;
+	tb->rcomm_ns = now;
+	char path[64], buf[32];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", tb->pid, tb->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	if (buf[n - 1] == '\n')
+		n--;
+	if (n > 15)
+		n = 15;
+	memset(tb->rcomm, 0, sizeof(tb->rcomm));
+	memcpy(tb->rcomm, buf, (size_t)n);
+}
+
 static bool thread_alive(pid_t pid, pid_t tid)
 {
 	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno != ESRCH;
@@ -487,7 +513,7 @@ static int tell_lost(struct ev_tblock *tb, ukpev_record_fn fn, void *arg)
 	if (n <= tb->lost_told)
 		return 0;
 	char comm[17];
-	memcpy(comm, tb->comm, 16);
+	memcpy(comm, tb->rcomm[0] ? tb->rcomm : tb->comm, 16);
 	comm[16] = 0;
 	struct ukpev_record out = {
 		.pid = tb->pid, .tid = tb->tid, .event = UKPEV_EVENT_LOST,
@@ -557,12 +583,14 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 			if (head > EV_SB_DATA)
 				break;	/* corrupt: stop reading this thread */
 			if (tb->rpos < head) {
+				if (!got)
+					refresh_comm(tb, now);
 				struct ev_rec *rec = (struct ev_rec *)(void *)(sb->data + tb->rpos);
 				if (rec->size < sizeof(*rec) || rec->size % 8 ||
 				    tb->rpos + rec->size > head)
 					break;
 				char comm[17];
-				memcpy(comm, tb->comm, 16);
+				memcpy(comm, tb->rcomm[0] ? tb->rcomm : tb->comm, 16);
 				comm[16] = 0;
 				struct ukpev_record out = {
 					.pid = tb->pid, .tid = tb->tid, .cpu = rec->cpu,

@@ -249,6 +249,8 @@ struct ev_tblock {
 	uint32_t pad1;
 	uint64_t lost_marked;		/* sum of the markers read */
 	uint64_t lost_told;		/* lost events delivered as markers */
+	char rcomm[16];			/* the name as the reader last saw it */
+	uint64_t rcomm_ns;		/* when (0: not yet) */
 	struct ev_count cnt[UKPEV_MAX_EVENTS];
 };
 

@@ -184,6 +184,7 @@ __attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *
 	tb->rpos = 0;
 	tb->lost_marked = 0;
 	tb->lost_told = 0;
+	tb->rcomm_ns = 0;
 	/* counters: zeroed by whoever freed the block (or never used) */
 	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
 	ev_tls.key[a->slot] = a->key;

@@ -5,6 +5,7 @@
  * probes on the C library's own functions.
  */
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -682,6 +683,34 @@ UKT_CASE(muted_thread)
 	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
 	UKT_EQ(st.hits, 5);
 	UKT_EQ(st.misses, 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+/* a thread named after its first event: its records carry the new name */
+static void *rename_after(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "before");
+	t_count(1);
+	prctl(PR_SET_NAME, "after");
+	t_count(2);
+	return NULL;
+}
+
+UKT_CASE(thread_renamed)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	evt_create(a, "p t_count c=$comm");
+	/* alive when the reader looks: its name now */
+	rename_after(NULL);
+	UKT_EQ(evt_drain(r), 2);
+	UKT_STREQ(evt_recs[0].r.comm, "after");
+	UKT_STREQ(evt_recs[1].r.comm, "after");
+	/* $comm is the name at the thread's first event */
+	UKT_STREQ(evt_fmt(r, 1, UKPEV_FMT_FTRACE), " c=\"before\"");
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
