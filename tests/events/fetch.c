@@ -3,6 +3,8 @@
  * Every fetch form and type against functions of this program whose
  * values the test knows, formatted as the kernel prints them.
  */
+#include <cpuid.h>
+#include <stdbool.h>
 #include <ctype.h>
 #include <link.h>
 #include <sys/mman.h>
@@ -490,4 +492,49 @@ UKT_CASE(string_arrays)
 	UKT_ASSERT(!memcmp(s, "two", 3));
 	UKT_EQ(ukpev_value_str_at(ev, &evt_recs[0].r, 0, 2, &s, &n), -EFAULT);
 	UKT_EQ(ukpev_value_str_at(ev, &evt_recs[0].r, 0, 3, &s, &n), -EINVAL);
+}
+
+/* without the TSC: CLOCK_MONOTONIC read by the handler */
+UKT_CASE(monotonic_clock_fallback)
+{
+	setenv("UKPROBES_EVENTS_CLOCK", "mono", 1);
+	setup();
+	struct ukpev_event *e = evt_create(A, "p t_ptr");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t_ptr(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	uint64_t a = (uint64_t)t0.tv_sec * 1000000000ULL + (uint64_t)t0.tv_nsec;
+	uint64_t b = (uint64_t)t1.tv_sec * 1000000000ULL + (uint64_t)t1.tv_nsec;
+	UKT_ASSERT(evt_recs[0].r.ts_ns >= a && evt_recs[0].r.ts_ns <= b);
+}
+
+/* the cpu without rseq: rdpid, else rdtscp */
+extern int ev_cpu_mode;
+static void *one_ptr(void *arg)
+{
+	(void)arg;
+	t_ptr(NULL);
+	return NULL;
+}
+
+UKT_CASE(cpu_without_rseq)
+{
+	setup();
+	struct ukpev_event *e = evt_create(A, "p t_ptr");
+	unsigned ncpu = (unsigned)sysconf(_SC_NPROCESSORS_CONF);
+	unsigned ca, cb, cc, cd;
+	bool rdpid = __get_cpuid_count(7, 0, &ca, &cb, &cc, &cd) && (cc & (1u << 22));
+	for (int mode = rdpid ? 1 : 2; mode <= 2; mode++) {
+		ev_cpu_mode = mode;	/* for threads' first events from now */
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, one_ptr, NULL), 0);
+		pthread_join(th, NULL);
+	}
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), rdpid ? 2 : 1);
+	for (unsigned i = 0; i < evt_n; i++)
+		UKT_ASSERT(evt_recs[i].r.cpu < ncpu);
 }
