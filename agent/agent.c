@@ -337,6 +337,7 @@ static void launch(int fd)
 /* ---- attach --------------------------------------------------------- */
 
 static int listen_fd = -1;
+static int peer_allowed(int c);
 
 /*
  * Attach: a child the program forks while a command is attached inherits
@@ -379,7 +380,8 @@ static void serve(int fd)
 		if (p[1].revents & POLLIN) {
 			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {
-				send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
+				if (peer_allowed(c))
+					send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
 				close(c);
 			}
 		}
@@ -411,6 +413,20 @@ static void serve(int fd)
 	kprobes_set_optimization(opt);
 }
 
+/*
+ * An abstract socket has no file permissions: anyone on the machine can
+ * connect.  Only root and this process's own user may arm probes in it
+ * (they read its memory), as only they may ptrace it.
+ */
+static int peer_allowed(int c)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return 0;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
 static void *listener(void *arg)
 {
 	(void)arg;
@@ -422,7 +438,8 @@ static void *listener(void *arg)
 				continue;
 			return NULL;
 		}
-		serve(c);
+		if (peer_allowed(c))
+			serve(c);
 		close(c);
 	}
 }

@@ -10,6 +10,9 @@
 #include <elf.h>
 #include <sys/stat.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <stddef.h>
 #include "run.h"
 
 struct proc {
@@ -535,4 +538,43 @@ UKT_CASE(attach_to_allocating_threads)
 	int st = finish(&p, last, sizeof last);
 	if (st != 0 || strncmp(last, "ok ", 3))
 		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
+
+/* the agent's socket is abstract (no file permissions): it serves root
+ * and the target's own user only; anyone else is hung up on unheard */
+UKT_CASE(agent_serves_only_its_users)
+{
+	if (getuid() != 0) {
+		printf("  (needs root to switch users: not run)\n");
+		return;
+	}
+	struct proc p = start("sleeper");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.2", "p:t/work work", NULL);
+	RUN_EXPECT(r, r.status == 0);		/* the agent is loaded now */
+	run_free(&r);
+	for (int other = 0; other < 2; other++) {
+		pid_t c = fork();
+		if (c == 0) {
+			if (other && (setgid(65534) || setuid(65534)))
+				_exit(10);
+			struct sockaddr_un a = { .sun_family = AF_UNIX };
+			int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1,
+					 "ukprobe-agent-%d", (int)p.pid);
+			int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+			if (fd < 0 || connect(fd, (struct sockaddr *)&a,
+					      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)))
+				_exit(11);
+			struct pollfd q = { fd, POLLIN, 0 };
+			if (poll(&q, 1, 5000) != 1)
+				_exit(12);
+			char buf[64];
+			ssize_t got = recv(fd, buf, sizeof buf, 0);
+			_exit(got > 0 ? 20 : got == 0 ? 21 : 13);	/* 20: HELLO, 21: hung up */
+		}
+		UKT_EQ(wait_status(c), other ? 21 : 20);
+	}
+	char last[512];
+	UKT_EQ(finish(&p, last, sizeof last), 0);
 }
