@@ -53,10 +53,10 @@ extern "C" {
  * three fetchargs, so a thread recording as fast as it can while the
  * reader gets a fraction of a CPU loses nothing. */
 #define UKPEV_DEFAULT_BUFFER_KB	131072
-/* The area every thread's records come from: at most this many MiB in
- * total, however many threads (1 GiB: 1,000 threads fit, each holding at
- * least one sub-buffer).  Memory is used only as sub-buffers are first
- * written; drained ones are reused. */
+/* The area every thread's records come from: this many MiB in total,
+ * descriptions and thread blocks included, however many threads (1 GiB:
+ * 4,096 threads fit, each holding at least one sub-buffer).  Memory is
+ * used only as it is first written; drained sub-buffers are reused. */
 #define UKPEV_DEFAULT_AREA_MB	1024
 /* Buffers are made of sub-buffers of this size; a thread takes its first
  * one at its first event, so 1,000 threads idle after one event each

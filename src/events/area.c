@@ -167,18 +167,30 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 		free(a);
 		return -EMFILE;
 	}
-	uint64_t pool = (uint64_t)area_mb << 20;
-	uint32_t nsub = (uint32_t)(pool / UKPEV_SUBBUF_SIZE);
-	uint32_t tmax = nsub < 4096 ? nsub : 4096;
+	/* everything within area_mb: the descriptions, a heap and thread
+	 * blocks scaled to it, the rest sub-buffers */
+	uint64_t size = (uint64_t)area_mb << 20;
+	uint64_t heap_size = size / 16 < HEAP_SIZE ? size / 16 : HEAP_SIZE;
+	uint64_t tm = size / (4 * UKPEV_SUBBUF_SIZE);
+	uint32_t tmax = tm < 4096 ? (uint32_t)tm : 4096;
 	uint64_t off = page_up(sizeof(struct ev_area_hdr));
 	uint64_t events_off = off;
 	off = page_up(off + (uint64_t)UKPEV_MAX_EVENTS * sizeof(struct ev_meta));
 	uint64_t heap_off = off;
-	off = page_up(off + HEAP_SIZE);
+	off = page_up(off + heap_size);
 	uint64_t threads_off = off;
 	off = page_up(off + (uint64_t)tmax * sizeof(struct ev_tblock));
-	uint64_t pool_off = off;
-	uint64_t size = pool_off + (uint64_t)nsub * UKPEV_SUBBUF_SIZE;
+	uint64_t pool_off = (off + UKPEV_SUBBUF_SIZE - 1) & ~(uint64_t)(UKPEV_SUBBUF_SIZE - 1);
+	if (pool_off + 2 * UKPEV_SUBBUF_SIZE > size) {
+		pthread_mutex_lock(&area_lock);
+		areas[a->slot] = NULL;
+		pthread_mutex_unlock(&area_lock);
+		free(a);
+		return -EINVAL;
+	}
+	uint32_t nsub = (uint32_t)((size - pool_off) / UKPEV_SUBBUF_SIZE);
+	if (buffer_kb * 1024 > (uint64_t)nsub * UKPEV_SUBBUF_SIZE)
+		buffer_kb = (size_t)nsub * (UKPEV_SUBBUF_SIZE / 1024);
 	int err = 0;
 	a->fd = (int)syscall(SYS_memfd_create, "ukprobes-events", 1 /* MFD_CLOEXEC */);
 	if (a->fd < 0) {
@@ -202,7 +214,7 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	h->size = size;
 	h->events_off = events_off;
 	h->heap_off = heap_off;
-	h->heap_size = HEAP_SIZE;
+	h->heap_size = heap_size;
 	h->heap_used = 8;	/* offset 0 of the heap: "none" */
 	h->threads_off = threads_off;
 	h->pool_off = pool_off;

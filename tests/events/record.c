@@ -488,6 +488,7 @@ UKT_CASE_T(thousand_threads, 120)
 	struct stat st;
 	UKT_EQ(fstat(ukpev_area_fd(a), &st), 0);
 	unsigned long used = (unsigned long)st.st_blocks * 512;
+	UKT_EQ(st.st_size, (off_t)UKPEV_DEFAULT_AREA_MB << 20);	/* all of it, at most */
 	UKT_ASSERT(used <= (1UL << 30));
 	UKT_ASSERT(used >= N * 4096UL);	/* sparse: what was written */
 	fprintf(stderr, "  %d threads: %lu KiB of the area in use\n", N, used >> 10);
