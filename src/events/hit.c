@@ -106,8 +106,14 @@ uint32_t ev_sb_get(struct ev_area_hdr *h)
 			    offsetof(struct ev_subbuf, free_next));
 	if (i)
 		return i;
-	uint32_t n = atomic_fetch_add_explicit(&h->subbufs_hw, 1, memory_order_relaxed);
-	return n < h->nsubbufs ? n + 1 : 0;
+	/* never used ones: the high-water mark, moved only while below the
+	 * end (a full pool asked again and again must not wrap it) */
+	uint32_t n = atomic_load_explicit(&h->subbufs_hw, memory_order_relaxed);
+	while (n < h->nsubbufs)
+		if (atomic_compare_exchange_weak_explicit(&h->subbufs_hw, &n, n + 1,
+							  memory_order_relaxed, memory_order_relaxed))
+			return n + 1;
+	return 0;
 }
 
 void ev_sb_put(struct ev_area_hdr *h, uint32_t idx1)
@@ -128,8 +134,12 @@ static uint32_t tb_get(struct ev_area_hdr *h)
 			    sizeof(struct ev_tblock), offsetof(struct ev_tblock, free_next));
 	if (i)
 		return i;
-	uint32_t n = atomic_fetch_add_explicit(&h->threads_hw, 1, memory_order_relaxed);
-	return n < h->threads_max ? n + 1 : 0;
+	uint32_t n = atomic_load_explicit(&h->threads_hw, memory_order_relaxed);
+	while (n < h->threads_max)
+		if (atomic_compare_exchange_weak_explicit(&h->threads_hw, &n, n + 1,
+							  memory_order_relaxed, memory_order_relaxed))
+			return n + 1;
+	return 0;
 }
 
 /* ---- a thread's first event ------------------------------------------------ */

@@ -715,3 +715,37 @@ UKT_CASE(thread_renamed)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* the whole pool taken: events are lost, not blocked, and the pool is
+ * whole again once read */
+UKT_CASE(pool_exhausted)
+{
+	struct ukpev_area_opts o = { .sz = sizeof(o), .area_mb = 1 };
+	struct ukpev_area *a;
+	UKT_EQ(ukpev_area_create(&o, &a), 0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	uint32_t nsub = a->hdr->nsubbufs;
+	unsigned per_sb = (unsigned)((UKPEV_SUBBUF_SIZE - sizeof(struct ev_subbuf)) / 32);
+	UKT_ASSERT(nsub >= 2 && nsub < 20);
+	for (int round = 0; round < 3; round++) {
+		for (unsigned long i = 0; i < 100000; i++)
+			t_count(i);
+		memset(&fl, 0, sizeof(fl));
+		UKT_ASSERT(ukpev_reader_flush(r, flush_cb, NULL) > 0);
+		/* the first round starts with an empty pool; the later ones
+		 * after a marker and with the current sub-buffer partly used */
+		if (round == 0) {
+			UKT_EQ(fl.records, nsub * per_sb);
+			UKT_EQ(fl.lost, 100000 - nsub * per_sb);
+		}
+		UKT_EQ(fl.records + fl.lost, 100000);
+		UKT_EQ(atomic_load(&a->hdr->subbufs_hw), nsub);
+	}
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
+	UKT_EQ(st.hits, 300000);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
