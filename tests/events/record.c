@@ -749,3 +749,29 @@ UKT_CASE(pool_exhausted)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+NOIL long t_twice(long x)
+{
+	sink = (unsigned long)x;
+	return 2 * x;
+}
+
+UKT_CASE(return_event_created_disabled)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e;
+	struct ukpev_error err;
+	UKT_EQ(ukpev_event_create(a, "r t_twice ret=$retval:s64 x=$arg1:s64", UKPEV_F_DISABLED, &e,
+				  &err), 0);
+	t_twice(1);
+	UKT_EQ(ukpev_event_enable(e), 0);
+	t_twice(2);
+	UKT_EQ(ukpev_event_disable(e), 0);
+	t_twice(3);
+	UKT_EQ(evt_drain(r), 1);
+	UKT_STREQ(evt_fmt(r, 0, UKPEV_FMT_FTRACE), " ret=4 x=2");
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
