@@ -171,7 +171,9 @@ enum ukpev_type {
 	UKPEV_T_STRING,		/* dynamic data: bytes at an address */
 	UKPEV_T_USTRING,	/* the same (user space has one kind) */
 	UKPEV_T_SYMBOL,		/* a u64 address, printed sym+0xOFF/0xSIZE */
-	UKPEV_T_SYMSTR,		/* the same, delivered as a string */
+	UKPEV_T_SYMSTR,		/* the same, printed as a string: recorded
+				   as the address (nothing is formatted in
+				   the probed thread), symbolised when read */
 	UKPEV_T_BITFIELD,	/* bits of a u8..u64 container: unsigned */
 	UKPEV_T_COMM,		/* $comm: a string */
 };
@@ -245,7 +247,8 @@ struct ukpev_area_opts {
  * Creates an area: a memfd of area_mb MiB (sparse: pages are used only as
  * records are written), mapped MAP_SHARED here.  opts may be NULL.
  *   -EINVAL  opts->sz too small, buffer_kb above area_mb or below one
- *            sub-buffer
+ *            sub-buffer (it is rounded up to two), area_mb too small
+ *   -EMFILE  four areas exist in this process already
  *   -ENOMEM, or memfd_create/mmap's errno
  */
 struct ukpev_area;
