@@ -193,6 +193,8 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 		buffer_kb = (size_t)nsub * (UKPEV_SUBBUF_SIZE / 1024);
 	int err = 0;
 	a->fd = (int)syscall(SYS_memfd_create, "ukprobes-events", 1 /* MFD_CLOEXEC */);
+	if (a->fd < 0)	/* no memfd (seccomp, old kernel): an unnamed file in /dev/shm */
+		a->fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (a->fd < 0) {
 		err = -errno;
 		goto fail;
