@@ -153,6 +153,7 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	struct ukpev_area *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	a->fd = -1;
 	pthread_mutex_lock(&area_lock);
 	a->slot = -1;
 	for (int i = 0; i < EV_MAX_AREAS; i++)
