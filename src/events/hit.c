@@ -607,6 +607,7 @@ static inline __attribute__((always_inline)) int
 ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
        unsigned long ret_ip, bool clk)
 {
+	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
 	struct ukpev_area *a = e->area;
 	struct ev_area_hdr *h = a->hdr;
 	struct ev_tblock *tb = ev_tls.tb[a->slot];
@@ -631,7 +632,7 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 		}
 	}
 	struct ev_rec *r = (struct ev_rec *)(void *)p;
-	r->ts = ev_clock(clk);
+	r->ts = ts;
 	uint64_t cpu = likely(tb->cpu_p != NULL) ? *tb->cpu_p : ev_cpu_slow();
 	uint8_t *pl = (uint8_t *)(r + 1);
 	if (e->ret) {
