@@ -133,6 +133,8 @@ static uint64_t page_up(uint64_t v)
 int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **out)
 {
 	size_t buffer_kb = UKPEV_DEFAULT_BUFFER_KB, area_mb = UKPEV_DEFAULT_AREA_MB;
+	if (!out)
+		return -EINVAL;
 	*out = NULL;
 	if (opts) {
 		if (opts->sz < sizeof(size_t) * 3)
@@ -258,7 +260,7 @@ fail:
 
 int ukpev_area_fd(const struct ukpev_area *a)
 {
-	return a->fd;
+	return a ? a->fd : -EINVAL;
 }
 
 void ukpev_area_destroy(struct ukpev_area *a)
@@ -312,6 +314,8 @@ static int reader_init(struct ukpev_reader *r)
 int ukpev_reader_open(int fd, struct ukpev_reader **out)
 {
 	struct stat st;
+	if (!out)
+		return -EINVAL;
 	*out = NULL;
 	if (fstat(fd, &st))
 		return -errno;
@@ -349,6 +353,8 @@ int ukpev_reader_open(int fd, struct ukpev_reader **out)
 
 int ukpev_reader_from_area(struct ukpev_area *a, struct ukpev_reader **out)
 {
+	if (!a || !out)
+		return -EINVAL;
 	struct ukpev_reader *r = calloc(1, sizeof(*r));
 	*out = NULL;
 	if (!r)
@@ -391,6 +397,8 @@ static const char *heap_str(const struct ev_area_hdr *h, uint64_t off)
 
 const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r, unsigned id)
 {
+	if (!r)
+		return NULL;
 	struct ev_area_hdr *h = r->h;
 	if (id >= UKPEV_MAX_EVENTS)
 		return NULL;
@@ -445,6 +453,8 @@ const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r, unsign
 
 unsigned ukpev_reader_nevents(struct ukpev_reader *r)
 {
+	if (!r)
+		return 0;
 	unsigned n = atomic_load_explicit(&r->h->nevents, memory_order_acquire);
 	return n > UKPEV_MAX_EVENTS ? UKPEV_MAX_EVENTS : n;
 }
@@ -575,6 +585,8 @@ static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti,
 
 int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, unsigned max)
 {
+	if (!r)
+		return -EINVAL;
 	struct ev_area_hdr *h = r->h;
 	unsigned done = 0;
 	recalibrate(r);
@@ -662,6 +674,8 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 
 int ukpev_reader_flush(struct ukpev_reader *r, ukpev_record_fn fn, void *arg)
 {
+	if (!r)
+		return -EINVAL;
 	struct ev_area_hdr *h = r->h;
 	int n, total = 0;
 	while ((n = ukpev_reader_poll(r, fn, arg, 0)) > 0)
@@ -681,6 +695,8 @@ int ukpev_reader_flush(struct ukpev_reader *r, ukpev_record_fn fn, void *arg)
 
 int ukpev_reader_stats(struct ukpev_reader *r, unsigned id, struct ukpev_stats *st)
 {
+	if (!r || !st)
+		return -EINVAL;
 	struct ev_area_hdr *h = r->h;
 	memset(st, 0, sizeof(*st));
 	if (id >= UKPEV_MAX_EVENTS ||
@@ -708,6 +724,8 @@ int ukpev_reader_stats(struct ukpev_reader *r, unsigned id, struct ukpev_stats *
 
 uint64_t ukpev_reader_lost(struct ukpev_reader *r)
 {
+	if (!r)
+		return 0;
 	struct ev_area_hdr *h = r->h;
 	uint64_t n = atomic_load(&h->retired_lost) + atomic_load(&h->nothread_misses);
 	uint32_t hw = atomic_load_explicit(&h->threads_hw, memory_order_acquire);

@@ -372,6 +372,8 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	struct ukpev_error dummy;
 	if (!err)
 		err = &dummy;
+	if (!a || !out)
+		return -EINVAL;
 	*out = NULL;
 	struct ukpev_def *d;
 	int r = ev_def_parse(definition, &d, err);
@@ -518,6 +520,8 @@ fail:
 int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr, struct ukpev_error *err)
 {
 	struct ev_filter *f = NULL;
+	if (!ev)
+		return -EINVAL;
 	if (expr && *expr) {
 		int r = ev_filter_compile(ev->def, expr, &f, err);
 		if (r)
@@ -538,11 +542,15 @@ int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr, struct ukpe
 
 int ukpev_event_enable(struct ukpev_event *ev)
 {
+	if (!ev)
+		return -EINVAL;
 	return ev->ret ? enable_kretprobe(&ev->u.rp) : enable_kprobe(&ev->u.kp);
 }
 
 int ukpev_event_disable(struct ukpev_event *ev)
 {
+	if (!ev)
+		return -EINVAL;
 	return ev->ret ? disable_kretprobe(&ev->u.rp) : disable_kprobe(&ev->u.kp);
 }
 
@@ -571,11 +579,13 @@ void ukpev_event_remove(struct ukpev_event *ev)
 
 const struct ukpev_event_info *ukpev_event_info(const struct ukpev_event *ev)
 {
-	return &ev->info;
+	return ev ? &ev->info : NULL;
 }
 
 struct ukpev_event *ukpev_event_find(struct ukpev_area *a, const char *name)
 {
+	if (!a || !name)
+		return NULL;
 	const char *slash = strchr(name, '/');
 	struct ukpev_event *found = NULL;
 	pthread_mutex_lock(&ev_lock);
@@ -598,6 +608,8 @@ struct ukpev_event *ukpev_event_find(struct ukpev_area *a, const char *name)
 
 int ukpev_area_sync(struct ukpev_area *a)
 {
+	if (!a)
+		return -EINVAL;
 	pthread_mutex_lock(&ev_lock);
 	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
 		struct ukpev_event *e = a->events[i];
@@ -614,6 +626,8 @@ int ukpev_symbolize_self(unsigned long addr, char *buf, size_t n, void *arg)
 {
 	(void)arg;
 	struct ukp_where w;
+	if (!buf)
+		return -1;
 	if (n)
 		buf[0] = 0;
 	if (ukp_sym_where(addr, &w) || !w.func[0])

@@ -293,6 +293,8 @@ void ev_filter_free(struct ev_filter *f)
 int ukpev_filter_check(const struct ukpev_def *d, const char *expr, struct ukpev_error *err)
 {
 	struct ev_filter *f;
+	if (!d)
+		return -EINVAL;
 	int r = ev_filter_compile(d, expr, &f, err);
 	ev_filter_free(f);
 	return r;

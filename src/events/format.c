@@ -92,6 +92,8 @@ int ukpev_error_format(char *buf, size_t n, const char *text, const struct ukpev
 	int off = err ? err->offset : 0;
 	if (!text)
 		text = "";
+	if (!buf)
+		n = 0;
 	if (off < 0)
 		off = 0;
 	int len = snprintf(buf, n, "ukprobe: error: %s\n%s%s\n%*s^\n",
@@ -272,7 +274,7 @@ static bool arg_ok(const struct ukpev_event_info *ev, const struct ukpev_record 
 int ukpev_value_u64(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
 		    unsigned arg, unsigned idx, uint64_t *out)
 {
-	if (!arg_ok(ev, rec, arg))
+	if (!arg_ok(ev, rec, arg) || !out)
 		return -EINVAL;
 	const struct ukpev_arg_info *a = &ev->args[arg];
 	if (is_str(a->type) || idx >= (a->count ? a->count : 1))
@@ -293,7 +295,7 @@ int ukpev_value_u64(const struct ukpev_event_info *ev, const struct ukpev_record
 int ukpev_value_str_at(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
 		       unsigned arg, unsigned idx, const char **s, size_t *len)
 {
-	if (!arg_ok(ev, rec, arg) || !is_str(ev->args[arg].type) ||
+	if (!arg_ok(ev, rec, arg) || !s || !len || !is_str(ev->args[arg].type) ||
 	    idx >= (ev->args[arg].count ? ev->args[arg].count : 1))
 		return -EINVAL;
 	if (faulted(rec, arg))
@@ -361,6 +363,8 @@ static void put_elem(struct out *o, const struct ukpev_arg_info *a, uint64_t v, 
 int ukpev_format_args(const struct ukpev_event_info *ev, const struct ukpev_record *rec,
 		      int format, char *buf, size_t n, ukpev_symbolize_fn sym, void *arg)
 {
+	if (!buf)
+		n = 0;
 	struct out o = { buf, n, 0 };
 	bool json = format == UKPEV_FMT_JSON;
 	if (n)

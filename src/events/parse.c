@@ -758,6 +758,8 @@ void ev_def_free(struct ukpev_def *d)
 
 int ukpev_def_parse(const char *definition, struct ukpev_def **out, struct ukpev_error *err)
 {
+	if (!out)
+		return -EINVAL;
 	return ev_def_parse(definition, out, err);
 }
 
@@ -768,5 +770,5 @@ void ukpev_def_free(struct ukpev_def *d)
 
 const struct ukpev_event_info *ukpev_def_info(const struct ukpev_def *d)
 {
-	return &d->info;
+	return d ? &d->info : NULL;
 }

@@ -303,3 +303,53 @@ UKT_CASE(refusals_are_silent)
 	fclose(tmp);
 	ukpev_area_destroy(a);
 }
+
+/* misuse of the API is an error, not a crash */
+UKT_CASE(null_arguments)
+{
+	struct ukpev_error err;
+	struct ukpev_def *d;
+	UKT_EQ(ukpev_def_parse(NULL, &d, &err), -EINVAL);
+	UKT_EQ(ukpev_def_parse("p f", NULL, &err), -EINVAL);
+	UKT_ASSERT(ukpev_def_info(NULL) == NULL);
+	UKT_EQ(ukpev_filter_check(NULL, "a == 1", &err), -EINVAL);
+	UKT_EQ(ukpev_area_create(NULL, NULL), -EINVAL);
+	UKT_EQ(ukpev_area_fd(NULL), -EINVAL);
+	UKT_EQ(ukpev_area_sync(NULL), -EINVAL);
+	ukpev_area_destroy(NULL);
+	struct ukpev_event *e;
+	UKT_EQ(ukpev_event_create(NULL, "p f", 0, &e, &err), -EINVAL);
+	UKT_EQ(ukpev_event_set_filter(NULL, "a", &err), -EINVAL);
+	UKT_EQ(ukpev_event_enable(NULL), -EINVAL);
+	UKT_EQ(ukpev_event_disable(NULL), -EINVAL);
+	ukpev_event_remove(NULL);
+	UKT_ASSERT(ukpev_event_info(NULL) == NULL);
+	UKT_ASSERT(ukpev_event_find(NULL, "x") == NULL);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_open(-1, &r), -EBADF);
+	UKT_EQ(ukpev_reader_open(0, NULL), -EINVAL);
+	UKT_EQ(ukpev_reader_from_area(NULL, &r), -EINVAL);
+	UKT_EQ(ukpev_reader_poll(NULL, NULL, NULL, 0), -EINVAL);
+	UKT_EQ(ukpev_reader_flush(NULL, NULL, NULL), -EINVAL);
+	UKT_ASSERT(ukpev_reader_event(NULL, 0) == NULL);
+	UKT_EQ(ukpev_reader_nevents(NULL), 0);
+	UKT_EQ(ukpev_reader_lost(NULL), 0);
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(NULL, 0, &st), -EINVAL);
+	ukpev_reader_close(NULL);
+	uint64_t v;
+	const char *s;
+	size_t n;
+	UKT_EQ(ukpev_value_u64(NULL, NULL, 0, 0, &v), -EINVAL);
+	UKT_EQ(ukpev_value_str(NULL, NULL, 0, &s, &n), -EINVAL);
+	UKT_EQ(ukpev_format_args(NULL, NULL, UKPEV_FMT_FTRACE, NULL, 0, NULL, NULL), 0);
+	UKT_ASSERT(ukpev_error_format(NULL, 0, NULL, NULL) > 0);
+	UKT_STREQ(ukpev_strerror(-1), "Unknown error");
+	UKT_STREQ(ukpev_strerror(UKPEV_E__MAX), "Unknown error");
+	/* a file that is not an area */
+	FILE *f = tmpfile();
+	fputs("not an area, not at all, no header here", f);
+	fflush(f);
+	UKT_EQ(ukpev_reader_open(fileno(f), &r), -EINVAL);
+	fclose(f);
+}
