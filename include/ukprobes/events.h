@@ -135,6 +135,8 @@ enum ukpev_errcode {
 	UKPEV_E_FILTER_TOO_FEW_OPEN,	/* "Too few '('" */
 	UKPEV_E_FILTER_EXPECT_STRING,	/* "Expecting string field" */
 	UKPEV_E_FILTER_EXPECT_DIGIT,	/* "Expecting numeric field" */
+	UKPEV_E_BAD_TRIGGER,		/* "Invalid trigger" */
+	UKPEV_E_TRIGGER_COUNT,		/* "Invalid trigger count" */
 	UKPEV_E__MAX
 };
 
@@ -260,6 +262,12 @@ UKPEV_API int ukpev_area_fd(const struct ukpev_area *a);
  * Close the readers made with ukpev_reader_from_area() first. */
 UKPEV_API void ukpev_area_destroy(struct ukpev_area *a);
 /*
+ * The area's tracing_on: on 0, no event of it records (hits are counted,
+ * triggers run); 1, they record again; -1 only asks.  Returns the
+ * previous state, or -EINVAL.
+ */
+UKPEV_API int ukpev_area_tracing(struct ukpev_area *a, int on);
+/*
  * Publishes the counters only the target sees (the engine's recursion
  * misses, kprobe nmissed and kretprobe nmissed) into the area for readers.
  * Call before a final read.
@@ -300,6 +308,30 @@ UKPEV_API int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr,
 				     struct ukpev_error *err);
 UKPEV_API int ukpev_event_enable(struct ukpev_event *ev);
 UKPEV_API int ukpev_event_disable(struct ukpev_event *ev);
+/*
+ * The kernel's soft disable (a trigger's enable_event/disable_event): the
+ * probe stays armed, its hits are counted and run its triggers, but
+ * record only while soft-enabled (the default).  Cheap: a flag the hit
+ * path reads.  Returns the previous state (1 enabled), or -EINVAL.
+ */
+UKPEV_API int ukpev_event_soft_enable(struct ukpev_event *ev, int on);
+/*
+ * Adds an event trigger (events.rst "Event triggers") that runs in the
+ * probed thread at every hit of ev, whether it records or not:
+ *   traceon | traceoff | enable_event:GRP:EVENT | disable_event:GRP:EVENT
+ * then optionally ":COUNT" (it fires COUNT times) and " if EXPR" (a filter
+ * of ev's fields, evaluated on the hit's values).  GRP:EVENT names an event
+ * of ev's area; removing that event removes the trigger.  traceon and
+ * traceoff set the area's tracing (ukpev_area_tracing()).
+ *   -EINVAL  a bad trigger: err's offset into the text
+ *   -EOPNOTSUPP  a kernel trigger that is not for the target (stacktrace,
+ *            hist, snapshot: the reader's)
+ */
+UKPEV_API int ukpev_event_add_trigger(struct ukpev_event *ev, const char *trigger,
+				      struct ukpev_error *err);
+/* Removes every trigger of ev. */
+UKPEV_API void ukpev_event_clear_triggers(struct ukpev_event *ev);
+
 /* Unregisters it (no handler of it runs once this returns) and frees it.
  * Its description stays in the area: records already written decode. */
 UKPEV_API void ukpev_event_remove(struct ukpev_event *ev);

@@ -149,6 +149,24 @@ struct ev_filter {
 	char *strtab;
 };
 
+/* ukpev_event.gate: what sends a hit the slow way */
+#define EV_GATE_SOFT_OFF	1	/* ukpev_event_soft_enable(0) */
+#define EV_GATE_TRIGGERS	2	/* it has triggers */
+
+/* Triggers: an immutable set, swapped whole (ukpev_event_add_trigger) */
+enum ev_trig_type { T_TRACEON = 1, T_TRACEOFF, T_ENABLE, T_DISABLE };
+struct ev_trigger {
+	int type;
+	_Atomic int64_t count;		/* < 0: no limit */
+	struct ukpev_event *target;	/* T_ENABLE, T_DISABLE */
+	struct ev_filter *filter;	/* NULL: always */
+	char *text;
+};
+struct ev_trigset {
+	unsigned n;
+	struct ev_trigger *t[];
+};
+
 /* Compile expr against d's fields.  0 or -EINVAL (err) / -ENOMEM. */
 EV_HIDDEN int ev_filter_compile(const struct ukpev_def *d, const char *expr,
 				struct ev_filter **out, struct ukpev_error *err);
@@ -284,6 +302,7 @@ struct ukpev_area {
 	int fd;
 	int slot;			/* in each thread's TLS */
 	uint32_t key;			/* unique per area made in this process */
+	_Atomic uint8_t tracing_off;	/* ukpev_area_tracing(), traceoff */
 	struct ev_area_hdr *hdr;
 	size_t size;
 	struct ukpev_event *events[UKPEV_MAX_EVENTS];
@@ -303,6 +322,8 @@ struct ukpev_event {
 	unsigned max_size;		/* with the dynamic part, rounded */
 	unsigned nsaved;		/* $argN saved at entry */
 	bool ret;
+	_Atomic uint8_t gate;		/* EV_GATE_*: 0, the common case */
+	_Atomic(struct ev_trigset *) trig;	/* NULL: none */
 	/* the probe (the handlers find the event from it) */
 	union {
 		struct kprobe kp;

@@ -540,6 +540,217 @@ int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr, struct ukpe
 	return 0;
 }
 
+/* ---- triggers ---------------------------------------------------------------------- */
+
+static void trigger_free(struct ev_trigger *t)
+{
+	if (!t)
+		return;
+	ev_filter_free(t->filter);
+	free(t->text);
+	free(t);
+}
+
+/* A new set: old's triggers but those whose target is gone (NULL: keep
+ * all), and add (NULL: none).  NULL for an empty set; *err on ENOMEM. */
+static struct ev_trigset *trigset_with(const struct ev_trigset *old, const struct ukpev_event *gone,
+				       struct ev_trigger *add, bool *nomem)
+{
+	unsigned n = (old ? old->n : 0) + (add ? 1 : 0);
+	*nomem = false;
+	if (!n)
+		return NULL;
+	struct ev_trigset *s = malloc(sizeof(*s) + n * sizeof(s->t[0]));
+	if (!s) {
+		*nomem = true;
+		return NULL;
+	}
+	s->n = 0;
+	for (unsigned i = 0; old && i < old->n; i++)
+		if (!gone || old->t[i]->target != gone)
+			s->t[s->n++] = old->t[i];
+	if (add)
+		s->t[s->n++] = add;
+	if (!s->n) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* the word [s, s+n) is a number: *v */
+static bool trig_count(const char *s, size_t n, int64_t *v)
+{
+	char buf[24], *end;
+	if (!n || n >= sizeof(buf) || s[0] < '0' || s[0] > '9')
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	errno = 0;
+	unsigned long long c = strtoull(buf, &end, 10);
+	if (errno || *end || c == 0 || c > INT64_MAX)
+		return false;
+	*v = (int64_t)c;
+	return true;
+}
+
+int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukpev_error *err)
+{
+	struct ukpev_error dummy;
+	if (!err)
+		err = &dummy;
+	err->code = UKPEV_E_NONE;
+	err->offset = 0;
+	if (!ev || !text)
+		return -EINVAL;
+	/* COMMAND[:ARGS...][:COUNT] [if EXPR] */
+	size_t len = strlen(text), cmd_end = len;
+	const char *ifp = NULL;
+	for (size_t i = 0; i + 2 <= len; i++)
+		if ((i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t') && !strncmp(text + i, "if", 2) &&
+		    (text[i + 2] == ' ' || text[i + 2] == '\t' || text[i + 2] == 0)) {
+			ifp = text + i;
+			cmd_end = i;
+			break;
+		}
+	while (cmd_end && (text[cmd_end - 1] == ' ' || text[cmd_end - 1] == '\t'))
+		cmd_end--;
+	/* the words of the command */
+	const char *w[6];
+	size_t wl[6];
+	unsigned nw = 0;
+	for (size_t i = 0; i <= cmd_end && nw < 6;) {
+		size_t j = i;
+		while (j < cmd_end && text[j] != ':')
+			j++;
+		w[nw] = text + i;
+		wl[nw++] = j - i;
+		i = j + 1;
+	}
+	struct ev_trigger *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	atomic_store(&t->count, -1);
+	unsigned need = 1;
+#define IS(k, lit) (wl[k] == sizeof(lit) - 1 && !strncmp(w[k], lit, sizeof(lit) - 1))
+	if (IS(0, "traceon")) {
+		t->type = T_TRACEON;
+	} else if (IS(0, "traceoff")) {
+		t->type = T_TRACEOFF;
+	} else if (IS(0, "enable_event") || IS(0, "disable_event")) {
+		t->type = IS(0, "enable_event") ? T_ENABLE : T_DISABLE;
+		need = 3;
+	} else if (IS(0, "stacktrace") || IS(0, "hist") || IS(0, "snapshot") ||
+		   IS(0, "enable_hist") || IS(0, "disable_hist")) {
+		ev_set_err(err, UKPEV_E_BAD_TRIGGER, 0);
+		trigger_free(t);
+		return -EOPNOTSUPP;
+	} else {
+		ev_set_err(err, UKPEV_E_BAD_TRIGGER, 0);
+		trigger_free(t);
+		return -EINVAL;
+	}
+#undef IS
+	if (nw < need || nw > need + 1 || (need == 3 && (!wl[1] || !wl[2]))) {
+		ev_set_err(err, UKPEV_E_BAD_TRIGGER, nw < need ? (int)cmd_end :
+			   need == 3 && !wl[1] ? (int)(w[1] - text) :
+			   need == 3 && !wl[2] ? (int)(w[2] - text) : (int)(w[need + 1] - text));
+		trigger_free(t);
+		return -EINVAL;
+	}
+	if (nw == need + 1) {
+		int64_t c;
+		if (!trig_count(w[need], wl[need], &c)) {
+			ev_set_err(err, UKPEV_E_TRIGGER_COUNT, (int)(w[need] - text));
+			trigger_free(t);
+			return -EINVAL;
+		}
+		atomic_store(&t->count, c);
+	}
+	if (ifp) {
+		const char *expr = ifp + 2;
+		int r = ev_filter_compile(ev->def, expr, &t->filter, err);
+		if (r) {
+			if (err->code != UKPEV_E_NONE)
+				err->offset += (int)(expr - text);
+			trigger_free(t);
+			return r;
+		}
+	}
+	t->text = strdup(text);
+	if (!t->text) {
+		trigger_free(t);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&ev_lock);
+	if (need == 3) {
+		char name[2 * UKPEV_NAME_MAX + 2];
+		snprintf(name, sizeof(name), "%.*s/%.*s", (int)wl[1], w[1], (int)wl[2], w[2]);
+		for (unsigned i = 0; i < UKPEV_MAX_EVENTS && !t->target; i++) {
+			struct ukpev_event *o = ev->area->events[i];
+			if (o && strlen(o->def->group) == wl[1] && !strncmp(o->def->group, w[1], wl[1]) &&
+			    strlen(o->def->event) == wl[2] && !strncmp(o->def->event, w[2], wl[2]))
+				t->target = o;
+		}
+		if (!t->target) {
+			pthread_mutex_unlock(&ev_lock);
+			ev_set_err(err, UKPEV_E_FILTER_NO_EVENT, (int)(w[1] - text));
+			trigger_free(t);
+			return -EINVAL;
+		}
+	}
+	bool nomem;
+	struct ev_trigset *old = atomic_load(&ev->trig);
+	struct ev_trigset *s = trigset_with(old, NULL, t, &nomem);
+	if (nomem) {
+		pthread_mutex_unlock(&ev_lock);
+		trigger_free(t);
+		return -ENOMEM;
+	}
+	atomic_store_explicit(&ev->trig, s, memory_order_release);
+	atomic_fetch_or(&ev->gate, EV_GATE_TRIGGERS);
+	pthread_mutex_unlock(&ev_lock);
+	if (old) {
+		ukp_synchronize();	/* no hit reads the old set any more */
+		free(old);
+	}
+	return 0;
+}
+
+void ukpev_event_clear_triggers(struct ukpev_event *ev)
+{
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev_lock);
+	struct ev_trigset *old = atomic_exchange(&ev->trig, NULL);
+	atomic_fetch_and(&ev->gate, (uint8_t)~EV_GATE_TRIGGERS);
+	pthread_mutex_unlock(&ev_lock);
+	if (!old)
+		return;
+	ukp_synchronize();
+	for (unsigned i = 0; i < old->n; i++)
+		trigger_free(old->t[i]);
+	free(old);
+}
+
+int ukpev_event_soft_enable(struct ukpev_event *ev, int on)
+{
+	if (!ev)
+		return -EINVAL;
+	uint8_t was = on ? atomic_fetch_and(&ev->gate, (uint8_t)~EV_GATE_SOFT_OFF)
+			 : atomic_fetch_or(&ev->gate, EV_GATE_SOFT_OFF);
+	return !(was & EV_GATE_SOFT_OFF);
+}
+
+int ukpev_area_tracing(struct ukpev_area *a, int on)
+{
+	if (!a)
+		return -EINVAL;
+	if (on < 0)
+		return !atomic_load(&a->tracing_off);
+	return !atomic_exchange(&a->tracing_off, on ? 0 : 1);
+}
+
 int ukpev_event_enable(struct ukpev_event *ev)
 {
 	if (!ev)
@@ -563,12 +774,49 @@ void ukpev_event_remove(struct ukpev_event *ev)
 	else
 		unregister_kprobe(&ev->u.kp);
 	pthread_mutex_lock(&ev_lock);
+	/* triggers of other events that switch this one: dropped (their
+	 * old sets freed once no hit reads them) */
+	struct ev_trigset *olds[UKPEV_MAX_EVENTS];
+	unsigned nolds = 0;
+	for (unsigned i = 0; i < UKPEV_MAX_EVENTS; i++) {
+		struct ukpev_event *o = ev->area->events[i];
+		struct ev_trigset *ts = o && o != ev ? atomic_load(&o->trig) : NULL;
+		bool hit = false, nomem;
+		for (unsigned k = 0; ts && k < ts->n; k++)
+			hit |= ts->t[k]->target == ev;
+		if (!hit)
+			continue;
+		struct ev_trigset *ns = trigset_with(ts, ev, NULL, &nomem);
+		if (nomem) {	/* keep the triggers, but inert */
+			for (unsigned k = 0; k < ts->n; k++)
+				if (ts->t[k]->target == ev)
+					atomic_store(&ts->t[k]->count, 0);
+			continue;
+		}
+		atomic_store_explicit(&o->trig, ns, memory_order_release);
+		if (!ns)
+			atomic_fetch_and(&o->gate, (uint8_t)~EV_GATE_TRIGGERS);
+		olds[nolds++] = ts;
+	}
 	struct ev_meta *m = ev_meta(ev->area->hdr, ev->id);
 	atomic_fetch_add(&m->engine_misses, ev->u.kp.nmissed +
 			 (ev->ret ? (unsigned long)ev->u.rp.nmissed : 0));
 	atomic_store_explicit(&m->state, EV_META_GONE, memory_order_release);
 	ev->area->events[ev->id] = NULL;
 	pthread_mutex_unlock(&ev_lock);
+	if (nolds) {
+		ukp_synchronize();
+		for (unsigned i = 0; i < nolds; i++) {
+			for (unsigned k = 0; k < olds[i]->n; k++)
+				if (olds[i]->t[k]->target == ev)
+					trigger_free(olds[i]->t[k]);
+			free(olds[i]);
+		}
+	}
+	struct ev_trigset *own = atomic_load(&ev->trig);
+	for (unsigned k = 0; own && k < own->n; k++)
+		trigger_free(own->t[k]);
+	free(own);
 	ev_filter_free(atomic_load(&ev->filter));
 	free(ev->prog);
 	free(ev->strtab);

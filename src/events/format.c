@@ -77,6 +77,8 @@ static const char *const messages[UKPEV_E__MAX] = {
 	[UKPEV_E_FILTER_TOO_FEW_OPEN] = "Too few '('",
 	[UKPEV_E_FILTER_EXPECT_STRING] = "Expecting string field",
 	[UKPEV_E_FILTER_EXPECT_DIGIT] = "Expecting numeric field",
+	[UKPEV_E_BAD_TRIGGER] = "Invalid trigger",
+	[UKPEV_E_TRIGGER_COUNT] = "Invalid trigger count",
 };
 
 const char *ukpev_strerror(int code)

@@ -594,6 +594,34 @@ bool ev_filter_match(const struct ev_filter *f, const uint8_t *pl, const char *s
 
 /* ---- handlers ------------------------------------------------------------------ */
 
+/* A hit's triggers (events.rst): each with its filter and count */
+__attribute__((noinline)) static void ev_triggers(const struct ev_trigset *ts, const uint8_t *pl,
+						  int32_t tid, struct ukpev_area *a)
+{
+	for (unsigned i = 0; i < ts->n; i++) {
+		struct ev_trigger *t = ts->t[i];
+		if (t->filter && !ev_filter_match(t->filter, pl, t->filter->strtab, tid))
+			continue;
+		int64_t c = atomic_load_explicit(&t->count, memory_order_relaxed);
+		while (c > 0 && !atomic_compare_exchange_weak_explicit(&t->count, &c, c - 1,
+								       memory_order_relaxed,
+								       memory_order_relaxed))
+			;
+		if (c == 0)
+			continue;	/* used up */
+		if (t->type == T_TRACEON)
+			atomic_store_explicit(&a->tracing_off, 0, memory_order_relaxed);
+		else if (t->type == T_TRACEOFF)
+			atomic_store_explicit(&a->tracing_off, 1, memory_order_relaxed);
+		else if (t->type == T_ENABLE)
+			atomic_fetch_and_explicit(&t->target->gate, (uint8_t)~EV_GATE_SOFT_OFF,
+						  memory_order_relaxed);
+		else
+			atomic_fetch_or_explicit(&t->target->gate, EV_GATE_SOFT_OFF,
+						 memory_order_relaxed);
+	}
+}
+
 static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
 {
 	if (!clk)
@@ -603,29 +631,30 @@ static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Reserve, fetch, filter, commit.  gated: the event is soft-disabled, has
+ * triggers, or tracing is off (ev_hit sends those here through
+ * ev_record_gated, so the common case reads none of it).
+ */
 static inline __attribute__((always_inline)) int
-ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
-       unsigned long ret_ip, bool clk)
+ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+	  unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt,
+	  bool gated)
 {
-	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
 	struct ukpev_area *a = e->area;
-	struct ev_area_hdr *h = a->hdr;
-	struct ev_tblock *tb = ev_tls.tb[a->slot];
-	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
-		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
-		if (ev_tls.gen & EV_MUTED)
-			return 0;	/* ukpev_thread_mute() */
-		tb = ev_thread_attach(a);
-		if (!tb) {
-			atomic_fetch_add_explicit(&h->nothread_misses, 1, memory_order_relaxed);
+	bool quiet = false;
+	const struct ev_trigset *trig = NULL;
+	if (gated) {
+		/* nothing recorded, but triggers still need the values */
+		quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) & EV_GATE_SOFT_OFF) ||
+			atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+		trig = atomic_load_explicit(&e->trig, memory_order_acquire);
+		if (quiet && !trig)
 			return 0;
-		}
 	}
-	struct ev_count *cnt = &tb->cnt[e->id];
-	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
 	uint8_t *p = tb->wp;
 	if (unlikely(p + e->max_size > tb->wlimit)) {
-		p = ev_reserve_slow(h, tb, e->max_size);
+		p = ev_reserve_slow(a->hdr, tb, e->max_size);
 		if (!p) {
 			ev_lost(tb, cnt);
 			return 0;
@@ -647,6 +676,17 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 		       "the record header");
 	*(uint64_t *)(void *)&r->size = size | (uint64_t)(uint16_t)e->id << 16 |
 					(uint64_t)(uint16_t)cpu << 32;
+	if (gated) {
+		if (trig) {
+			ev_triggers(trig, pl, tb->tid, a);
+			/* a trigger may have turned this event or tracing on or off */
+			quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) &
+				 EV_GATE_SOFT_OFF) ||
+				atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+		}
+		if (quiet)
+			return 0;
+	}
 	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
 	if (f && !ev_filter_match(f, pl, f->strtab, tb->tid)) {
 		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
@@ -658,6 +698,38 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	tb->wp = end;
 	atomic_store_explicit(&sb->head, (uint32_t)(end - sb->data), memory_order_release);
 	return 0;
+}
+
+__attribute__((noinline)) static int
+ev_record_gated(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+		unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
+{
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true);
+}
+
+static inline __attribute__((always_inline)) int
+ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+       unsigned long ret_ip, bool clk)
+{
+	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
+	struct ukpev_area *a = e->area;
+	struct ev_tblock *tb = ev_tls.tb[a->slot];
+	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
+		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
+		if (ev_tls.gen & EV_MUTED)
+			return 0;	/* ukpev_thread_mute() */
+		tb = ev_thread_attach(a);
+		if (!tb) {
+			atomic_fetch_add_explicit(&a->hdr->nothread_misses, 1, memory_order_relaxed);
+			return 0;
+		}
+	}
+	struct ev_count *cnt = &tb->cnt[e->id];
+	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
+	if (unlikely(atomic_load_explicit(&e->gate, memory_order_relaxed) |
+		     atomic_load_explicit(&a->tracing_off, memory_order_relaxed)))
+		return ev_record_gated(e, regs, saved, ret_ip, ts, tb, cnt);
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false);
 }
 
 #define EV_OF_KP(p) ((struct ukpev_event *)(void *)((char *)(p) - offsetof(struct ukpev_event, u)))

@@ -775,3 +775,114 @@ UKT_CASE(return_event_created_disabled)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* ---- soft enable, tracing on/off, triggers ------------------------------------------- */
+
+static unsigned count_event(unsigned id)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < evt_n; i++)
+		n += evt_recs[i].r.event == id;
+	return n;
+}
+
+UKT_CASE(soft_enable_and_tracing)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *e = evt_create(a, "p t_count i=%di:u64");
+	UKT_EQ(ukpev_event_soft_enable(e, 0), 1);
+	t_count(1);
+	UKT_EQ(ukpev_event_soft_enable(e, 1), 0);
+	t_count(2);
+	UKT_EQ(ukpev_area_tracing(a, 0), 1);
+	UKT_EQ(ukpev_area_tracing(a, -1), 0);
+	t_count(3);
+	UKT_EQ(ukpev_area_tracing(a, 1), 0);
+	t_count(4);
+	UKT_EQ(evt_drain(r), 2);
+	UKT_STREQ(evt_fmt(r, 0, UKPEV_FMT_FTRACE), " i=2");
+	UKT_STREQ(evt_fmt(r, 1, UKPEV_FMT_FTRACE), " i=4");
+	struct ukpev_stats st;
+	UKT_EQ(ukpev_reader_stats(r, ukpev_event_info(e)->id, &st), 0);
+	UKT_EQ(st.hits, 4);
+	UKT_EQ(st.misses, 0);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+UKT_CASE(triggers)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_reader *r;
+	UKT_EQ(ukpev_reader_from_area(a, &r), 0);
+	struct ukpev_event *ea = evt_create(a, "p:g/a t_count i=%di:u64");
+	struct ukpev_event *eb = evt_create(a, "p:g/b t_fs n=%di:s32");
+	unsigned ida = ukpev_event_info(ea)->id, idb = ukpev_event_info(eb)->id;
+	struct ukpev_error err;
+	/* b on from a's hit with i == 3; off again at i == 5, once */
+	UKT_EQ(ukpev_event_soft_enable(eb, 0), 1);
+	UKT_EQ(ukpev_event_add_trigger(ea, "enable_event:g:b if i == 3", &err), 0);
+	UKT_EQ(ukpev_event_add_trigger(ea, "disable_event:g:b:1 if i >= 5", &err), 0);
+	for (long i = 0; i < 8; i++) {
+		t_count((unsigned long)i);
+		t_fs(i, "x");
+	}
+	UKT_EQ(evt_drain(r), 8 + 2);	/* a: all; b: 3, 4 */
+	UKT_EQ(count_event(ida), 8);
+	UKT_EQ(count_event(idb), 2);
+	/* b was switched off at i == 5; that trigger's count is used up, so
+	 * b stays as it is set now */
+	UKT_EQ(ukpev_event_soft_enable(eb, 1), 0);
+	t_count(6);
+	t_fs(9, "x");
+	UKT_EQ(evt_drain(r), 2);
+	ukpev_event_clear_triggers(ea);
+	/* traceoff from a hit: that hit and the rest unrecorded */
+	UKT_EQ(ukpev_event_add_trigger(eb, "traceoff:1 if n == 2", &err), 0);
+	for (long i = 0; i < 4; i++)
+		t_fs(i, "x");
+	UKT_EQ(ukpev_area_tracing(a, -1), 0);
+	UKT_EQ(evt_drain(r), 2);	/* n 0, 1 */
+	UKT_EQ(ukpev_event_add_trigger(ea, "traceon", &err), 0);
+	t_fs(7, "x");	/* off */
+	t_count(1);	/* on again (a's hit recorded: triggers run first) */
+	t_fs(8, "x");
+	UKT_EQ(evt_drain(r), 2);
+	UKT_EQ(ukpev_area_tracing(a, -1), 1);
+	/* a removed event's triggers go: a's hits go on harmlessly */
+	UKT_EQ(ukpev_event_add_trigger(ea, "disable_event:g:b", &err), 0);
+	ukpev_event_remove(eb);
+	t_count(2);
+	UKT_EQ(evt_drain(r), 1);
+	ukpev_reader_close(r);
+	ukpev_area_destroy(a);
+}
+
+UKT_CASE(bad_triggers)
+{
+	struct ukpev_area *a = evt_area(0);
+	struct ukpev_event *ea = evt_create(a, "p:g/a t_count i=%di:u64");
+	evt_create(a, "p:g/b t_fs");
+	static const struct { const char *t; int r, code, off; } bad[] = {
+		{ "bogus", -EINVAL, UKPEV_E_BAD_TRIGGER, 0 },
+		{ "traceoff:x", -EINVAL, UKPEV_E_TRIGGER_COUNT, 9 },
+		{ "traceoff:0", -EINVAL, UKPEV_E_TRIGGER_COUNT, 9 },
+		{ "traceoff:1:2", -EINVAL, UKPEV_E_BAD_TRIGGER, 11 },
+		{ "enable_event:g", -EINVAL, UKPEV_E_BAD_TRIGGER, 14 },
+		{ "enable_event::b", -EINVAL, UKPEV_E_BAD_TRIGGER, 13 },
+		{ "enable_event:g:nope", -EINVAL, UKPEV_E_FILTER_NO_EVENT, 13 },
+		{ "traceoff if nofield == 1", -EINVAL, UKPEV_E_FILTER_FIELD, 12 },
+		{ "traceon if i ==", -EINVAL, UKPEV_E_FILTER_MISSING_VAL, 15 },
+		{ "stacktrace", -EOPNOTSUPP, UKPEV_E_BAD_TRIGGER, 0 },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ukpev_error err;
+		int r = ukpev_event_add_trigger(ea, bad[i].t, &err);
+		if (r != bad[i].r || err.code != bad[i].code || err.offset != bad[i].off)
+			UKT_FAIL("'%s': %d \"%s\" at %d", bad[i].t, r, ukpev_strerror(err.code),
+				 err.offset);
+	}
+	ukpev_area_destroy(a);
+}
