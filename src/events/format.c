@@ -238,10 +238,11 @@ static void put_json_str(struct out *o, const char *s, size_t n)
 
 /* ---- values ------------------------------------------------------------------ */
 
+/* (a payload a consumer copied may be unaligned: byte access) */
 static bool faulted(const struct ukpev_record *rec, unsigned arg)
 {
-	const uint64_t *bm = rec->payload;
-	return (bm[arg / 64] >> (arg % 64)) & 1;
+	const uint8_t *bm = rec->payload;
+	return (bm[arg / 8] >> (arg % 8)) & 1;
 }
 
 static bool is_signed(int t)

@@ -16,8 +16,8 @@
 /* a copy of a delivered record */
 struct evt_rec {
 	struct ukpev_record r;
+	uint8_t payload[UKPEV_MAX_RECORD] __attribute__((aligned(8)));
 	char comm[17];
-	uint8_t payload[UKPEV_MAX_RECORD];
 };
 
 #define EVT_MAX 4096
