@@ -46,11 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ukpev_error_format(buf, sizeof(buf), filter, &err);
 		}
 		if (payload) {
-			/* an aligned copy, as records are */
-			uint64_t *pl = calloc(1, psize + 8);
+			/* a copy at an odd address: a consumer's copy need
+			 * not be aligned as records are */
+			uint8_t *pl = calloc(1, psize + 8);
 			if (pl) {
-				memcpy(pl, payload, psize);
-				struct ukpev_record rec = { .payload = pl, .payload_size = (unsigned)psize };
+				memcpy(pl + 1, payload, psize);
+				struct ukpev_record rec = { .payload = pl + 1,
+							    .payload_size = (unsigned)psize };
 				ukpev_format_args(in, &rec, UKPEV_FMT_FTRACE, buf, sizeof(buf), NULL, NULL);
 				ukpev_format_args(in, &rec, UKPEV_FMT_JSON, buf, sizeof(buf), NULL, NULL);
 				free(pl);
