@@ -639,8 +639,10 @@ UKT_CASE(final_losses_are_told)
 	UKT_EQ(pthread_create(&th, NULL, fill_and_exit, NULL), 0);
 	pthread_join(th, &tid);
 	memset(&fl, 0, sizeof(fl));
-	double until = ukt_now() + 0.2;
-	while (ukt_now() < until)
+	/* the reader asks every 50 ms which threads are gone: poll until it
+	 * has (bounded generously; the count is what is checked) */
+	double until = ukt_now() + 10;
+	while (!fl.lost_records && ukt_now() < until)
 		ukpev_reader_poll(r, flush_cb, NULL, 0);
 	UKT_EQ(fl.records, kept);
 	UKT_EQ(fl.lost_records, 1);
