@@ -52,6 +52,12 @@ TOOL_BINS := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 USER_CFLAGS := $(BASE_CFLAGS) -O2 -g -pthread
 USER_LINK   := -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread -lm
 
+# Further layers add their sources, rules and test binaries here, one
+# fragment each (mk/<layer>.mk): after the variables above, before any
+# rule's prerequisites expand LIB_OBJS (the library's), TEST_BINS and
+# friends.
+include $(wildcard mk/*.mk)
+
 .PHONY: sanitize all lib tests progs bench-bins examples test demo bench install clean deps tools coverage
 
 all: lib
@@ -206,11 +212,6 @@ $(B)/examples/%: examples/%.c $(SO)
 $(B)/examples/%.so: examples/preload/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -L$(B) -l:libukprobes.so.$(SOVER) -Wl,-rpath,'$$ORIGIN/..'
-
-# Further layers add their sources, rules and test binaries here, one
-# fragment each (mk/<layer>.mk), before the aggregate targets below read
-# TEST_BINS and friends.
-include $(wildcard mk/*.mk)
 
 tests: lib $(TEST_BINS) $(PROG_BINS) $(SOLIB_BINS) $(EX_PRELOAD)
 progs: $(PROG_BINS)

@@ -11,5 +11,6 @@
 #include <ukprobes/kprobes.h>
 #include <ukprobes/ftrace.h>
 #include <ukprobes/stacktrace.h>
+#include <ukprobes/events.h>
 
 #endif

@@ -19,6 +19,9 @@
 
 /* Every message has one prefix and names what failed. */
 void ukp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* non-zero: this thread's ukp_log() lines are dropped (a caller that
+ * returns the error itself, as the events API does) */
+extern __thread int ukp_log_quiet;
 
 /* ------------------------------------------------------------------ */
 /* Threads and grace periods (sync.c)                                  */

@@ -53,6 +53,8 @@ void ukp_lock_registry(void)
 		pthread_cond_wait(&dl_done, &ukp_lock);
 }
 
+__thread int ukp_log_quiet;
+
 void ukp_log(const char *fmt, ...)
 {
 	char buf[512];
@@ -64,7 +66,7 @@ void ukp_log(const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (!getenv("UKPROBES_QUIET"))
+	if (!ukp_log_quiet && !getenv("UKPROBES_QUIET"))
 		(void)!write(2, buf, n);
 }
 

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ukprobe agent: the library the command loads into its target
+ * (preloaded at launch, dlopen'ed by a remote call at attach).  It creates
+ * the events through the events core, in the target, and hands the
+ * command the shared record area's memfd over the control channel
+ * (proto.h).
+ *
+ * Launch: the constructor finds UKPROBE_AGENT_FD, takes its own variables
+ * out of the environment (programs the target execs run untraced), serves
+ * the command until "go", and only then lets the program reach main.
+ * Attach: the constructor starts one thread that listens on the abstract
+ * socket "\0ukprobe-agent-<pid>" and serves one command at a time; when
+ * that command stops (or goes away) every event is removed and the agent
+ * stays loaded, idle, for the next attach.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/syscall.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ukprobes.h>
+#include <ukprobes/events.h>
+#include "proto.h"
+
+#define AGENT_API __attribute__((visibility("default")))
+
+struct session {
+	int fd;
+	struct ukpev_area *area;
+	struct ukpev_event **ev;
+	unsigned nev;
+};
+
+static int send_msg(int fd, uint32_t type, const void *p, size_t n,
+		    const void *p2, size_t n2, int passfd)
+{
+	struct ukpa_msg h = { type, (uint32_t)(n + n2) };
+	struct iovec iov[3] = { { &h, sizeof h }, { (void *)p, n }, { (void *)p2, n2 } };
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
+	if (passfd >= 0) {
+		memset(&cb, 0, sizeof cb);
+		m.msg_control = cb.b;
+		m.msg_controllen = sizeof cb.b;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passfd, sizeof passfd);
+	}
+	ssize_t r;
+	do
+		r = sendmsg(fd, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -1 : 0;
+}
+
+/* one message into buf (at most cap bytes of payload): its type, or -1 */
+static int recv_msg(int fd, char *buf, size_t cap, uint32_t *len)
+{
+	struct ukpa_msg h;
+	struct iovec iov[2] = { { &h, sizeof h }, { buf, cap } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t r;
+	do
+		r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < (ssize_t)sizeof h || h.len != (size_t)r - sizeof h)
+		return -1;
+	*len = h.len;
+	return (int)h.type;
+}
+
+static void send_error(int fd, unsigned kind, unsigned index,
+		       const struct ukpev_error *e, int err)
+{
+	struct ukpa_error pe = { kind, index, e->offset, err };
+	const char *msg = e->code ? ukpev_strerror(e->code) : strerror(-err);
+	send_msg(fd, UKPA_ERROR, &pe, sizeof pe, msg, strlen(msg) + 1, -1);
+}
+
+static void session_end(struct session *s)
+{
+	/* the area's destruction removes every event: no handler of them
+	 * runs once it returns */
+	if (s->area) {
+		ukpev_area_sync(s->area);
+		ukpev_area_destroy(s->area);
+	}
+	free(s->ev);
+	s->area = NULL;
+	s->ev = NULL;
+	s->nev = 0;
+}
+
+/*
+ * DEFINE: every definition created (disabled), every filter set, then all
+ * enabled at once.  Replies ARMED with the area's memfd, or ERROR (and
+ * nothing stays armed).
+ */
+static int define(struct session *s, const char *buf, uint32_t len)
+{
+	struct ukpa_define d;
+	if (len < sizeof d)
+		return -1;
+	memcpy(&d, buf, sizeof d);
+	const char *p = buf + sizeof d, *end = buf + len;
+	const char **defs = calloc(d.ndefs + d.nfilters + 1, sizeof *defs);
+	s->ev = calloc(d.ndefs + 1, sizeof *s->ev);
+	if (!defs || !s->ev) {
+		free(defs);
+		return -1;
+	}
+	for (unsigned k = 0; k < d.ndefs + d.nfilters; k++) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+		if (!z) {
+			free(defs);
+			return -1;
+		}
+		defs[k] = p;
+		p = z + 1;
+	}
+	struct ukpev_area_opts o = { sizeof o, d.buffer_kb, 0 };
+	struct ukpev_error e = { 0, 0 };
+	int r = ukpev_area_create(&o, &s->area);
+	if (r < 0) {
+		send_error(s->fd, 2, 0, &e, r);
+		goto fail;
+	}
+	for (unsigned k = 0; k < d.ndefs; k++) {
+		r = ukpev_event_create(s->area, defs[k], UKPEV_F_DISABLED, &s->ev[k], &e);
+		if (r < 0) {
+			send_error(s->fd, 0, k, &e, r);
+			goto fail;
+		}
+		s->nev++;
+	}
+	for (unsigned k = 0; k < d.nfilters; k++) {
+		const char *f = defs[d.ndefs + k];
+		const char *colon = strchr(f, ':');
+		char name[2 * UKPEV_NAME_MAX + 2];
+		size_t nl = colon ? (size_t)(colon - f) : 0;
+		if (!colon || nl >= sizeof name) {
+			e = (struct ukpev_error){ UKPEV_E_FILTER_NO_EVENT, 0 };
+			send_error(s->fd, 1, k, &e, -EINVAL);
+			goto fail;
+		}
+		memcpy(name, f, nl);
+		name[nl] = 0;
+		/* every event of that name (GRP/EVENT or EVENT) */
+		int found = 0;
+		for (unsigned j = 0; j < s->nev; j++) {
+			const struct ukpev_event_info *in = ukpev_event_info(s->ev[j]);
+			char full[2 * UKPEV_NAME_MAX + 2];
+			snprintf(full, sizeof full, "%s/%s", in->group, in->event);
+			if (strcmp(name, in->event) && strcmp(name, full))
+				continue;
+			found = 1;
+			r = ukpev_event_set_filter(s->ev[j], colon + 1, &e);
+			if (r < 0) {
+				/* the offset is into EXPR, as the command shows it */
+				send_error(s->fd, 1, k, &e, r);
+				goto fail;
+			}
+		}
+		if (!found) {
+			e = (struct ukpev_error){ UKPEV_E_FILTER_NO_EVENT, 0 };
+			send_error(s->fd, 1, k, &e, -EINVAL);
+			goto fail;
+		}
+	}
+	free(defs);
+	return send_msg(s->fd, UKPA_ARMED, NULL, 0, NULL, 0, ukpev_area_fd(s->area));
+fail:
+	free(defs);
+	session_end(s);
+	return 1;
+}
+
+/*
+ * Every event on at once: with kprobes disarmed globally while they are
+ * enabled one by one, the engine's own calls in between (it allocates
+ * as it arms) hit none of them; the rearming writes every probe in one
+ * batch.
+ */
+static void enable_all(struct session *s)
+{
+	int was = kprobes_get_enabled();
+	if (was)
+		kprobes_set_enabled(0);
+	for (unsigned k = 0; k < s->nev; k++)
+		ukpev_event_enable(s->ev[k]);
+	if (was)
+		kprobes_set_enabled(1);
+}
+
+/*
+ * Tells the command which records are the machinery's: those of the
+ * thread that arms (the agent's own) and of the engine's optimizer
+ * thread.
+ */
+static void send_mute(int fd)
+{
+	struct ukpa_mute m[8];
+	int n = 0;
+	m[n++] = (struct ukpa_mute){ (int32_t)syscall(SYS_gettid), 0, ~0ull };
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < 8) {
+		char fn[300], comm[32] = "";
+		snprintf(fn, sizeof fn, "/proc/self/task/%s/comm", e->d_name);
+		int f = open(fn, O_RDONLY | O_CLOEXEC);
+		if (f < 0)
+			continue;
+		ssize_t r = read(f, comm, sizeof comm - 1);
+		close(f);
+		if (r > 0 && !strncmp(comm, "kprobe-optimize", 15))
+			m[n++] = (struct ukpa_mute){ atoi(e->d_name), 0, ~0ull };
+	}
+	if (d)
+		closedir(d);
+	send_msg(fd, UKPA_MUTE, m, (size_t)n * sizeof *m, NULL, 0, -1);
+}
+
+static int hello(int fd)
+{
+	struct ukpa_hello h = { UKPA_VERSION, getpid() };
+	return send_msg(fd, UKPA_HELLO, &h, sizeof h, NULL, 0, -1);
+}
+
+/* ---- launch -------------------------------------------------------- */
+
+static struct ukpev_area *launch_area;
+
+static void at_exit_sync(void)
+{
+	if (launch_area)
+		ukpev_area_sync(launch_area);
+}
+
+/* LD_PRELOAD without this library: what programs it execs see */
+static void clean_env(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	unsetenv(UKPA_ENV_FD);
+	if (!pre)
+		return;
+	char *copy = strdup(pre), *out = calloc(1, strlen(pre) + 1);
+	if (!copy || !out) {
+		free(copy);
+		free(out);
+		return;
+	}
+	char *save = NULL;
+	for (char *w = strtok_r(copy, ": ", &save); w; w = strtok_r(NULL, ": ", &save)) {
+		const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
+		if (!strcmp(base, UKPA_SONAME))
+			continue;
+		if (*out)
+			strcat(out, ":");
+		strcat(out, w);
+	}
+	if (*out)
+		setenv("LD_PRELOAD", out, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(copy);
+	free(out);
+}
+
+/*
+ * The arming runs on a thread of its own while the program's main thread
+ * waits for it in the constructor: every record the engine's work makes
+ * (it allocates as it arms) carries that thread's id, which the command
+ * leaves out.
+ */
+static void *launch_thread(void *arg)
+{
+	static struct session s;
+	static char buf[UKPA_MAX_MSG];
+	int fd = (int)(long)arg;
+	uint32_t len;
+	s.fd = fd;
+	/* what this thread makes the engine do (it allocates as it arms)
+	 * records nothing */
+	ukpev_thread_mute(1);
+	if (hello(fd) < 0)
+		return NULL;
+	for (;;) {
+		int t = recv_msg(fd, buf, sizeof buf, &len);
+		if (t == UKPA_DEFINE) {
+			if (define(&s, buf, len) != 0)
+				break;	/* refused: the command kills us */
+			continue;
+		}
+		if (t == UKPA_GO) {
+			launch_area = s.area;
+			enable_all(&s);
+			/* jump optimisation asks every thread where it is by a
+			 * signal: done now, before main, it interrupts no
+			 * sleep of the program's */
+			wait_for_kprobe_optimizer();
+			send_mute(fd);
+			return (void *)1;
+		}
+		break;
+	}
+	return NULL;
+}
+
+static void launch(int fd)
+{
+	pthread_t t;
+	void *ok = NULL;
+	if (pthread_create(&t, NULL, launch_thread, (void *)(long)fd) != 0 ||
+	    pthread_join(t, &ok) != 0 || !ok)
+		_exit(127);	/* the command went away or refused: never run main */
+	atexit(at_exit_sync);
+}
+
+/* ---- attach --------------------------------------------------------- */
+
+static int listen_fd = -1;
+static int peer_allowed(int c);
+
+/*
+ * Attach: a child the program forks while a command is attached inherits
+ * the probes, but no agent thread, and no command will ever stop it: it
+ * removes them at once and runs untraced, as without tracing.  (Launch
+ * is different: there children are traced, until they end.)
+ */
+static struct ukpev_area *attach_area;
+static int atfork_set;
+
+static void attach_fork_child(void)
+{
+	struct ukpev_area *a = attach_area;
+	attach_area = NULL;
+	if (a)
+		ukpev_area_destroy(a);
+}
+
+static void serve(int fd)
+{
+	static char buf[UKPA_MAX_MSG];
+	struct session s = { .fd = fd };
+	uint32_t len;
+	if (hello(fd) < 0)
+		return;
+	/* jump optimisation asks every thread where it is by a signal,
+	 * which would cut short the program's nanosleep, poll or
+	 * sigtimedwait with EINTR: a program attached to runs its threads
+	 * undisturbed, its probes stay int3s */
+	int opt = kprobes_get_optimization();
+	kprobes_set_optimization(0);
+	for (;;) {
+		/* another command meanwhile: told it is busy */
+		struct pollfd p[2] = { { fd, POLLIN, 0 }, { listen_fd, POLLIN, 0 } };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				if (peer_allowed(c))
+					send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
+				close(c);
+			}
+		}
+		if (!p[0].revents)
+			continue;
+		int t = recv_msg(fd, buf, sizeof buf, &len);
+		if (t == UKPA_DEFINE && !s.area) {
+			if (define(&s, buf, len) < 0)
+				break;
+		} else if (t == UKPA_GO && s.area) {
+			/* after the engine's own fork handlers (registered at
+			 * its first registration): it is consistent in the
+			 * child when ours runs */
+			if (!atfork_set)
+				atfork_set = pthread_atfork(NULL, NULL, attach_fork_child) == 0;
+			attach_area = s.area;
+			enable_all(&s);
+			send_mute(fd);
+		} else if (t == UKPA_STOP) {
+			attach_area = NULL;
+			session_end(&s);
+			send_msg(fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);
+		} else {
+			break;	/* the command is gone: remove everything */
+		}
+	}
+	attach_area = NULL;
+	session_end(&s);
+	kprobes_set_optimization(opt);
+}
+
+/*
+ * An abstract socket has no file permissions: anyone on the machine can
+ * connect.  Only root and this process's own user may arm probes in it
+ * (they read its memory), as only they may ptrace it.
+ */
+static int peer_allowed(int c)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return 0;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
+static void *listener(void *arg)
+{
+	(void)arg;
+	ukpev_thread_mute(1);	/* its calls into probed functions record nothing */
+	for (;;) {
+		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL;
+		}
+		if (peer_allowed(c))
+			serve(c);
+		close(c);
+	}
+}
+
+static void start_listener(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1,
+			 "ukprobe-agent-%d", (int)getpid());
+	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return;
+	if (bind(listen_fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    listen(listen_fd, 4) < 0) {
+		close(listen_fd);
+		listen_fd = -1;
+		return;
+	}
+	/* the program's signals are never delivered to this thread; the
+	 * synchronous ones stay open: this thread may hit a probe itself
+	 * (its poll, recvmsg, read...) and the engine's SIGTRAP must reach
+	 * it, or the kernel kills the process */
+	sigset_t all, old;
+	sigfillset(&all);
+	static const int sync_sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+	for (size_t k = 0; k < sizeof sync_sigs / sizeof *sync_sigs; k++)
+		sigdelset(&all, sync_sigs[k]);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, listener, NULL) == 0)
+		pthread_setname_np(t, "ukprobe-agent");
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* what the command reads back to know this agent is the one it built */
+AGENT_API int ukprobe_agent_version = UKPA_VERSION;
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	const char *v = getenv(UKPA_ENV_FD);
+	if (v) {
+		char *end;
+		long fd = strtol(v, &end, 10);
+		clean_env();
+		if (*end || fd < 0 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+			_exit(127);
+		launch((int)fd);
+		return;
+	}
+	start_listener();
+}

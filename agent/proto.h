@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control channel between the ukprobe command and its agent in the
+ * target: SOCK_SEQPACKET messages, each a struct ukpa_msg header followed
+ * by its payload.  Launch: a socketpair end inherited by the target, its
+ * number in UKPROBE_AGENT_FD.  Attach: the agent listens on the abstract
+ * unix socket "\0ukprobe-agent-<pid>".
+ */
+#ifndef UKPROBE_AGENT_PROTO_H
+#define UKPROBE_AGENT_PROTO_H
+
+#include <stdint.h>
+
+#define UKPA_ENV_FD	"UKPROBE_AGENT_FD"
+#define UKPA_SONAME	"libukprobe-agent.so"
+#define UKPA_VERSION	1
+#define UKPA_MAX_MSG	(1u << 20)
+
+enum ukpa_type {
+	/* agent -> command */
+	UKPA_HELLO = 1,		/* payload: struct ukpa_hello */
+	UKPA_ERROR,		/* payload: struct ukpa_error + message text */
+	UKPA_ARMED,		/* every event created; the record area's fd attached */
+	UKPA_BUSY,		/* another ukprobe is attached */
+	UKPA_STOPPED,		/* every probe removed: no handler runs any more */
+	UKPA_MUTE,		/* payload: struct ukpa_mute[]: records that are
+				   the machinery's own (the agent arming, the
+				   engine's optimizer thread), to leave out */
+	/* command -> agent */
+	UKPA_DEFINE = 16,	/* payload: struct ukpa_define + strings */
+	UKPA_GO,		/* launch: let main run */
+	UKPA_STOP,		/* attach: remove every probe, stay loaded */
+};
+
+struct ukpa_msg {
+	uint32_t type;
+	uint32_t len;		/* payload bytes after this header */
+};
+
+struct ukpa_hello {
+	uint32_t version;
+	int32_t pid;
+};
+
+/* definitions then filters, each a NUL-terminated string, in order */
+struct ukpa_define {
+	uint32_t buffer_kb;
+	uint32_t ndefs;
+	uint32_t nfilters;
+	uint32_t flags;
+};
+
+/* what failed: index into the definitions (kind 0) or filters (kind 1),
+ * the byte offset of the offending word, then the message text */
+struct ukpa_error {
+	uint32_t kind;
+	uint32_t index;
+	int32_t offset;
+	int32_t err;
+};
+
+/* records of thread tid are the agent's or the engine's own work, not
+ * the program's (until_ns: ~0, every one) */
+struct ukpa_mute {
+	int32_t tid;
+	uint32_t pad;
+	uint64_t until_ns;
+};
+
+#endif

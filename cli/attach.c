@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attach: load the agent into a running process by a remote call of
+ * dlopen (exported by libc.so.6 since glibc 2.34), then talk to it over
+ * its abstract socket "\0ukprobe-agent-<pid>".
+ *
+ * The call runs on one thread only, seized and interrupted with ptrace;
+ * the others run on.  Its registers are saved, the agent's path written
+ * below its red zone, and the call set up with a return address of 0:
+ * dlopen's return faults (SIGSEGV at ip 0), which ptrace reports before
+ * the program sees anything.  orig_ax = -1 during the call keeps the
+ * kernel from restarting the interrupted system call into the call; the
+ * saved registers put back afterwards carry the interrupted call's
+ * orig_ax and -ERESTART* in ax, so when the thread resumes the kernel
+ * restarts that call exactly as after a signal with SA_RESTART: the
+ * program never sees EINTR.  A thread blocked in a system call is
+ * preferred (it is at a safe point: not inside malloc holding the lock
+ * dlopen's own malloc would wait for), first one in a call other than
+ * the sleeps that restart through restart_syscall (nanosleep, futex with
+ * a timeout), then those; a thread stopped anywhere in user space last.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dlfcn.h>
+
+#include "cli.h"
+#include "elf.h"
+#include "maps.h"
+#include "../agent/proto.h"
+
+#define ERESTART_RESTARTBLOCK 516
+
+static int read_status_field(pid_t pid, const char *field, char *out, size_t n)
+{
+	char fn[64], line[256];
+	snprintf(fn, sizeof fn, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	size_t fl = strlen(field);
+	int r = -ENOENT;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, fl) && line[fl] == ':') {
+			char *v = line + fl + 1;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = 0;
+			snprintf(out, n, "%s", v);
+			r = 0;
+			break;
+		}
+	fclose(f);
+	return r;
+}
+
+static int agent_connect(pid_t pid)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "ukprobe-agent-%d", (int)pid);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* the thread to make the call on: see the comment at the top */
+static pid_t pick_thread(pid_t pid)
+{
+	char dn[64];
+	snprintf(dn, sizeof dn, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dn);
+	pid_t best = pid;
+	int best_rank = 99;
+	if (!d)
+		return pid;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		char fn[96], buf[64] = "", comm[32] = "";
+		snprintf(fn, sizeof fn, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+		FILE *f = fopen(fn, "re");
+		if (f) {
+			if (!fgets(comm, sizeof comm, f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		if (!strncmp(comm, "ukprobe-agent", 13))
+			continue;
+		snprintf(fn, sizeof fn, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+		f = fopen(fn, "re");
+		if (f) {
+			if (!fgets(buf, sizeof buf, f))
+				buf[0] = 0;
+			fclose(f);
+		}
+		int rank;
+		long nr = strtol(buf, NULL, 10);
+		if (!strncmp(buf, "running", 7) || !strncmp(buf, "-1", 2))
+			rank = 2;	/* anywhere: maybe inside malloc, holding its lock */
+		else if (nr == 35 || nr == 230 || nr == 202)	/* nanosleep, clock_nanosleep, futex */
+			rank = 1;
+		else
+			rank = 0;	/* blocked in read, poll, wait...: a safe point */
+		rank = rank * 2 + (tid != pid);
+		if (rank < best_rank) {
+			best_rank = rank;
+			best = tid;
+		}
+	}
+	closedir(d);
+	return best;
+}
+
+static int wait_stop(pid_t tid, int *status, double timeout)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		if (r == tid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > timeout)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
+static int poke(pid_t tid, unsigned long addr, const void *src, size_t n)
+{
+	struct iovec l = { (void *)src, n }, r = { (void *)addr, n };
+	if (process_vm_writev(tid, &l, 1, &r, 1, 0) == (ssize_t)n)
+		return 0;
+	/* a page the program cannot write through this path: ptrace */
+	for (size_t k = 0; k < n; k += sizeof(long)) {
+		long w = 0;
+		size_t c = n - k < sizeof w ? n - k : sizeof w;
+		if (c < sizeof w) {
+			errno = 0;
+			w = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + k), NULL);
+			if (errno)
+				return -errno;
+		}
+		memcpy(&w, (const char *)src + k, c);
+		if (ptrace(PTRACE_POKEDATA, tid, (void *)(addr + k), (void *)w) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* dlopen(path, RTLD_NOW) in the target; the handle, or 0 */
+static int remote_dlopen(pid_t pid, unsigned long fn, const char *path,
+			 unsigned long *handle)
+{
+	/* UKPROBE_INJECT_TID: a chosen thread (the tests use every kind) */
+	const char *force = getenv("UKPROBE_INJECT_TID");
+	pid_t tid = force && atoi(force) > 0 ? atoi(force) : pick_thread(pid);
+	int st, r;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+		return -errno;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
+	    (r = wait_stop(tid, &st, 10)) < 0) {
+		r = -errno;
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return r ? r : -EIO;
+	}
+	struct user_regs_struct saved, regs;
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &saved) < 0) {
+		r = -errno;
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return r;
+	}
+	regs = saved;
+	size_t plen = strlen(path) + 1;
+	unsigned long sp = saved.rsp - 256 - plen;	/* below the red zone */
+	sp &= ~15ul;
+	unsigned long str = sp;
+	sp -= 16;
+	unsigned long zero = 0;
+	sp -= 8;			/* entry: sp + 8 is 16-aligned */
+	r = poke(tid, str, path, plen);
+	if (!r)
+		r = poke(tid, sp, &zero, sizeof zero);
+	if (r) {
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return r;
+	}
+	regs.rip = fn;
+	regs.rdi = str;
+	regs.rsi = RTLD_NOW;
+	regs.rax = 0;
+	regs.rsp = sp;
+	regs.orig_rax = (unsigned long)-1;	/* no syscall restart into the call */
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &regs) < 0) {
+		r = -errno;
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return r;
+	}
+	int sig = 0;
+	r = -EIO;
+	for (;;) {
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) < 0) {
+			r = -errno;
+			break;
+		}
+		if ((r = wait_stop(tid, &st, 30)) < 0)
+			break;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			return -ESRCH;	/* it died meanwhile: nothing to restore */
+		}
+		sig = WSTOPSIG(st);
+		if (st >> 16) {		/* a group stop or interrupt: go on */
+			sig = 0;
+			continue;
+		}
+		if (sig == SIGSEGV) {
+			if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0) {
+				r = -errno;
+				break;
+			}
+			if (regs.rip == 0) {
+				*handle = regs.rax;
+				r = 0;
+				break;
+			}
+		}
+		/* any other signal: the program's, delivered as it would be */
+	}
+	/* put the thread back as it was: ip, orig_ax and ax of an
+	 * interrupted system call make the kernel restart it */
+	ptrace(PTRACE_SETREGS, tid, NULL, &saved);
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	return r;
+}
+
+static int attach_fail(pid_t pid, const char *why)
+{
+	ukp_err("cannot attach to %d: %s", (int)pid, why);
+	return 1;
+}
+
+int attach_connect(pid_t pid, int *ctl_fd)
+{
+	char buf[256] = "", exe[PATH_MAX];
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return attach_fail(pid, "no such process");
+	if (pid == getpid())
+		return attach_fail(pid, "that is ukprobe itself");
+	if (read_status_field(pid, "State", buf, sizeof buf) == 0 && buf[0] == 'Z')
+		return attach_fail(pid, "no such process (a zombie)");
+	/* a stopped process could not run the agent's thread */
+	if (buf[0] == 'T')
+		return attach_fail(pid, "it is stopped (SIGSTOP): continue it first");
+	snprintf(buf, sizeof buf, "/proc/%d/exe", (int)pid);
+	ssize_t el = readlink(buf, exe, sizeof exe - 1);
+	if (el < 0)
+		return attach_fail(pid, errno == EACCES || errno == EPERM ?
+				   "no permission to trace it" : "no such process");
+	exe[el] = 0;
+	struct map_set ms = { 0 };
+	int r = maps_read(pid, &ms);
+	if (r < 0) {
+		maps_free(&ms);
+		return attach_fail(pid, r == -EACCES || r == -EPERM ?
+				   "no permission to trace it" : "no such process");
+	}
+	const struct map_obj *libc = maps_find(&ms, "libc.so.6");
+	const struct map_obj *agent = maps_find(&ms, UKPA_SONAME);
+	struct elf_file ef;
+	int dyn = 0;
+	char exepath[PATH_MAX + 32];
+	snprintf(exepath, sizeof exepath, "/proc/%d/exe", (int)pid);
+	if (elf_open(exepath, 1, &ef) == 0) {
+		dyn = ef.has_interp;
+		elf_close(&ef);
+	}
+	if (!libc) {
+		maps_free(&ms);
+		return attach_fail(pid, dyn ? "not a glibc program (no libc.so.6 loaded)"
+					    : "a statically linked program (no dynamic linker to load the agent)");
+	}
+	/* a ptracer already there (a debugger, another tracer) */
+	if (read_status_field(pid, "TracerPid", buf, sizeof buf) == 0 && atoi(buf) != 0) {
+		maps_free(&ms);
+		snprintf(exe, sizeof exe, "already traced by process %s", buf);
+		return attach_fail(pid, exe);
+	}
+	if (!agent) {
+		const char *path = ukp_agent_path();
+		if (!path) {
+			maps_free(&ms);
+			ukp_err("cannot find the agent (%s) beside the command", UKPA_SONAME);
+			return 1;
+		}
+		char lpath[PATH_MAX + 32];
+		snprintf(lpath, sizeof lpath, "/proc/%d/root%s", (int)pid, libc->path);
+		if (elf_open(lpath, 1, &ef) < 0 && elf_open(libc->path, 1, &ef) < 0) {
+			maps_free(&ms);
+			return attach_fail(pid, "cannot read its libc.so.6");
+		}
+		const struct elf_sym *s = elf_find(&ef, "dlopen");
+		if (!s) {
+			elf_close(&ef);
+			maps_free(&ms);
+			return attach_fail(pid, "its glibc is older than 2.34 (no dlopen in libc.so.6)");
+		}
+		unsigned long fn = libc->base + s->value, handle = 0;
+		elf_close(&ef);
+		r = remote_dlopen(pid, fn, path, &handle);
+		if (r == -EPERM || r == -EACCES) {
+			maps_free(&ms);
+			/* Yama restricts ptrace to descendants (1) or admins (2+) */
+			FILE *y = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+			int scope = 0;
+			if (y) {
+				if (fscanf(y, "%d", &scope) != 1)
+					scope = 0;
+				fclose(y);
+			}
+			if (scope > 0) {
+				snprintf(exe, sizeof exe, "no permission to trace it "
+					 "(ptrace; kernel.yama.ptrace_scope is %d)", scope);
+				return attach_fail(pid, exe);
+			}
+			return attach_fail(pid, "no permission to trace it (ptrace)");
+		}
+		if (r == -ESRCH) {
+			maps_free(&ms);
+			return attach_fail(pid, "no such process");
+		}
+		if (r < 0) {
+			maps_free(&ms);
+			snprintf(exe, sizeof exe, "loading the agent failed: %s", strerror(-r));
+			return attach_fail(pid, exe);
+		}
+		if (!handle) {
+			maps_free(&ms);
+			return attach_fail(pid, "dlopen of the agent failed in the target");
+		}
+	}
+	maps_free(&ms);
+	/* the agent's listener is up once its constructor has run: dlopen
+	 * returned after it */
+	int fd = -ECONNREFUSED;
+	for (int tries = 0; tries < 200; tries++) {
+		fd = agent_connect(pid);
+		if (fd >= 0)
+			break;
+		usleep(10000);
+	}
+	if (fd < 0)
+		return attach_fail(pid, agent ? "already traced by another ukprobe (its agent does not answer)"
+					      : "the agent does not answer");
+	*ctl_fd = fd;
+	return 0;
+}

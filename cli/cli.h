@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The ukprobe command: what its files share. */
+#ifndef UKPROBE_CLI_H
+#define UKPROBE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define UKP_DEFAULT_BUFFER_KB 65536	/* sparse: used only as it fills */
+
+enum ukp_format { FMT_FTRACE, FMT_JSON };
+
+struct trace_opts {
+	pid_t pid;			/* -p: attach; 0: launch */
+	double duration;		/* -d: seconds, 0 = until the end */
+	const char *output;		/* -o */
+	unsigned buffer_kb;		/* -b */
+	int profile;			/* --profile */
+	enum ukp_format format;		/* --format */
+	const char **defs;		/* DEFINITION... */
+	int ndefs;
+	const char **filters;		/* --filter=EVENT:EXPR, as given */
+	int nfilters;
+	char **command;			/* after --: launch */
+};
+
+/* main.c */
+extern const char *ukp_prog;
+void ukp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the kernel's error-log form: message, Command: line, caret */
+void ukp_error_log(const char *msg, const char *cmd, int offset);
+/* the agent library beside the command (build tree or installed) */
+const char *ukp_agent_path(void);
+
+/* trace.c */
+int cmd_trace(int argc, char **argv);
+
+/* launch.c: returns the fd of the control channel, child pid in *child */
+int launch_start(char **argv, int *ctl_fd, pid_t *child);
+
+/* attach.c: loads the agent (unless loaded) and connects; 0 or exit code
+ * (1) with the one-line error already printed */
+int attach_connect(pid_t pid, int *ctl_fd);
+
+/* channel.c */
+int chan_send(int fd, uint32_t type, const void *p1, size_t n1,
+	      const void *p2, size_t n2);
+/* receives one message; payload malloc'd into *payload (NUL-terminated),
+ * a passed fd into *passfd (or -1); returns the type or -1 */
+int chan_recv(int fd, void **payload, uint32_t *len, int *passfd, int timeout_ms);
+
+#endif

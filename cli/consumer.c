@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer.  A drainer thread empties every thread's buffer of the
+ * shared area as fast as the target fills them, copying the records into
+ * chunks of memory (the buffers' sub-buffers go back to the writers at
+ * once); the main thread merges and writes them.
+ *
+ * The reader hands records thread by thread; a record read now may be
+ * older than one of another thread read in an earlier round, so records
+ * are held back until they are older than the start of the latest round
+ * published, less a margin for a thread preempted between taking its
+ * timestamp and committing its record: those are complete and go out, sorted by
+ * (timestamp, order read), which keeps each thread's own order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "consumer.h"
+
+#define CHUNK_SIZE	(4u << 20)
+#define MARGIN_NS	50000000ull	/* 50 ms: a thread preempted between its
+					   timestamp and its commit */
+
+struct chunk {
+	struct chunk *next;
+	size_t used;
+	size_t live;		/* records not yet written */
+	int sealed;		/* published: no record is added any more */
+	char data[];
+};
+
+struct qrec {
+	struct ukpev_record rec;
+	uint64_t seq;
+	struct chunk *ch;
+	char comm[24];
+	unsigned char payload[];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
+		   struct symbolizer *sym, enum ukp_format format)
+{
+	memset(c, 0, sizeof *c);
+	c->r = r;
+	c->w.f = out;
+	c->w.sym = sym;
+	c->format = format;
+	pthread_mutex_init(&c->mu, NULL);
+	c->ready_tail = &c->ready;
+	c->round_tail = &c->round;
+	if (format == FMT_JSON)
+		fmt_json_header(&c->w);
+	else
+		fmt_ftrace_header(&c->w);
+	fflush(out);
+}
+
+void consumer_mute(struct consumer *c, pid_t tid, uint64_t until_ns)
+{
+	if (c->nmute < (int)(sizeof c->mute / sizeof *c->mute)) {
+		c->mute[c->nmute].tid = tid;
+		c->mute[c->nmute++].until = until_ns;
+	}
+}
+
+/* ---- the drainer ----------------------------------------------------- */
+
+static struct qrec *alloc_rec(struct consumer *c, size_t payload)
+{
+	size_t need = (sizeof(struct qrec) + payload + 7) & ~(size_t)7;
+	if (!c->cur || c->cur->used + need > CHUNK_SIZE - sizeof(struct chunk)) {
+		size_t sz = need > CHUNK_SIZE - sizeof(struct chunk) ?
+			    need + sizeof(struct chunk) : CHUNK_SIZE;
+		struct chunk *ch = malloc(sz);
+		if (!ch)
+			abort();
+		ch->next = NULL;
+		ch->used = 0;
+		ch->live = 0;
+		ch->sealed = 0;
+		*c->round_tail = ch;
+		c->round_tail = &ch->next;
+		c->cur = ch;
+	}
+	struct qrec *q = (struct qrec *)(void *)(c->cur->data + c->cur->used);
+	c->cur->used += need;
+	c->cur->live++;
+	q->ch = c->cur;
+	return q;
+}
+
+static int collect(const struct ukpev_record *rec, void *arg)
+{
+	struct consumer *c = arg;
+	for (int k = 0; k < c->nmute; k++)
+		if (rec->tid == c->mute[k].tid && rec->ts_ns <= c->mute[k].until &&
+		    rec->event != UKPEV_EVENT_LOST)
+			return 0;
+	struct qrec *q = alloc_rec(c, rec->payload_size);
+	q->rec = *rec;
+	q->seq = c->seq++;
+	snprintf(q->comm, sizeof q->comm, "%s", rec->comm ? rec->comm : "<...>");
+	q->rec.comm = q->comm;
+	if (rec->payload_size)
+		memcpy(q->payload, rec->payload, rec->payload_size);
+	q->rec.payload = q->payload;
+	/* a lost marker carries no time: it stands where it was delivered,
+	 * after its thread's previous record (or, first of its thread in a
+	 * round, with its next one) */
+	if (rec->event == UKPEV_EVENT_LOST) {
+		if (rec->tid == c->last_tid) {
+			q->rec.ts_ns = c->last_ts;
+		} else {
+			q->rec.ts_ns = 0;
+			if (!c->lost_first || c->lost_tid != rec->tid)
+				c->lost_first = q;
+			c->lost_tid = rec->tid;
+		}
+	} else {
+		if (c->lost_first && c->lost_tid == rec->tid) {
+			/* every marker of this thread since lost_first */
+			struct chunk *ch = c->lost_first->ch;
+			char *p = (char *)c->lost_first;
+			for (;;) {
+				char *end = ch->data + ch->used;
+				while (p < end) {
+					struct qrec *x = (struct qrec *)(void *)p;
+					if (x == q)
+						goto fixed;
+					if (x->rec.tid == rec->tid && x->rec.ts_ns == 0)
+						x->rec.ts_ns = rec->ts_ns;
+					p += (sizeof(struct qrec) + x->rec.payload_size + 7) & ~(size_t)7;
+				}
+				ch = ch->next;
+				if (!ch)
+					break;
+				p = ch->data;
+			}
+fixed:;
+		}
+		c->lost_first = NULL;
+		c->last_tid = rec->tid;
+		c->last_ts = rec->ts_ns;
+	}
+	return 0;
+}
+
+/* one round over every buffer; the chunks it filled published */
+static int round_once(struct consumer *c, int flush)
+{
+	uint64_t start = now_ns();
+	/* the last read also tells each thread's latest losses, which no
+	 * record came after to carry a marker */
+	int n = flush ? ukpev_reader_flush(c->r, collect, c)
+		      : ukpev_reader_poll(c->r, collect, c, 0);
+	if (c->lost_first) {
+		/* markers with no next record of their thread: at this time */
+		for (struct chunk *ch = c->lost_first->ch; ch; ch = ch->next)
+			for (char *p = ch->data; p < ch->data + ch->used;) {
+				struct qrec *x = (struct qrec *)(void *)p;
+				if (x->rec.event == UKPEV_EVENT_LOST && x->rec.ts_ns == 0)
+					x->rec.ts_ns = start;
+				p += (sizeof(struct qrec) + x->rec.payload_size + 7) & ~(size_t)7;
+			}
+		c->lost_first = NULL;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (c->round) {
+		*c->ready_tail = c->round;
+		c->ready_tail = c->round_tail;
+	}
+	/* the chunk being filled stays the drainer's: seal the others */
+	for (struct chunk *ch = c->round; ch; ch = ch->next)
+		if (ch != c->cur)
+			ch->sealed = 1;
+	c->ready_round_start = start;
+	pthread_mutex_unlock(&c->mu);
+	c->round = NULL;
+	c->round_tail = &c->round;
+	c->cur = NULL;		/* the next round starts a chunk of its own */
+	return n;
+}
+
+static void *drain_thread(void *arg)
+{
+	struct consumer *c = arg;
+	while (!c->stop) {
+		if (round_once(c, 0) == 0)
+			usleep(1000);
+	}
+	/* the last read: until nothing more comes */
+	round_once(c, 1);
+	c->flushed = 1;
+	return NULL;
+}
+
+void consumer_start(struct consumer *c)
+{
+	c->running = pthread_create(&c->drainer, NULL, drain_thread, c) == 0;
+}
+
+/* ---- the writer ------------------------------------------------------ */
+
+static int cmp_q(const void *a, const void *b)
+{
+	const struct qrec *x = *(struct qrec *const *)a, *y = *(struct qrec *const *)b;
+	if (x->rec.ts_ns != y->rec.ts_ns)
+		return x->rec.ts_ns < y->rec.ts_ns ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void release(struct qrec *q)
+{
+	struct chunk *ch = q->ch;
+	if (--ch->live == 0)
+		free(ch);
+}
+
+void consumer_drain(struct consumer *c, int final)
+{
+	if (!c->running && !final)
+		return;
+	if (!c->running && !c->flushed) {
+		/* no drainer (it could not start): the last read here */
+		round_once(c, 1);
+	}
+	pthread_mutex_lock(&c->mu);
+	struct chunk *list = c->ready;
+	c->ready = NULL;
+	c->ready_tail = &c->ready;
+	uint64_t round_start = c->ready_round_start;
+	pthread_mutex_unlock(&c->mu);
+
+	size_t before = c->npend;
+	for (struct chunk *ch = list, *next; ch; ch = next) {
+		next = ch->next;
+		size_t live = ch->live;
+		char *p = ch->data, *end = ch->data + ch->used;
+		if (live == 0) {
+			free(ch);
+			continue;
+		}
+		while (p < end) {
+			struct qrec *q = (struct qrec *)(void *)p;
+			if (c->npend == c->cap) {
+				c->cap = c->cap ? 2 * c->cap : 65536;
+				c->pend = realloc(c->pend, c->cap * sizeof *c->pend);
+				if (!c->pend)
+					abort();
+			}
+			c->pend[c->npend++] = q;
+			p += (sizeof(struct qrec) + q->rec.payload_size + 7) & ~(size_t)7;
+		}
+	}
+	if (c->npend != before)
+		qsort(c->pend + c->start, c->npend - c->start, sizeof *c->pend, cmp_q);
+	uint64_t limit = final ? UINT64_MAX :
+			 round_start > MARGIN_NS ? round_start - MARGIN_NS : 0;
+	size_t k = c->start;
+	for (; k < c->npend && c->pend[k]->rec.ts_ns <= limit; k++) {
+		struct qrec *q = c->pend[k];
+		const struct ukpev_event_info *ev = NULL;
+		if (q->rec.event != UKPEV_EVENT_LOST) {
+			ev = ukpev_reader_event(c->r, q->rec.event);
+			if (!ev) {
+				release(q);
+				continue;
+			}
+		}
+		if (c->format == FMT_JSON)
+			fmt_json_record(&c->w, ev, &q->rec);
+		else
+			fmt_ftrace_record(&c->w, ev, &q->rec);
+		c->written++;
+		release(q);
+	}
+	c->start = k;
+	if (c->start == c->npend) {
+		c->start = c->npend = 0;
+	} else if (c->start > c->npend / 2) {
+		memmove(c->pend, c->pend + c->start, (c->npend - c->start) * sizeof *c->pend);
+		c->npend -= c->start;
+		c->start = 0;
+	}
+}
+
+void consumer_end(struct consumer *c)
+{
+	if (c->running) {
+		c->stop = 1;
+		pthread_join(c->drainer, NULL);
+	}
+	c->running = 0;
+	consumer_drain(c, 1);
+	if (c->format == FMT_JSON)
+		fmt_json_end(&c->w);
+	else
+		fmt_ftrace_end(&c->w);
+	free(c->pend);
+	free(c->w.buf);
+	free(c->w.named);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The writers: ftrace lines and Chrome trace events. */
+#ifndef UKPROBE_OUTPUT_H
+#define UKPROBE_OUTPUT_H
+#include <stdio.h>
+#include <ukprobes/events.h>
+#include "symbolize.h"
+
+struct writer {
+	FILE *f;
+	struct symbolizer *sym;
+	pid_t pid;		/* the traced process (json metadata) */
+	char *buf;		/* scratch for the arguments */
+	size_t cap;
+	/* json: threads named so far */
+	pid_t *named;
+	size_t nnamed, capnamed;
+	int first;
+};
+
+void fmt_ftrace_header(struct writer *w);
+void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
+		       const struct ukpev_record *rec);
+void fmt_ftrace_end(struct writer *w);
+
+void fmt_json_header(struct writer *w);
+void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
+		     const struct ukpev_record *rec);
+void fmt_json_end(struct writer *w);
+
+/* the arguments of rec, formatted (in w->buf) */
+const char *fmt_args(struct writer *w, const struct ukpev_event_info *ev,
+		     const struct ukpev_record *rec, int format);
+#endif

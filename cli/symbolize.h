@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* Addresses of the target as sym+0xOFF/0xSIZE [object]. */
+#ifndef UKPROBE_SYMBOLIZE_H
+#define UKPROBE_SYMBOLIZE_H
+#include <stddef.h>
+#include <sys/types.h>
+#include "maps.h"
+
+struct symbolizer;
+struct symbolizer *sym_new(pid_t pid);
+void sym_free(struct symbolizer *s);
+/* re-reads the target's maps (objects loaded since), while it lives */
+void sym_refresh(struct symbolizer *s);
+void sym_set_dead(struct symbolizer *s);
+/* with_off: "sym+0xOFF/0xSIZE", else "sym"; then " [object]" when
+ * with_obj and the object is not the main executable; "0x..." when no
+ * symbol.  Returns the length. */
+int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
+	       int with_obj, char *buf, size_t n);
+/* the callback for ukpev_format_args (symbol, symstr types) */
+int sym_cb(unsigned long addr, char *buf, size_t n, void *arg);
+#endif

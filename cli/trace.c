@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ukprobe trace`: checks every definition and filter with the events
+ * core's parser before anything runs, starts or attaches to the target,
+ * hands the definitions to the agent, and drains the shared record area
+ * until the end: the target's exit (launch, attach), SIGINT/SIGTERM or
+ * -d (attach).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ukprobes/events.h>
+#include "cli.h"
+#include "opts.h"
+#include "consumer.h"
+#include "symbolize.h"
+#include "../agent/proto.h"
+
+static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t child_pid;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void print_error(const char *text, const struct ukpev_error *e)
+{
+	char buf[8192];
+	ukpev_error_format(buf, sizeof buf, text, e);
+	fputs(buf, stderr);
+}
+
+/*
+ * Launch: a signal a terminal sent went to the whole process group, the
+ * command included; one sent to ukprobe alone (kill) is passed on to
+ * the command.  Either way ukprobe goes on until the command exits.
+ * Attach: the end of the trace.
+ */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0) {
+		if (si->si_code != SI_KERNEL)
+			kill((pid_t)child_pid, sig);
+		return;
+	}
+	stop_sig = sig;
+}
+
+/* definitions and filters checked: 0, or 2 with the error written */
+static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
+{
+	struct ukpev_def **d = calloc((size_t)t->ndefs + 1, sizeof *d);
+	struct ukpev_error e;
+	if (!d)
+		return 2;
+	*defsp = d;
+	for (int k = 0; k < t->ndefs; k++) {
+		memset(&e, 0, sizeof e);
+		if (ukpev_def_parse(t->defs[k], &d[k], &e) < 0) {
+			print_error(t->defs[k], &e);
+			return 2;
+		}
+		const struct ukpev_event_info *a = ukpev_def_info(d[k]);
+		for (int j = 0; j < k; j++) {
+			const struct ukpev_event_info *b = ukpev_def_info(d[j]);
+			if (!strcmp(a->group, b->group) && !strcmp(a->event, b->event)) {
+				e.code = UKPEV_E_EVENT_EXIST;
+				/* the caret under the name where one is given */
+				const char *colon = strchr(t->defs[k], ':');
+				const char *sp = strchr(t->defs[k], ' ');
+				e.offset = colon && (!sp || colon < sp) ? (int)(colon - t->defs[k]) + 1 : 0;
+				print_error(t->defs[k], &e);
+				return 2;
+			}
+		}
+	}
+	for (int k = 0; k < t->nfilters; k++) {
+		const char *f = t->filters[k], *colon = strchr(f, ':');
+		size_t nl = (size_t)(colon - f);
+		int found = 0;
+		for (int j = 0; j < t->ndefs; j++) {
+			const struct ukpev_event_info *in = ukpev_def_info(d[j]);
+			size_t gl = strlen(in->group);
+			int match = (strlen(in->event) == nl && !strncmp(f, in->event, nl)) ||
+				    (nl == gl + 1 + strlen(in->event) && !strncmp(f, in->group, gl) &&
+				     f[gl] == '/' && !strncmp(f + gl + 1, in->event, nl - gl - 1));
+			if (!match)
+				continue;
+			found = 1;
+			memset(&e, 0, sizeof e);
+			if (ukpev_filter_check(d[j], colon + 1, &e) < 0) {
+				print_error(colon + 1, &e);
+				return 2;
+			}
+		}
+		if (!found) {
+			e.code = UKPEV_E_FILTER_NO_EVENT;
+			e.offset = 0;
+			print_error(f, &e);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static int send_define(int fd, const struct trace_opts *t)
+{
+	size_t n = 0;
+	for (int k = 0; k < t->ndefs; k++)
+		n += strlen(t->defs[k]) + 1;
+	for (int k = 0; k < t->nfilters; k++)
+		n += strlen(t->filters[k]) + 1;
+	char *s = malloc(n + 1), *p = s;
+	if (!s)
+		return -1;
+	for (int k = 0; k < t->ndefs; k++)
+		p = stpcpy(p, t->defs[k]) + 1;
+	for (int k = 0; k < t->nfilters; k++)
+		p = stpcpy(p, t->filters[k]) + 1;
+	struct ukpa_define d = { t->buffer_kb, (uint32_t)t->ndefs, (uint32_t)t->nfilters, 0 };
+	int r = chan_send(fd, UKPA_DEFINE, &d, sizeof d, s, n);
+	free(s);
+	return r;
+}
+
+/* the agent's answer to DEFINE: the area fd, or -1 (errors printed) */
+static int await_armed(int fd, const struct trace_opts *t, int *refused)
+{
+	*refused = 0;
+	for (;;) {
+		void *pl;
+		uint32_t len;
+		int passfd;
+		int type = chan_recv(fd, &pl, &len, &passfd, 60000);
+		if (type == UKPA_ARMED && passfd >= 0) {
+			free(pl);
+			return passfd;
+		}
+		if (type == UKPA_ERROR && len >= sizeof(struct ukpa_error)) {
+			struct ukpa_error pe;
+			memcpy(&pe, pl, sizeof pe);
+			const char *msg = (const char *)pl + sizeof pe;
+			const char *text = pe.kind == 0 && pe.index < (unsigned)t->ndefs ? t->defs[pe.index]
+				: pe.kind == 1 && pe.index < (unsigned)t->nfilters ? t->filters[pe.index] : NULL;
+			/* a filter: EXPR, after "EVENT:", unless the event is what is wrong */
+			if (pe.kind == 1 && text && strstr(msg, "Unknown event") == NULL)
+				text = strchr(text, ':') + 1;
+			if (text)
+				ukp_error_log(msg, text, pe.offset);
+			else
+				ukp_err("error: %s", msg);
+			free(pl);
+			*refused = 1;
+			return -1;
+		}
+		free(pl);
+		if (passfd >= 0)
+			close(passfd);
+		return -1;
+	}
+}
+
+static int await_hello(int fd, pid_t *pid)
+{
+	void *pl;
+	uint32_t len;
+	int passfd;
+	int type = chan_recv(fd, &pl, &len, &passfd, 60000);
+	if (passfd >= 0)
+		close(passfd);
+	if (type == UKPA_HELLO && len >= sizeof(struct ukpa_hello)) {
+		struct ukpa_hello h;
+		memcpy(&h, pl, sizeof h);
+		free(pl);
+		if (h.version != UKPA_VERSION)
+			return -2;
+		*pid = h.pid;
+		return 0;
+	}
+	free(pl);
+	return type == UKPA_BUSY ? -3 : -1;
+}
+
+static int target_alive(pid_t pid, int pidfd)
+{
+	if (pidfd >= 0) {
+		struct pollfd p = { pidfd, POLLIN, 0 };
+		return poll(&p, 1, 0) == 0;
+	}
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static void write_totals(struct consumer *c, const struct trace_opts *t)
+{
+	fprintf(stderr, "%s: %llu events lost\n", ukp_prog,
+		(unsigned long long)ukpev_reader_lost(c->r));
+	if (!t->profile)
+		return;
+	unsigned n = ukpev_reader_nevents(c->r);
+	for (unsigned id = 0; id < n; id++) {
+		const struct ukpev_event_info *ev = ukpev_reader_event(c->r, id);
+		struct ukpev_stats st;
+		if (!ev || ukpev_reader_stats(c->r, id, &st) < 0)
+			continue;
+		char name[2 * UKPEV_NAME_MAX + 2];
+		snprintf(name, sizeof name, "%s/%s", ev->group, ev->event);
+		fprintf(stderr, "  %-44s %15llu %15llu\n", name,
+			(unsigned long long)st.hits, (unsigned long long)st.misses);
+	}
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct trace_opts t;
+	int r = trace_parse(argc, argv, &t);
+	if (r)
+		return r < 0 ? 0 : r;
+	struct ukpev_def **defs = NULL;
+	if ((r = check_input(&t, &defs)) != 0)
+		return r;
+
+	FILE *out = stdout;
+	if (t.output && !(out = fopen(t.output, "we"))) {
+		ukp_err("%s: %s", t.output, strerror(errno));
+		return 1;
+	}
+
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	signal(SIGPIPE, SIG_IGN);
+
+	int ctl = -1;
+	pid_t child = 0, pid = t.pid;
+	if (t.command) {
+		if ((r = launch_start(t.command, &ctl, &child)) != 0)
+			return r;
+		pid = child;
+		child_pid = child;
+	} else {
+		if ((r = attach_connect(t.pid, &ctl)) != 0)
+			return r;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	pid_t apid = 0;
+	r = await_hello(ctl, &apid);
+	if (r < 0) {
+		if (child) {
+			int st;
+			/* killed meanwhile (a terminal's ^C reaches it too) */
+			if (waitpid(child, &st, WNOHANG) == child && WIFSIGNALED(st))
+				return 128 + WTERMSIG(st);
+			kill(child, SIGKILL);
+			waitpid(child, &st, 0);
+			ukp_err("the agent did not start in %s", t.command[0]);
+			return 1;
+		}
+		ukp_err("cannot attach to %d: %s", (int)t.pid,
+			r == -3 ? "already traced by another ukprobe" :
+			r == -2 ? "its agent is of another ukprobe version" : "the agent does not answer");
+		return 1;
+	}
+	int refused = 0;
+	int areafd = send_define(ctl, &t) < 0 ? -1 : await_armed(ctl, &t, &refused);
+	if (areafd < 0) {
+		if (child) {
+			int st;
+			if (!refused && waitpid(child, &st, WNOHANG) == child && WIFSIGNALED(st))
+				return 128 + WTERMSIG(st);
+			kill(child, SIGKILL);	/* it exits before main by itself */
+			waitpid(child, &st, 0);
+		}
+		if (!refused)
+			ukp_err("the agent in %d went away", (int)pid);
+		return refused ? 2 : 1;
+	}
+	struct ukpev_reader *rd;
+	if ((r = ukpev_reader_open(areafd, &rd)) < 0) {
+		ukp_err("cannot map the record area: %s", strerror(-r));
+		if (child)
+			kill(child, SIGKILL);
+		return 1;
+	}
+	struct symbolizer *sym = sym_new(pid);
+	struct consumer c;
+	consumer_init(&c, rd, out, sym, t.format);
+	if (chan_send(ctl, UKPA_GO, NULL, 0, NULL, 0) < 0 && !child) {
+		ukp_err("the agent in %d went away", (int)pid);
+		return 1;
+	}
+
+	/* which records are the agent's own arming (sent right after GO) */
+	{
+		void *pl;
+		uint32_t len;
+		int pf;
+		int ty = chan_recv(ctl, &pl, &len, &pf, 30000);
+		if (pf >= 0)
+			close(pf);
+		if (ty == UKPA_MUTE)
+			for (size_t k = 0; k + sizeof(struct ukpa_mute) <= len; k += sizeof(struct ukpa_mute)) {
+				struct ukpa_mute m;
+				memcpy(&m, (char *)pl + k, sizeof m);
+				consumer_mute(&c, m.tid, m.until_ns);
+			}
+		free(pl);
+	}
+
+	consumer_start(&c);
+
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	double t0 = now_s(), last_maps = t0;
+	int status = 0, exited = 0;
+	while (!exited) {
+		struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { child ? -1 : ctl, POLLIN, 0 } };
+		poll(p, 2, 10);
+		/* attach: the agent's end closes when the target execs (the
+		 * new program has no agent) or dies */
+		if (!child && (p[1].revents & (POLLHUP | POLLERR | POLLIN))) {
+			exited = 1;
+			consumer_drain(&c, 0);
+			break;
+		}
+		if (now_s() - last_maps > 0.2 && target_alive(pid, pidfd)) {
+			sym_refresh(sym);	/* objects loaded since */
+			last_maps = now_s();
+		}
+		if (child) {
+			pid_t w = waitpid(child, &status, WNOHANG);
+			if (w == child)
+				exited = 1;
+		} else {
+			if (stop_sig)
+				break;
+			if (t.duration > 0 && now_s() - t0 >= t.duration)
+				break;
+			if (!target_alive(pid, pidfd)) {
+				exited = 1;
+				break;
+			}
+		}
+		consumer_drain(&c, 0);
+	}
+	if (!child && !exited) {
+		/* every probe removed before the last drain: nothing is
+		 * recorded after it */
+		chan_send(ctl, UKPA_STOP, NULL, 0, NULL, 0);
+		void *pl;
+		uint32_t len;
+		int pf;
+		for (;;) {
+			int ty = chan_recv(ctl, &pl, &len, &pf, 30000);
+			free(pl);
+			if (pf >= 0)
+				close(pf);
+			if (ty == UKPA_STOPPED || ty < 0)
+				break;
+		}
+	}
+	close(ctl);
+	if (exited)
+		sym_set_dead(sym);	/* its objects are known; no maps to read */
+	consumer_end(&c);
+	if (out != stdout)
+		fclose(out);
+	else
+		fflush(stdout);
+	write_totals(&c, &t);
+	ukpev_reader_close(rd);
+	sym_free(sym);
+	for (int k = 0; k < t.ndefs; k++)
+		ukpev_def_free(defs[k]);
+	free(defs);
+	if (child) {
+		if (WIFSIGNALED(status))
+			return 128 + WTERMSIG(status);
+		return WEXITSTATUS(status);
+	}
+	return 0;
+}

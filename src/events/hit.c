@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hit path of dynamic events: what runs in the probed thread.
+ *
+ * Built with -mgeneral-regs-only -fno-jump-tables and calling nothing
+ * outside this file but ukp_copy_nofault (mk/events.mk): so the engine's
+ * analysis finds the handlers keep to the general registers and runs
+ * them on its lean path (no vector state saved).  No lock, no allocation,
+ * no formatting, no system call but at a thread's first event (gettid,
+ * its name).
+ *
+ * One hit:
+ *   1. the thread's block (TLS; its first event, or a fork child's,
+ *      takes one from the area);
+ *   2. count the hit; reserve the largest record the event can need in
+ *      the thread's sub-buffer (a full buffer: count a lost event);
+ *   3. header (TSC, cpu from rseq), run the fetch program into it;
+ *   4. the filter, on the record in place: rejected, nothing committed;
+ *   5. commit: one release store of the sub-buffer's head.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/rseq.h>
+#include <time.h>
+#include "internal.h"
+#include "ev_int.h"
+
+__thread struct ev_tls ev_tls __attribute__((tls_model("initial-exec")));
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- small helpers that call nothing ------------------------------------ */
+
+static inline void ev_bzero(void *p, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0) : "memory");
+}
+
+static inline void ev_bcopy(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static inline uint64_t ev_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* the cpu without rseq */
+static unsigned ev_cpu_slow(void)
+{
+	uint64_t id;
+	if (ev_cpu_mode == EV_CPU_RDPID) {
+		__asm__ volatile("rdpid %0" : "=r"(id));
+	} else {
+		uint32_t lo, hi, aux;
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+		id = aux;
+	}
+	return (unsigned)(id & 0xfff);
+}
+
+/* ---- lock-free stacks of indexes in the area (tag << 32 | idx + 1) ------ */
+
+static inline uint32_t *lf_next(char *base, size_t stride, size_t off, uint32_t idx1)
+{
+	return (uint32_t *)(void *)(base + (size_t)(idx1 - 1) * stride + off);
+}
+
+static uint32_t lf_pop(_Atomic uint64_t *head, char *base, size_t stride, size_t off)
+{
+	uint64_t old = atomic_load_explicit(head, memory_order_acquire);
+	for (;;) {
+		uint32_t idx = (uint32_t)old;
+		if (!idx)
+			return 0;
+		/* a stale next (idx popped and reused meanwhile) fails the
+		 * CAS: the tag moved on */
+		uint32_t next = __atomic_load_n(lf_next(base, stride, off, idx), __ATOMIC_RELAXED);
+		uint64_t nw = (((old >> 32) + 1) << 32) | next;
+		if (atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_acq_rel,
+							  memory_order_acquire))
+			return idx;
+	}
+}
+
+static void lf_push(_Atomic uint64_t *head, char *base, size_t stride, size_t off, uint32_t idx)
+{
+	uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
+	for (;;) {
+		__atomic_store_n(lf_next(base, stride, off, idx), (uint32_t)old, __ATOMIC_RELAXED);
+		uint64_t nw = (((old >> 32) + 1) << 32) | idx;
+		if (atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}
+
+uint32_t ev_sb_get(struct ev_area_hdr *h)
+{
+	uint32_t i = lf_pop(&h->free_subbufs, (char *)h + h->pool_off, UKPEV_SUBBUF_SIZE,
+			    offsetof(struct ev_subbuf, free_next));
+	if (i)
+		return i;
+	/* never used ones: the high-water mark, moved only while below the
+	 * end (a full pool asked again and again must not wrap it) */
+	uint32_t n = atomic_load_explicit(&h->subbufs_hw, memory_order_relaxed);
+	while (n < h->nsubbufs)
+		if (atomic_compare_exchange_weak_explicit(&h->subbufs_hw, &n, n + 1,
+							  memory_order_relaxed, memory_order_relaxed))
+			return n + 1;
+	return 0;
+}
+
+void ev_sb_put(struct ev_area_hdr *h, uint32_t idx1)
+{
+	lf_push(&h->free_subbufs, (char *)h + h->pool_off, UKPEV_SUBBUF_SIZE,
+		offsetof(struct ev_subbuf, free_next), idx1);
+}
+
+void ev_tb_put(struct ev_area_hdr *h, uint32_t idx1)
+{
+	lf_push(&h->free_threads, (char *)h + h->threads_off, sizeof(struct ev_tblock),
+		offsetof(struct ev_tblock, free_next), idx1);
+}
+
+static uint32_t tb_get(struct ev_area_hdr *h)
+{
+	uint32_t i = lf_pop(&h->free_threads, (char *)h + h->threads_off,
+			    sizeof(struct ev_tblock), offsetof(struct ev_tblock, free_next));
+	if (i)
+		return i;
+	uint32_t n = atomic_load_explicit(&h->threads_hw, memory_order_relaxed);
+	while (n < h->threads_max)
+		if (atomic_compare_exchange_weak_explicit(&h->threads_hw, &n, n + 1,
+							  memory_order_relaxed, memory_order_relaxed))
+			return n + 1;
+	return 0;
+}
+
+/* ---- a thread's first event ------------------------------------------------ */
+
+/* The thread's block in a's area: taken at its first event, and again in
+ * a fork child (which must not write into its parent's buffers). */
+__attribute__((noinline)) struct ev_tblock *ev_thread_attach(struct ukpev_area *a)
+{
+	struct ev_area_hdr *h = a->hdr;
+	uint32_t gen = atomic_load_explicit(&ev_fork_gen, memory_order_relaxed);
+	if (ev_tls.gen != gen) {
+		for (int i = 0; i < EV_MAX_AREAS; i++)
+			ev_tls.tb[i] = NULL;
+		ev_tls.gen = gen;
+	}
+	if (ev_tls.tb[a->slot] && ev_tls.key[a->slot] == a->key)
+		return ev_tls.tb[a->slot];
+	ev_tls.tb[a->slot] = NULL;
+	uint32_t ti = tb_get(h);
+	if (!ti)
+		return NULL;
+	struct ev_tblock *tb = ev_tb(h, ti - 1);
+	uint32_t sb = ev_sb_get(h);
+	if (!sb) {
+		lf_push(&h->free_threads, (char *)h + h->threads_off, sizeof(struct ev_tblock),
+			offsetof(struct ev_tblock, free_next), ti);
+		return NULL;
+	}
+	struct ev_subbuf *s = ev_sb(h, sb);
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->closed, 0, memory_order_relaxed);
+	s->next = 0;
+	tb->pid = (int32_t)ukp_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	tb->tid = (int32_t)ukp_raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	ev_bzero(tb->comm, sizeof(tb->comm));
+	ukp_raw_syscall(SYS_prctl, PR_GET_NAME, (long)tb->comm, 0, 0, 0, 0);
+	tb->comm[15] = 0;
+	tb->cpu_p = NULL;
+	if (ev_cpu_mode == EV_CPU_RSEQ) {
+		const struct rseq *rs = (const struct rseq *)(void *)
+			((char *)__builtin_thread_pointer() + __rseq_offset);
+		tb->cpu_p = (const volatile uint32_t *)&rs->cpu_id;
+	}
+	tb->cur = sb;
+	tb->wsb = s;
+	tb->wp = s->data;
+	tb->wlimit = s->data + EV_SB_DATA;
+	tb->pending_lost = 0;
+	atomic_store_explicit(&tb->lost, 0, memory_order_relaxed);
+	atomic_store_explicit(&tb->held, 1, memory_order_relaxed);
+	tb->rd = sb;
+	tb->rpos = 0;
+	tb->lost_marked = 0;
+	tb->lost_told = 0;
+	tb->rcomm_ns = 0;
+	/* counters: zeroed by whoever freed the block (or never used) */
+	atomic_store_explicit(&tb->state, EV_TB_LIVE, memory_order_release);
+	ev_tls.key[a->slot] = a->key;
+	ev_tls.tb[a->slot] = tb;
+	return tb;
+}
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+/* The current sub-buffer is too full: move to a fresh one, within the
+ * thread's limit.  false: none (the event is lost). */
+__attribute__((noinline)) static bool ev_switch(struct ev_area_hdr *h, struct ev_tblock *tb)
+{
+	if (atomic_load_explicit(&tb->held, memory_order_relaxed) >= h->buffer_subbufs)
+		return false;
+	uint32_t n = ev_sb_get(h);
+	if (!n)
+		return false;
+	struct ev_subbuf *s = ev_sb(h, n), *old = ev_sb(h, tb->cur);
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->closed, 0, memory_order_relaxed);
+	s->next = 0;
+	atomic_fetch_add_explicit(&tb->held, 1, memory_order_relaxed);
+	/* next before closed: a reader that sees closed finds next */
+	old->next = n;
+	atomic_store_explicit(&old->closed, 1, memory_order_release);
+	tb->cur = n;
+	tb->wsb = s;
+	tb->wp = s->data;
+	return true;
+}
+
+static inline void ev_commit(struct ev_tblock *tb, unsigned size)
+{
+	tb->wp += size;
+	atomic_store_explicit(&tb->wsb->head, (uint32_t)(tb->wp - tb->wsb->data),
+			      memory_order_release);
+}
+
+/* Not room for need bytes in this sub-buffer, or a lost marker owed. */
+__attribute__((noinline)) static uint8_t *ev_reserve_slow(struct ev_area_hdr *h,
+							  struct ev_tblock *tb, unsigned need)
+{
+	unsigned total = need + (tb->pending_lost ? EV_REC_LOST_SIZE : 0);
+	if (tb->wp + total > tb->wsb->data + EV_SB_DATA && !ev_switch(h, tb))
+		return NULL;
+	if (tb->pending_lost) {
+		struct ev_rec *r = (struct ev_rec *)(void *)tb->wp;
+		r->ts = 0;
+		r->size = EV_REC_LOST_SIZE;
+		r->event = UKPEV_EVENT_LOST;
+		r->cpu = 0;
+		r->flags = 0;
+		*(uint64_t *)(void *)(r + 1) = tb->pending_lost;
+		tb->pending_lost = 0;
+		ev_commit(tb, EV_REC_LOST_SIZE);
+	}
+	tb->wlimit = tb->wsb->data + EV_SB_DATA;
+	return tb->wp;
+}
+
+/* No room: the event is lost, counted where it was lost. */
+__attribute__((noinline)) static void ev_lost(struct ev_tblock *tb, struct ev_count *cnt)
+{
+	tb->pending_lost++;
+	tb->wlimit = tb->wp;	/* the next record goes the slow way */
+	atomic_store_explicit(&tb->lost, atomic_load_explicit(&tb->lost, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	__atomic_store_n(&cnt->misses, cnt->misses + 1, __ATOMIC_RELAXED);
+}
+
+/* ---- fetching ---------------------------------------------------------------- */
+
+static inline unsigned long ev_arg(const struct pt_regs *regs, unsigned n, bool *fault)
+{
+	switch (n) {
+	case 1: return regs->di;
+	case 2: return regs->si;
+	case 3: return regs->dx;
+	case 4: return regs->cx;
+	case 5: return regs->r8;
+	case 6: return regs->r9;
+	default: {
+		/* at the entry, sp holds the return address; arg 7 above it */
+		unsigned long v;
+		if (ukp_copy_nofault(&v, (const void *)(regs->sp + 8 * (n - 6)), 8)) {
+			*fault = true;
+			return 0;
+		}
+		return v;
+	}
+	}
+}
+
+/* A string at src into dst: its length with the NUL, or 0 if unreadable.
+ * Read in pieces that never cross a page, so a string that ends before
+ * an unmapped page is read whole. */
+static unsigned ev_copy_str(uint8_t *dst, unsigned long src)
+{
+	unsigned got = 0;
+	while (got < UKPEV_STRING_MAX - 1) {
+		unsigned long at = src + got;
+		unsigned chunk = 32;
+		unsigned room = UKPEV_STRING_MAX - 1 - got;
+		unsigned page = 4096 - (unsigned)(at & 4095);
+		if (chunk > room)
+			chunk = room;
+		if (chunk > page)
+			chunk = page;
+		if (ukp_copy_nofault(dst + got, (const void *)at, chunk))
+			return 0;
+		unsigned i = 0;
+		/* a word at a time: a zero byte sets its high bit in
+		 * (w - 0x01..01) & ~w & 0x80..80 (the lowest one exactly) */
+		for (; i + 8 <= chunk; i += 8) {
+			uint64_t w;
+			__builtin_memcpy(&w, dst + got + i, 8);
+			uint64_t z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+			if (z)
+				return got + i + (unsigned)__builtin_ctzll(z) / 8 + 1;
+		}
+		for (; i < chunk; i++)
+			if (!dst[got + i])
+				return got + i + 1;
+		got += chunk;
+	}
+	dst[UKPEV_STRING_MAX - 1] = 0;
+	return UKPEV_STRING_MAX;
+}
+
+static inline void ev_store_val(uint8_t *slot, unsigned size, unsigned long v)
+{
+	switch (size) {
+	case 1: *slot = (uint8_t)v; break;
+	case 2: *(uint16_t *)(void *)slot = (uint16_t)v; break;
+	case 4: *(uint32_t *)(void *)slot = (uint32_t)v; break;
+	default: *(uint64_t *)(void *)slot = v; break;
+	}
+}
+
+/*
+ * Runs e's program into the payload pl (its fixed part is e's
+ * payload_size bytes; strings go after it).  Returns the bytes of
+ * dynamic data used.
+ */
+static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs *regs,
+			      const unsigned long *saved, uint8_t *pl,
+			      const struct ev_tblock *tb)
+{
+	const struct ev_insn *in = e->prog;
+	unsigned long val = 0;
+	uint8_t *slot = pl;
+	unsigned arg = 0, dyn = e->payload_size, dyn0 = dyn;
+	uint64_t *bitmap = (uint64_t *)(void *)pl;
+	for (unsigned w = 0; w < (e->nargs + 63) / 64; w++)
+		bitmap[w] = 0;
+	for (;; in++) {
+		bool fault = false;
+		switch (in->op) {
+		case OP_REG_VAL:
+			ev_store_val(pl + in->dst, in->size,
+				     ((const unsigned long *)(const void *)regs)[in->param]);
+			continue;
+		case OP_REG_STR: {
+			unsigned long src = ((const unsigned long *)(const void *)regs)[in->param] +
+					    (unsigned long)in->imm;
+			unsigned len = ev_copy_str(pl + dyn, src);
+			if (len) {
+				*(uint32_t *)(void *)(pl + in->dst) = (uint32_t)len << 16 | dyn;
+				dyn += len;
+			} else {
+				bitmap[in->count / 64] |= 1ULL << (in->count % 64);
+			}
+			continue;
+		}
+		case OP_ARG:
+			arg = in->param;
+			slot = pl + in->dst;
+			continue;
+		case OP_LD_REG:
+			val = ((const unsigned long *)(const void *)regs)[in->param];
+			continue;
+		case OP_ST_VAL:
+			ev_store_val(slot, in->size, val);
+			continue;
+		case OP_LD_SP:
+			val = regs->sp;
+			continue;
+		case OP_LD_STACK:
+			fault = ukp_copy_nofault(&val, (const void *)(regs->sp + in->imm), 8) != 0;
+			break;
+		case OP_LD_ARG:
+			val = ev_arg(regs, in->param, &fault);
+			break;
+		case OP_LD_SAVED:
+			val = saved[in->param - 1];
+			continue;
+		case OP_LD_RETVAL:
+			val = regs->ax;
+			continue;
+		case OP_LD_IMM:
+			val = (unsigned long)in->imm;
+			continue;
+		case OP_DEREF:
+			fault = ukp_copy_nofault(&val, (const void *)(val + in->imm), 8) != 0;
+			break;
+		case OP_ADD:
+			val += in->imm;
+			continue;
+		case OP_ST_MEM:
+			fault = ukp_copy_nofault(slot, (const void *)val,
+						 (size_t)in->size * in->count) != 0;
+			break;
+		case OP_ST_STR:
+		case OP_ST_COMM:
+		case OP_ST_IMMSTR: {
+			unsigned len;
+			if (in->op == OP_ST_STR) {
+				len = ev_copy_str(pl + dyn, val);
+			} else {
+				const char *s = in->op == OP_ST_COMM ? tb->comm : e->strtab + in->imm;
+				len = 0;
+				while (s[len])
+					len++;
+				len++;
+				ev_bcopy(pl + dyn, s, len);
+			}
+			if (len) {
+				*(uint32_t *)(void *)slot = (uint32_t)len << 16 | dyn;
+				dyn += len;
+				continue;
+			}
+			fault = true;
+			break;
+		}
+		case OP_ST_STRARR:
+			/* each element on its own: an unreadable one has
+			 * length 0, printed (fault) */
+			for (unsigned k = 0; k < in->count; k++) {
+				unsigned long sp;
+				unsigned len = 0;
+				if (!ukp_copy_nofault(&sp, (const void *)(val + 8 * k), 8))
+					len = ev_copy_str(pl + dyn, sp);
+				((uint32_t *)(void *)slot)[k] = len ? (uint32_t)len << 16 | dyn : 0;
+				dyn += len;
+			}
+			continue;
+		default:	/* OP_END */
+			return dyn - dyn0;
+		}
+		if (fault) {
+			bitmap[arg / 64] |= 1ULL << (arg % 64);
+			/* on to the next fetcharg */
+			while (in[1].op != OP_ARG && in[1].op != OP_END && in[1].op != OP_REG_VAL &&
+			       in[1].op != OP_REG_STR)
+				in++;
+		}
+	}
+	return dyn - dyn0;
+}
+
+/* ---- filters ------------------------------------------------------------------ */
+
+/* glob: * ? [...] ([!...] negated, ranges a-z); 1 if s matches pat */
+static int ev_glob_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+	size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0;
+	while (si < sn) {
+		if (pi < pn && p[pi] == '*') {
+			star_p = ++pi;
+			star_s = si;
+			continue;
+		}
+		if (pi < pn && p[pi] == '[') {
+			size_t k = pi + 1;
+			bool neg = k < pn && (p[k] == '!' || p[k] == '^');
+			if (neg)
+				k++;
+			bool hit = false, closed = false;
+			size_t first = k;
+			for (; k < pn; k++) {
+				if (p[k] == ']' && k > first) {
+					closed = true;
+					break;
+				}
+				if (k + 2 < pn && p[k + 1] == '-' && p[k + 2] != ']') {
+					if (s[si] >= p[k] && s[si] <= p[k + 2])
+						hit = true;
+					k += 2;
+				} else if (p[k] == s[si]) {
+					hit = true;
+				}
+			}
+			if (closed && hit != neg) {
+				pi = k + 1;
+				si++;
+				continue;
+			}
+			if (!closed && p[pi] == s[si]) {	/* a plain '[' */
+				pi++;
+				si++;
+				continue;
+			}
+		} else if (pi < pn && (p[pi] == '?' || p[pi] == s[si])) {
+			pi++;
+			si++;
+			continue;
+		}
+		if (star_p == (size_t)-1)
+			return 0;
+		pi = star_p;
+		si = ++star_s;
+	}
+	while (pi < pn && p[pi] == '*')
+		pi++;
+	return pi == pn;
+}
+
+static inline uint64_t ev_load(const uint8_t *p, unsigned size, bool sign)
+{
+	switch (size) {
+	case 1: return sign ? (uint64_t)(int64_t)*(const int8_t *)p : *p;
+	case 2: return sign ? (uint64_t)(int64_t)*(const int16_t *)(const void *)p
+			    : *(const uint16_t *)(const void *)p;
+	case 4: return sign ? (uint64_t)(int64_t)*(const int32_t *)(const void *)p
+			    : *(const uint32_t *)(const void *)p;
+	default: return *(const uint64_t *)(const void *)p;
+	}
+}
+
+static inline bool ev_cmp_num(unsigned cmp, uint64_t a, uint64_t b, bool sign)
+{
+	if (cmp == C_EQ)
+		return a == b;
+	if (cmp == C_NE)
+		return a != b;
+	if (cmp == C_BAND)
+		return (a & b) != 0;
+	bool lt = sign ? (int64_t)a < (int64_t)b : a < b;
+	bool eq = a == b;
+	if (cmp == C_LT)
+		return lt;
+	if (cmp == C_LE)
+		return lt || eq;
+	if (cmp == C_GT)
+		return !lt && !eq;
+	return !lt;	/* C_GE */
+}
+
+bool ev_filter_match(const struct ev_filter *f, const uint8_t *pl, const char *strtab,
+		     int32_t tid)
+{
+	uint64_t stack = 0;	/* a bit stack of results, top at bit 0 */
+	const uint64_t *bitmap = (const uint64_t *)(const void *)pl;
+	for (unsigned i = 0; i < f->n; i++) {
+		const struct ev_fpred *p = &f->p[i];
+		bool r;
+		if (p->op == F_AND || p->op == F_OR) {
+			bool b = stack & 1, a = (stack >> 1) & 1;
+			stack >>= 2;
+			r = p->op == F_AND ? (a && b) : (a || b);
+		} else if (p->op == F_NOT) {
+			r = !(stack & 1);
+			stack >>= 1;
+		} else if (p->op == F_PID) {
+			r = ev_cmp_num(p->cmp, (uint64_t)(int64_t)tid, (uint64_t)p->val, true);
+		} else if (bitmap[p->arg / 64] & (1ULL << (p->arg % 64))) {
+			r = false;	/* (fault): no comparison holds */
+		} else if (p->op == F_NUM) {
+			uint64_t v = ev_load(pl + p->dst, p->size, p->is_signed);
+			if (p->bf_width) {
+				v >>= p->bf_shift;
+				if (p->bf_width < 64)
+					v &= (1ULL << p->bf_width) - 1;
+			}
+			r = ev_cmp_num(p->cmp, v, (uint64_t)p->val, p->is_signed);
+		} else {
+			uint32_t loc = *(const uint32_t *)(const void *)(pl + p->dst);
+			const char *s = (const char *)pl + (loc & 0xffff);
+			size_t sn = loc >> 16;
+			if (sn)
+				sn--;	/* without the NUL */
+			const char *v = strtab + p->str_off;
+			if (p->cmp == C_GLOB) {
+				r = ev_glob_match(v, p->str_len, s, sn);
+			} else {
+				bool eq = sn == p->str_len;
+				for (size_t k = 0; eq && k < sn; k++)
+					eq = s[k] == v[k];
+				r = p->cmp == C_EQ ? eq : !eq;
+			}
+		}
+		stack = stack << 1 | r;
+	}
+	return stack & 1;
+}
+
+/* ---- handlers ------------------------------------------------------------------ */
+
+/* A hit's triggers (events.rst): each with its filter and count */
+__attribute__((noinline)) static void ev_triggers(const struct ev_trigset *ts, const uint8_t *pl,
+						  int32_t tid, struct ukpev_area *a)
+{
+	for (unsigned i = 0; i < ts->n; i++) {
+		struct ev_trigger *t = ts->t[i];
+		if (t->filter && !ev_filter_match(t->filter, pl, t->filter->strtab, tid))
+			continue;
+		int64_t c = atomic_load_explicit(&t->count, memory_order_relaxed);
+		while (c > 0 && !atomic_compare_exchange_weak_explicit(&t->count, &c, c - 1,
+								       memory_order_relaxed,
+								       memory_order_relaxed))
+			;
+		if (c == 0)
+			continue;	/* used up */
+		if (t->type == T_TRACEON)
+			atomic_store_explicit(&a->tracing_off, 0, memory_order_relaxed);
+		else if (t->type == T_TRACEOFF)
+			atomic_store_explicit(&a->tracing_off, 1, memory_order_relaxed);
+		else if (t->type == T_ENABLE)
+			atomic_fetch_and_explicit(&t->target->gate, (uint8_t)~EV_GATE_SOFT_OFF,
+						  memory_order_relaxed);
+		else
+			atomic_fetch_or_explicit(&t->target->gate, EV_GATE_SOFT_OFF,
+						 memory_order_relaxed);
+	}
+}
+
+static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
+{
+	if (!clk)
+		return ev_rdtsc();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Reserve, fetch, filter, commit.  gated: the event is soft-disabled, has
+ * triggers, or tracing is off (ev_hit sends those here through
+ * ev_record_gated, so the common case reads none of it).
+ */
+static inline __attribute__((always_inline)) int
+ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+	  unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt,
+	  bool gated)
+{
+	struct ukpev_area *a = e->area;
+	bool quiet = false;
+	const struct ev_trigset *trig = NULL;
+	if (gated) {
+		/* nothing recorded, but triggers still need the values */
+		quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) & EV_GATE_SOFT_OFF) ||
+			atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+		trig = atomic_load_explicit(&e->trig, memory_order_acquire);
+		if (quiet && !trig)
+			return 0;
+	}
+	uint8_t *p = tb->wp;
+	if (unlikely(p + e->max_size > tb->wlimit)) {
+		p = ev_reserve_slow(a->hdr, tb, e->max_size);
+		if (!p) {
+			ev_lost(tb, cnt);
+			return 0;
+		}
+	}
+	struct ev_rec *r = (struct ev_rec *)(void *)p;
+	r->ts = ts;
+	uint64_t cpu = likely(tb->cpu_p != NULL) ? *tb->cpu_p : ev_cpu_slow();
+	uint8_t *pl = (uint8_t *)(r + 1);
+	if (e->ret) {
+		*(uint64_t *)(void *)pl = ret_ip;
+		pl += 8;
+	}
+	unsigned dyn = e->nargs ? ev_run(e, regs, saved, pl, tb) : 0;
+	unsigned size = (e->rec_size + dyn + 7) & ~7u;
+	/* size, event, cpu, flags (0): one store */
+	_Static_assert(offsetof(struct ev_rec, size) == 8 && offsetof(struct ev_rec, event) == 10 &&
+		       offsetof(struct ev_rec, cpu) == 12 && offsetof(struct ev_rec, flags) == 14,
+		       "the record header");
+	*(uint64_t *)(void *)&r->size = size | (uint64_t)(uint16_t)e->id << 16 |
+					(uint64_t)(uint16_t)cpu << 32;
+	if (gated) {
+		if (trig) {
+			ev_triggers(trig, pl, tb->tid, a);
+			/* a trigger may have turned this event or tracing on or off */
+			quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) &
+				 EV_GATE_SOFT_OFF) ||
+				atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+		}
+		if (quiet)
+			return 0;
+	}
+	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
+	if (f && !ev_filter_match(f, pl, f->strtab, tb->tid)) {
+		__atomic_store_n(&cnt->filtered, cnt->filtered + 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* commit: the record, then the head that shows it (release) */
+	struct ev_subbuf *sb = tb->wsb;
+	uint8_t *end = p + size;
+	tb->wp = end;
+	atomic_store_explicit(&sb->head, (uint32_t)(end - sb->data), memory_order_release);
+	return 0;
+}
+
+__attribute__((noinline)) static int
+ev_record_gated(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+		unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
+{
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true);
+}
+
+static inline __attribute__((always_inline)) int
+ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+       unsigned long ret_ip, bool clk)
+{
+	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
+	struct ukpev_area *a = e->area;
+	struct ev_tblock *tb = ev_tls.tb[a->slot];
+	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
+		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
+		if (ev_tls.gen & EV_MUTED)
+			return 0;	/* ukpev_thread_mute() */
+		tb = ev_thread_attach(a);
+		if (!tb) {
+			atomic_fetch_add_explicit(&a->hdr->nothread_misses, 1, memory_order_relaxed);
+			return 0;
+		}
+	}
+	struct ev_count *cnt = &tb->cnt[e->id];
+	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
+	if (unlikely(atomic_load_explicit(&e->gate, memory_order_relaxed) |
+		     atomic_load_explicit(&a->tracing_off, memory_order_relaxed)))
+		return ev_record_gated(e, regs, saved, ret_ip, ts, tb, cnt);
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false);
+}
+
+#define EV_OF_KP(p) ((struct ukpev_event *)(void *)((char *)(p) - offsetof(struct ukpev_event, u)))
+
+int ev_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, false);
+}
+
+int ev_ret_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
+		      (unsigned long)ri->ret_addr, false);
+}
+
+/* Without a usable TSC: the clock from the vDSO (not a lean handler) */
+int ev_pre_handler_clk(struct kprobe *p, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, true);
+}
+
+int ev_ret_handler_clk(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
+		      (unsigned long)ri->ret_addr, true);
+}
+
+/* A return probe whose fetchargs use $argN: they are saved at the entry. */
+int ev_entry_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	const struct ukpev_event *e = EV_OF_KP(ri->rp);
+	unsigned long *s = (unsigned long *)(void *)ri->data;
+	for (unsigned i = 1; i <= e->nsaved; i++) {
+		bool fault = false;
+		s[i - 1] = ev_arg(regs, i, &fault);
+	}
+	return 0;
+}
+
+/* Outside the hit path: a muted thread's gen never matches the fork
+ * generation, so its hits take the branch above and stop there. */
+int ukpev_thread_mute(int on)
+{
+	int was = (ev_tls.gen & EV_MUTED) != 0;
+	if (on)
+		ev_tls.gen |= EV_MUTED;
+	else
+		ev_tls.gen &= ~EV_MUTED;
+	return was;
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel is the oracle: the same probe on libc's malloc (and on
+ * write and read, where gzip allocates almost nothing), through the
+ * kernel's uprobe_events (a private tracefs instance, filtered to the
+ * workload's pid) and through ukprobe, on the same workloads (gzip, sort
+ * of a file made here).  The calls ukprobe records are every call of the
+ * program from the moment its events are armed (before main): the
+ * kernel's sequence without its first few (the dynamic linker's start-up
+ * ones, made before any constructor could arm anything) must equal
+ * ukprobe's, size for size.
+ */
+#include <elf.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include "run.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+
+static int tracefs_ready(void)
+{
+	if (access(TRACEFS "/uprobe_events", W_OK) == 0)
+		return 1;
+	mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	return access(TRACEFS "/uprobe_events", W_OK) == 0;
+}
+
+static void put(const char *path, const char *s, int append)
+{
+	int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
+	if (fd < 0)
+		UKT_FAIL("%s: %s", path, strerror(errno));
+	ssize_t n = write(fd, s, strlen(s));
+	if (n != (ssize_t)strlen(s))
+		UKT_FAIL("%s <- %s: %s", path, s, strerror(errno));
+	close(fd);
+}
+
+/* the file offset of link-time address v in the ELF file f */
+static unsigned long file_offset(const unsigned char *f, unsigned long v)
+{
+	const Elf64_Ehdr *eh = (const void *)f;
+	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
+	for (int k = 0; k < eh->e_phnum; k++)
+		if (ph[k].p_type == PT_LOAD && v >= ph[k].p_vaddr &&
+		    v < ph[k].p_vaddr + ph[k].p_filesz)
+			return v - ph[k].p_vaddr + ph[k].p_offset;
+	UKT_FAIL("address 0x%lx in no PT_LOAD", v);
+}
+
+/* the file offset of the entry point (_start) of the program at path */
+static unsigned long entry_offset(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
+	const unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	UKT_ASSERT(f != MAP_FAILED);
+	unsigned long off = file_offset(f, ((const Elf64_Ehdr *)(const void *)f)->e_entry);
+	munmap((void *)f, (size_t)st.st_size);
+	close(fd);
+	return off;
+}
+
+/* this process's libc.so.6 path and function fn's file offset in it */
+static unsigned long libc_offset(const char *fn, char *path, size_t n)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4200];
+	path[0] = 0;
+	while (fgets(line, sizeof line, m)) {
+		char *p = strchr(line, '/');
+		if (p && strstr(p, "/libc.so.6")) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(path, n, "%s", p);
+			break;
+		}
+	}
+	fclose(m);
+	UKT_ASSERT(path[0]);
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
+	const unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	UKT_ASSERT(f != MAP_FAILED);
+	const Elf64_Ehdr *eh = (const void *)f;
+	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
+	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
+	unsigned long value = 0;
+	for (int k = 0; k < eh->e_shnum && !value; k++) {
+		if (sh[k].sh_type != SHT_DYNSYM)
+			continue;
+		const Elf64_Sym *s = (const void *)(f + sh[k].sh_offset);
+		const char *str = (const char *)(f + sh[sh[k].sh_link].sh_offset);
+		for (size_t j = 0; j < sh[k].sh_size / sizeof *s; j++)
+			if (!strcmp(str + s[j].st_name, fn) && s[j].st_shndx != SHN_UNDEF) {
+				value = s[j].st_value;
+				break;
+			}
+	}
+	UKT_ASSERT(value);
+	(void)ph;
+	unsigned long off = file_offset(f, value);
+	munmap((void *)f, (size_t)st.st_size);
+	close(fd);
+	UKT_ASSERT(off);
+	return off;
+}
+
+/* the size= values of lines with needle, in order */
+static long *sizes(const char *out, const char *needle, int *count)
+{
+	long *v = NULL;
+	int n = 0, cap = 0;
+	for (const char *p = out; (p = strstr(p, needle)); p++) {
+		const char *eol = strchr(p, '\n');
+		const char *q = strstr(p, " size=");
+		if (!q || (eol && q > eol))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			v = realloc(v, (size_t)cap * sizeof *v);
+		}
+		v[n++] = strtol(q + 6, NULL, 10);
+	}
+	*count = n;
+	return v;
+}
+
+static char *slurp_file(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	UKT_ASSERT(fd >= 0);
+	size_t cap = 1 << 20, n = 0;
+	char *b = malloc(cap);
+	ssize_t r;
+	while ((r = read(fd, b + n, cap - n - 1)) > 0) {
+		n += (size_t)r;
+		if (cap - n < 4096)
+			b = realloc(b, cap *= 2);
+	}
+	b[n] = 0;
+	close(fd);
+	return b;
+}
+
+/* argv run once under the kernel's probe: the sizes it saw */
+static long *kernel_run(const char *fn, const char *reg, char *const *argv,
+		       const char *in_path, int *count, int *before)
+{
+	char inst[128], buf[512], libc[4096];
+	unsigned long off = libc_offset(fn, libc, sizeof libc);
+	snprintf(inst, sizeof inst, TRACEFS "/instances/ukt_cli_%d", (int)getpid());
+	rmdir(inst);
+	UKT_ASSERT(mkdir(inst, 0755) == 0);
+	char grp[64];
+	snprintf(grp, sizeof grp, "ukt_cli_%d", (int)getpid());
+	snprintf(buf, sizeof buf, "p:%s/f %s:0x%lx size=%%%s:u64\n", grp, libc, off, reg);
+	put(TRACEFS "/uprobe_events", buf, 1);
+	snprintf(buf, sizeof buf, "p:%s/start %s:0x%lx\n", grp, argv[0], entry_offset(argv[0]));
+	put(TRACEFS "/uprobe_events", buf, 1);
+	snprintf(buf, sizeof buf, "%s/buffer_size_kb", inst);
+	put(buf, "16384", 0);
+
+	/* the workload waits, stopped, until its pid is the only one traced */
+	int out = open("/dev/null", O_WRONLY);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int in = open(in_path, O_RDONLY);
+		dup2(in, 0);
+		dup2(out, 1);
+		raise(SIGSTOP);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	int st;
+	UKT_ASSERT(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st));
+	snprintf(buf, sizeof buf, "%s/set_event_pid", inst);
+	char pids[32];
+	snprintf(pids, sizeof pids, "%d", (int)pid);
+	put(buf, pids, 0);
+	snprintf(buf, sizeof buf, "%s/events/%s/enable", inst, grp);
+	put(buf, "1", 0);
+	kill(pid, SIGCONT);
+	UKT_EQ(wait_status(pid), 0);
+	put(buf, "0", 0);
+	snprintf(buf, sizeof buf, "%s/trace", inst);
+	char *trace = slurp_file(buf);
+	/* nothing lost: entries in the buffer == entries written */
+	const char *e = strstr(trace, "# entries-in-buffer/entries-written: ");
+	UKT_ASSERT(e);
+	long in_buf = 0, written = 0;
+	UKT_ASSERT(sscanf(e, "# entries-in-buffer/entries-written: %ld/%ld", &in_buf, &written) == 2);
+	UKT_EQ(in_buf, written);
+	/* the calls from the program's entry point on: those before it are
+	 * the dynamic linker's start-up, before any constructor */
+	const char *start = strstr(trace, " start: (");
+	UKT_ASSERT(start);
+	long *v = sizes(start, " f: (", count);
+	*before = 0;
+	free(sizes(trace, " f: (", before));
+	*before -= *count;
+	free(trace);
+	UKT_ASSERT(rmdir(inst) == 0);
+	snprintf(buf, sizeof buf, "-:%s/f\n", grp);
+	put(TRACEFS "/uprobe_events", buf, 1);
+	snprintf(buf, sizeof buf, "-:%s/start\n", grp);
+	put(TRACEFS "/uprobe_events", buf, 1);
+	close(out);
+	return v;
+}
+
+/* fn's calls by cmd, the value of register reg at each: kernel, ukprobe */
+static void compare(const char *fn, const char *reg, char *const *cmd, const char *in_path,
+		    int min_calls)
+{
+	int nk = 0, nu = 0, startup = 0;
+	long *k = kernel_run(fn, reg, cmd, in_path, &nk, &startup);
+	char def[128], needle[128];
+	snprintf(def, sizeof def, "p:t/%s libc.so.6:%s size=%%%s:u64", fn, fn, reg);
+	snprintf(needle, sizeof needle, " %s: (%s+0x0/", fn, fn);
+
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)ukprobe_path();
+	argv[n++] = (char *)"trace";
+	argv[n++] = def;
+	argv[n++] = (char *)"-o";
+	char outp[] = "/tmp/ukt-cli-kXXXXXX";
+	int ofd = mkstemp(outp);
+	UKT_ASSERT(ofd >= 0);
+	close(ofd);
+	argv[n++] = outp;
+	argv[n++] = (char *)"--";
+	for (int j = 0; cmd[j]; j++)
+		argv[n++] = cmd[j];
+	argv[n] = NULL;
+	int in = open(in_path, O_RDONLY);
+	struct run r = run_argv_in(argv, in);
+	close(in);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	char *trace = slurp_file(outp);
+	unlink(outp);
+	long *u = sizes(trace, needle, &nu);
+	printf("  %s %s: kernel %d calls from the entry point on (%d before), ukprobe %d\n",
+	       cmd[0], fn, nk, startup, nu);
+	UKT_ASSERT(nk >= min_calls);
+	UKT_EQ(nu, nk);
+	for (int j = 0; j < nu; j++)
+		if (u[j] != k[j])
+			UKT_FAIL("call %d: ukprobe size=%ld, kernel size=%ld", j, u[j], k[j]);
+	free(trace);
+	free(k);
+	free(u);
+	run_free(&r);
+}
+
+static void make_input(char *path)
+{
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	uint64_t s = 88172645463325252ull;
+	for (int k = 0; k < 20000; k++) {
+		int len = 1 + (int)(ukt_xorshift(&s) % 60);
+		for (int j = 0; j < len; j++)
+			fputc('a' + (int)(ukt_xorshift(&s) % 26), f);
+		fputc('\n', f);
+	}
+	fclose(f);
+}
+
+UKT_CASE_T(gzip_and_sort_mallocs_match_the_kernel, 180)
+{
+	if (!tracefs_ready()) {
+		printf("  tracefs is not available here (%s): kernel comparison not run\n", TRACEFS);
+		return;
+	}
+	char in[] = "/tmp/ukt-cli-inXXXXXX";
+	make_input(in);
+	setenv("LC_ALL", "C", 1);
+	/* gzip allocates almost nothing (its buffers are static): its
+	 * malloc calls, then its writes, byte counts in %dx */
+	char *gz[] = { (char *)"/usr/bin/gzip", (char *)"-c", in, NULL };
+	compare("malloc", "di", gz, "/dev/null", 0);
+	compare("write", "dx", gz, "/dev/null", 1);
+	char *gzd[] = { (char *)"/usr/bin/gzip", (char *)"-c", NULL };
+	compare("read", "dx", gzd, in, 1);
+	char *so[] = { (char *)"/usr/bin/sort", (char *)"--parallel=1", in, NULL };
+	compare("malloc", "di", so, "/dev/null", 5);
+	compare("read", "dx", so, "/dev/null", 1);
+	unlink(in);
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Driving the ukprobe command as a user does: build/ukprobe with
+ * arguments, its stdout and stderr read back whole, its exit status.
+ * Target programs are build/cli-targets/<name>.
+ */
+#ifndef UKT_CLI_RUN_H
+#define UKT_CLI_RUN_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ukt.h"
+
+struct run {
+	char *out, *err;
+	size_t nout, nerr;
+	int status;		/* exit status, or 128+N */
+};
+
+static inline const char *build_dir(void)
+{
+	static char dir[PATH_MAX];
+	if (!dir[0]) {
+		ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+		UKT_ASSERT(n > 0);
+		dir[n] = 0;
+		*strrchr(dir, '/') = 0;		/* build/tests */
+		*strrchr(dir, '/') = 0;		/* build */
+	}
+	return dir;
+}
+
+static inline const char *ukprobe_path(void)
+{
+	static char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/ukprobe", build_dir());
+	return p;
+}
+
+static inline const char *target(const char *name)
+{
+	static char p[4][PATH_MAX + 32];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof p[k], "%s/cli-targets/%s", build_dir(), name);
+	return p[k];
+}
+
+static inline void slurp2(int fo, int fe, struct run *r)
+{
+	char **buf[2] = { &r->out, &r->err };
+	size_t *len[2] = { &r->nout, &r->nerr }, cap[2] = { 65536, 65536 };
+	struct pollfd p[2] = { { fo, POLLIN, 0 }, { fe, POLLIN, 0 } };
+	for (int k = 0; k < 2; k++) {
+		*buf[k] = malloc(cap[k]);
+		*len[k] = 0;
+	}
+	while (p[0].fd >= 0 || p[1].fd >= 0) {
+		if (poll(p, 2, -1) < 0) {
+			UKT_ASSERT(errno == EINTR);
+			continue;
+		}
+		for (int k = 0; k < 2; k++) {
+			if (p[k].fd < 0 || !p[k].revents)
+				continue;
+			if (cap[k] - *len[k] < 65536) {
+				cap[k] *= 2;
+				*buf[k] = realloc(*buf[k], cap[k]);
+				UKT_ASSERT(*buf[k]);
+			}
+			ssize_t n = read(p[k].fd, *buf[k] + *len[k], cap[k] - *len[k] - 1);
+			if (n <= 0) {
+				close(p[k].fd);
+				p[k].fd = -1;
+			} else {
+				*len[k] += (size_t)n;
+			}
+		}
+	}
+	r->out[r->nout] = 0;
+	r->err[r->nerr] = 0;
+}
+
+static inline int wait_status(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		UKT_ASSERT(errno == EINTR);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* runs argv (NULL-terminated) with stdin from /dev/null (or in_fd) */
+static inline struct run run_argv_in(char *const *argv, int in_fd)
+{
+	int po[2], pe[2];
+	struct run r;
+	memset(&r, 0, sizeof r);
+	UKT_ASSERT(pipe(po) == 0 && pipe(pe) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+		dup2(in, 0);
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	close(po[1]);
+	close(pe[1]);
+	slurp2(po[0], pe[0], &r);
+	r.status = wait_status(pid);
+	return r;
+}
+
+static inline struct run run_argv(char *const *argv)
+{
+	return run_argv_in(argv, -1);
+}
+
+/* ukprobe with the arguments given, NULL-terminated */
+static inline struct run ukprobe(const char *a0, ...)
+{
+	char *argv[256];
+	int n = 0;
+	va_list ap;
+	argv[n++] = (char *)ukprobe_path();
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 255; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	return run_argv(argv);
+}
+
+static inline void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* number of lines of s containing needle */
+static inline int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+	const char *p = s;
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *line = strndup(p, len);
+		if (strstr(line, needle))
+			n++;
+		free(line);
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return n;
+}
+
+static inline void show(const struct run *r)
+{
+	fprintf(stderr, "  status %d\n  --- stdout (%zu bytes) ---\n%.4000s\n  --- stderr ---\n%.4000s\n",
+		r->status, r->nout, r->out, r->err);
+}
+
+#define RUN_EXPECT(r, cond) do {					\
+	if (!(cond)) {							\
+		show(&(r));						\
+		UKT_FAIL("expected: %s", #cond);			\
+	}								\
+} while (0)
+
+#endif
