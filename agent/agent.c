@@ -312,9 +312,9 @@ static void *launch_thread(void *arg)
 		if (t == UKPA_GO) {
 			launch_area = s.area;
 			enable_all(&s);
-			/* jump optimisation asks every thread where it is by a
-			 * signal: done now, before main, it interrupts no
-			 * sleep of the program's */
+			/* every probe a jump before main runs (a breakpoint
+			 * would kill a thread of the program that blocks
+			 * SIGTRAP) */
 			wait_for_kprobe_optimizer();
 			send_mute(fd);
 			return (void *)1;
@@ -363,12 +363,6 @@ static void serve(int fd)
 	uint32_t len;
 	if (hello(fd) < 0)
 		return;
-	/* jump optimisation asks every thread where it is by a signal,
-	 * which would cut short the program's nanosleep, poll or
-	 * sigtimedwait with EINTR: a program attached to runs its threads
-	 * undisturbed, its probes stay int3s */
-	int opt = kprobes_get_optimization();
-	kprobes_set_optimization(0);
 	for (;;) {
 		/* another command meanwhile: told it is busy */
 		struct pollfd p[2] = { { fd, POLLIN, 0 }, { listen_fd, POLLIN, 0 } };
@@ -410,7 +404,6 @@ static void serve(int fd)
 	}
 	attach_area = NULL;
 	session_end(&s);
-	kprobes_set_optimization(opt);
 }
 
 /*
