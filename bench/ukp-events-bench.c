@@ -24,6 +24,8 @@
  * consumer thread drains, with the default buffers: events lost.
  */
 #include <errno.h>
+#include <sys/mount.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,22 @@ typedef long (*target_fn)(long, long, const char *);
 		"	lea 1(%rdi), %rax\n"			\
 		"	ret\n"					\
 		".size " #name ", .-" #name "\n")
+/* the same with a 5-byte nop first: where the kernel's uprobes turn
+ * their int3 into a call (its best case) */
+#define TARGET_NOP5(name)					\
+	__asm__(".text\n"					\
+		".globl " #name "\n"				\
+		".type " #name ", @function\n"			\
+		".p2align 4\n"					\
+		#name ":\n"					\
+		"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"	\
+		"	lea 1(%rdi), %rax\n"			\
+		"	ret\n"					\
+		".size " #name ", .-" #name "\n")
 TARGET(bt_call);
+TARGET(bt_k3);
+TARGET(bt_kr);
+TARGET_NOP5(bt_k3n);
 TARGET(bt_e0);
 TARGET(bt_e3);
 TARGET(bt_er);
@@ -51,6 +68,9 @@ long bt_call(long, long, const char *);
 long bt_e0(long, long, const char *);
 long bt_e3(long, long, const char *);
 long bt_er(long, long, const char *);
+long bt_k3(long, long, const char *);
+long bt_kr(long, long, const char *);
+long bt_k3n(long, long, const char *);
 
 static const char str16[] = "0123456789abcdef";
 
@@ -171,6 +191,137 @@ static double median(double *v, int n)
 	memcpy(t, v, sizeof(double) * (size_t)n);
 	qsort(t, (size_t)n, sizeof(double), cmp_d);
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* ---- the kernel's uprobe_events, the same fetchargs, same run ----------------- */
+
+/*
+ * The peers of e3 and er: the kernel's own dynamic events on the same
+ * kind of function in this process (tracefs; root), recording the same
+ * fetchargs into its ring buffer.  On `lea; ret` the kernel single-steps
+ * its int3 (k3, kr); after a 5-byte nop it turns the int3 into a call
+ * (k3n: its best case).  Each row checks the kernel counted one hit per
+ * call (uprobe_profile).  NA where tracefs cannot be used.
+ */
+struct krow {
+	const char *name, *what;
+	char kind;		/* 'p' or 'r' */
+	const char *args;
+	target_fn fn;
+	double ns[MAXRUNS];
+	char why[160];		/* NA: why */
+	int bad;
+};
+static struct krow krows[] = {
+	{ "k3", "kernel uprobe_events, the e3 fetchargs, on `lea; ret` (int3, single-stepped)",
+	  'p', "a=%di:s64 b=%si:x64 s=+0(%dx):string", bt_k3, { 0 }, "", 0 },
+	{ "k3n", "the same after a 5-byte nop (the kernel's optimised uprobe)",
+	  'p', "a=%di:s64 b=%si:x64 s=+0(%dx):string", bt_k3n, { 0 }, "", 0 },
+	{ "kr", "kernel uretprobe with $retval", 'r', "ret=$retval", bt_kr, { 0 }, "", 0 },
+};
+#define NKROWS (sizeof(krows) / sizeof(krows[0]))
+static char tfs[64];
+
+static int kwrite(const char *file, const char *line, int append)
+{
+	char p[160];
+	snprintf(p, sizeof(p), "%s/%s", tfs, file);
+	int fd = open(p, O_WRONLY | O_CLOEXEC | (append ? O_APPEND : O_TRUNC));
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, line, strlen(line));
+	int e = n < 0 ? -errno : 0;
+	close(fd);
+	return e;
+}
+
+static const char *tracefs(void)
+{
+	if (geteuid())
+		return "not root";
+	if (access("/sys/kernel/tracing/uprobe_events", W_OK) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) &&
+	    access("/sys/kernel/tracing/uprobe_events", W_OK))
+		return "no tracefs with uprobe_events";
+	snprintf(tfs, sizeof(tfs), "/sys/kernel/tracing");
+	return NULL;
+}
+
+/* fn's offset in the file mapped at it, and that file */
+static int file_offset(const void *fn, char *path, size_t n, unsigned long *off)
+{
+	FILE *m = fopen("/proc/self/maps", "re");
+	char line[4352];
+	int ok = -1;
+	while (m && ok && fgets(line, sizeof(line), m)) {
+		unsigned long lo, hi, fo;
+		char file[4096];
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &fo, file) == 4 &&
+		    (unsigned long)fn >= lo && (unsigned long)fn < hi) {
+			snprintf(path, n, "%s", file);
+			*off = (unsigned long)fn - lo + fo;
+			ok = 0;
+		}
+	}
+	if (m)
+		fclose(m);
+	return ok;
+}
+
+static long khits(const char *ev)
+{
+	char p[160], line[4352], file[4096], name[128];
+	unsigned long h;
+	long ret = -1;
+	snprintf(p, sizeof(p), "%s/uprobe_profile", tfs);
+	FILE *f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%4095s %127s %lu", file, name, &h) == 3 && !strcmp(name, ev))
+			ret = (long)h;
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+static void krun(struct krow *k, int run, long calls)
+{
+	char path[4096], def[4400], ev[64], del[96], en[160];
+	unsigned long off;
+	const char *why = tracefs();
+	if (why || file_offset((const void *)k->fn, path, sizeof(path), &off)) {
+		snprintf(k->why, sizeof(k->why), "%s", why ? why : "no mapping");
+		return;
+	}
+	snprintf(ev, sizeof(ev), "%s_%d", k->name, (int)getpid());
+	snprintf(def, sizeof(def), "%c:ukpevb/%s %s:0x%lx %s\n", k->kind, ev, path, off, k->args);
+	snprintf(del, sizeof(del), "-:ukpevb/%s\n", ev);
+	snprintf(en, sizeof(en), "events/ukpevb/%s/enable", ev);
+	int e = kwrite("uprobe_events", def, 1);
+	if (!e)
+		e = kwrite(en, "1\n", 0);
+	if (e) {
+		snprintf(k->why, sizeof(k->why), "uprobe_events: %s", strerror(-e));
+		kwrite("uprobe_events", del, 1);
+		return;
+	}
+	long n = calls / 50;	/* microseconds a hit: fewer calls */
+	run_loop(k->fn, n / 4);
+	long h0 = khits(ev);
+	double best = 1e30;
+	for (int s = 0; s < SLICES; s++) {
+		double t0 = now_ns();
+		long sum = run_loop(k->fn, n);
+		double t = now_ns() - t0;
+		if (sum != n * (n - 1) / 2 + n)
+			k->bad = 1;
+		if (t / (double)n < best)
+			best = t / (double)n;
+	}
+	if (khits(ev) - h0 != (long)SLICES * n)
+		k->bad = 1;
+	kwrite(en, "0\n", 0);
+	kwrite("uprobe_events", del, 1);
+	k->ns[run] = best;
 }
 
 /* ---- the consumer ------------------------------------------------------------ */
@@ -322,9 +473,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ukp-events-bench: no area\n");
 		return 1;
 	}
-	for (int k = 0; k < runs; k++)
+	for (int k = 0; k < runs; k++) {
 		for (unsigned i = 0; i < NROWS; i++)
 			rows[i].ns[k] = run_row(&rows[i], calls);
+		for (unsigned i = 0; i < NKROWS; i++)
+			krun(&krows[i], k, calls);
+	}
 	double call = median(rows[0].ns, runs);
 	printf("## ukp-events-bench\n\n");
 	printf("%d runs x %d slices x %ld calls; per run the fastest slice, then the median; "
@@ -344,6 +498,21 @@ int main(int argc, char **argv)
 		if (rw->bad & 1)
 			fail = 1;
 		printf("| %s | %s | %.2f | <= %.0f | %s |\n", rw->name, rw->what, net, rw->goal, st);
+	}
+	double e3 = median(rows[2].ns, runs) - call, er = median(rows[3].ns, runs) - call;
+	for (unsigned i = 0; i < NKROWS; i++) {
+		struct krow *k = &krows[i];
+		if (k->why[0]) {
+			printf("| %s | %s | NA: %s | | |\n", k->name, k->what, k->why);
+			continue;
+		}
+		double net = median(k->ns, runs) - call;
+		double ours = k->kind == 'r' ? er : e3;
+		printf("| %s | %s | %.1f | | %s%.0f x %s |\n", k->name, k->what, net,
+		       k->bad ? "FAILED: hits != calls; " : "", net / ours,
+		       k->kind == 'r' ? "er" : "e3");
+		if (k->bad)
+			fail = 1;
 	}
 	double rate = format_rate();
 	printf("\n| consumer | decode + format (ftrace lines) into /dev/null | %.2f M events/s | "
