@@ -81,7 +81,17 @@ static struct qrec *alloc_rec(struct consumer *c, size_t payload)
 	if (!c->cur || c->cur->used + need > CHUNK_SIZE - sizeof(struct chunk)) {
 		size_t sz = need > CHUNK_SIZE - sizeof(struct chunk) ?
 			    need + sizeof(struct chunk) : CHUNK_SIZE;
-		struct chunk *ch = malloc(sz);
+		struct chunk *ch = NULL;
+		if (sz == CHUNK_SIZE) {
+			pthread_mutex_lock(&c->mu);
+			if ((ch = c->spare)) {
+				c->spare = ch->next;
+				c->nspare--;
+			}
+			pthread_mutex_unlock(&c->mu);
+		}
+		if (!ch)
+			ch = malloc(sz);
 		if (!ch)
 			abort();
 		ch->next = NULL;
@@ -211,19 +221,69 @@ void consumer_start(struct consumer *c)
 
 /* ---- the writer ------------------------------------------------------ */
 
-static int cmp_q(const void *a, const void *b)
+#define MAX_SPARE 16	/* chunks kept: 64 MiB */
+
+/* a chunk written whole: back to the drainer, or freed */
+static void chunk_done(struct consumer *c, struct chunk *ch)
 {
-	const struct qrec *x = *(struct qrec *const *)a, *y = *(struct qrec *const *)b;
-	if (x->rec.ts_ns != y->rec.ts_ns)
-		return x->rec.ts_ns < y->rec.ts_ns ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (ch->used <= CHUNK_SIZE - sizeof(struct chunk)) {
+		pthread_mutex_lock(&c->mu);
+		if (c->nspare < MAX_SPARE) {
+			ch->next = c->spare;
+			c->spare = ch;
+			c->nspare++;
+			ch = NULL;
+		}
+		pthread_mutex_unlock(&c->mu);
+	}
+	free(ch);
 }
 
-static void release(struct qrec *q)
+static void release(struct consumer *c, struct qrec *q)
 {
 	struct chunk *ch = q->ch;
 	if (--ch->live == 0)
-		free(ch);
+		chunk_done(c, ch);
+}
+
+static int before(const struct qrec *x, const struct qrec *y)
+{
+	return x->rec.ts_ns != y->rec.ts_ns ? x->rec.ts_ns < y->rec.ts_ns : x->seq < y->seq;
+}
+
+/*
+ * v[0..n) in (timestamp, order read): a natural merge sort.  The records
+ * come as a few sorted runs (the pending ones, then one a thread a round),
+ * so it takes log2(runs) passes, not log2(n) as qsort would.
+ */
+static void sort_runs(struct qrec **v, struct qrec **t, size_t n)
+{
+	while (n > 1) {
+		size_t runs = 0;
+		for (size_t lo = 0; lo < n;) {
+			size_t mid = lo + 1;
+			while (mid < n && !before(v[mid], v[mid - 1]))
+				mid++;
+			size_t hi = mid;
+			if (hi < n) {
+				hi++;
+				while (hi < n && !before(v[hi], v[hi - 1]))
+					hi++;
+			}
+			size_t a = lo, b = mid, o = lo;
+			while (a < mid && b < hi)
+				t[o++] = before(v[b], v[a]) ? v[b++] : v[a++];
+			while (a < mid)
+				t[o++] = v[a++];
+			while (b < hi)
+				t[o++] = v[b++];
+			lo = hi;
+			runs++;
+		}
+		memcpy(v, t, n * sizeof *v);
+		if (runs == 1)
+			break;
+	}
 }
 
 void consumer_drain(struct consumer *c, int final)
@@ -247,7 +307,7 @@ void consumer_drain(struct consumer *c, int final)
 		size_t live = ch->live;
 		char *p = ch->data, *end = ch->data + ch->used;
 		if (live == 0) {
-			free(ch);
+			chunk_done(c, ch);
 			continue;
 		}
 		while (p < end) {
@@ -255,7 +315,8 @@ void consumer_drain(struct consumer *c, int final)
 			if (c->npend == c->cap) {
 				c->cap = c->cap ? 2 * c->cap : 65536;
 				c->pend = realloc(c->pend, c->cap * sizeof *c->pend);
-				if (!c->pend)
+				c->tmp = realloc(c->tmp, c->cap * sizeof *c->tmp);
+				if (!c->pend || !c->tmp)
 					abort();
 			}
 			c->pend[c->npend++] = q;
@@ -263,7 +324,7 @@ void consumer_drain(struct consumer *c, int final)
 		}
 	}
 	if (c->npend != before)
-		qsort(c->pend + c->start, c->npend - c->start, sizeof *c->pend, cmp_q);
+		sort_runs(c->pend + c->start, c->tmp, c->npend - c->start);
 	uint64_t limit = final ? UINT64_MAX :
 			 round_start > MARGIN_NS ? round_start - MARGIN_NS : 0;
 	size_t k = c->start;
@@ -273,7 +334,7 @@ void consumer_drain(struct consumer *c, int final)
 		if (q->rec.event != UKPEV_EVENT_LOST) {
 			ev = ukpev_reader_event(c->r, q->rec.event);
 			if (!ev) {
-				release(q);
+				release(c, q);
 				continue;
 			}
 		}
@@ -282,7 +343,7 @@ void consumer_drain(struct consumer *c, int final)
 		else
 			fmt_ftrace_record(&c->w, ev, &q->rec);
 		c->written++;
-		release(q);
+		release(c, q);
 	}
 	c->start = k;
 	if (c->start == c->npend) {
@@ -307,6 +368,12 @@ void consumer_end(struct consumer *c)
 	else
 		fmt_ftrace_end(&c->w);
 	free(c->pend);
+	free(c->tmp);
+	while (c->spare) {
+		struct chunk *ch = c->spare;
+		c->spare = ch->next;
+		free(ch);
+	}
 	free(c->w.buf);
 	free(c->w.named);
 }

@@ -33,8 +33,12 @@ struct consumer {
 	struct qrec *lost_first;
 
 	/* the writer's side: records held back until no older one can come */
-	struct qrec **pend;
+	struct qrec **pend, **tmp;	/* tmp: the merge's other half */
 	size_t npend, cap, start;
+	/* written chunks kept for the drainer (under mu): fresh memory costs
+	 * a page fault a page */
+	struct chunk *spare;
+	int nspare;
 };
 
 void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,

@@ -7,6 +7,7 @@
  * trace_print_context()'s "%16s-%-7d [%03d] %5lu.%06lu: ", then the
  * kprobe event's "(%pS)" or "(%pS <- %ps)" and the arguments.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,34 @@ void fmt_ftrace_header(struct writer *w)
 	      "#              | |         |         |         |\n", w->f);
 }
 
+/* n in decimal, at least w digits (zero-padded), at p; the end */
+static char *dec(char *p, unsigned long long n, int w)
+{
+	char t[24];
+	int i = 24;
+	do {
+		t[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n || 24 - i < w);
+	memcpy(p, t + i, (size_t)(24 - i));
+	return p + 24 - i;
+}
+
+/* s padded with spaces to w columns, on the left (right-aligned) or on
+ * the right */
+static char *pad(char *p, const char *s, size_t n, size_t w, int right)
+{
+	if (right)
+		for (; n < w; w--)
+			*p++ = ' ';
+	memcpy(p, s, n);
+	p += n;
+	if (!right)
+		for (; n < w; n++)
+			*p++ = ' ';
+	return p;
+}
+
 void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 		       const struct ukpev_record *rec)
 {
@@ -60,11 +89,36 @@ void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 	} else {
 		sym_format(w->sym, ev->addr, 1, 1, place, sizeof place);
 	}
-	fprintf(w->f, "%16s-%-7d [%03u] %5llu.%06llu: %s: (%s)%s\n",
-		rec->comm ? rec->comm : "<...>", (int)rec->tid, rec->cpu,
-		(unsigned long long)(rec->ts_ns / 1000000000ull),
-		(unsigned long long)(rec->ts_ns % 1000000000ull / 1000),
-		ev->event, place, fmt_args(w, ev, rec, UKPEV_FMT_FTRACE));
+	/* "%16s-%-7d [%03u] %5llu.%06llu: %s: (%s)%s\n", written by hand:
+	 * printf and stdio's locking were most of the writer's time */
+	char head[128], num[24], *p = head;
+	const char *comm = rec->comm ? rec->comm : "<...>";
+	size_t cl = strnlen(comm, 64);
+	p = pad(p, comm, cl, 16, 1);
+	*p++ = '-';
+	char *e = (int)rec->tid < 0 ? (num[0] = '-', dec(num + 1, (unsigned long long)-(long long)rec->tid, 1))
+				    : dec(num, (unsigned long long)rec->tid, 1);
+	p = pad(p, num, (size_t)(e - num), 7, 0);
+	*p++ = ' ';
+	*p++ = '[';
+	p = dec(p, rec->cpu, 3);
+	*p++ = ']';
+	*p++ = ' ';
+	e = dec(num, rec->ts_ns / 1000000000ull, 1);
+	p = pad(p, num, (size_t)(e - num), 5, 1);
+	*p++ = '.';
+	p = dec(p, rec->ts_ns % 1000000000ull / 1000, 6);
+	*p++ = ':';
+	*p++ = ' ';
+	/* one line, one write: the writer is the only thread on w->f */
+	FILE *f = w->f;
+	fwrite_unlocked(head, 1, (size_t)(p - head), f);
+	fputs_unlocked(ev->event, f);
+	fwrite_unlocked(": (", 1, 3, f);
+	fputs_unlocked(place, f);
+	putc_unlocked(')', f);
+	fputs_unlocked(fmt_args(w, ev, rec, UKPEV_FMT_FTRACE), f);
+	putc_unlocked('\n', f);
 }
 
 void fmt_ftrace_end(struct writer *w)
