@@ -10,8 +10,10 @@
  * are held back until they are older than the start of the latest round
  * published, less a margin for a thread preempted between taking its
  * timestamp and committing its record: those are complete and go out, sorted by
- * (timestamp, order read), which keeps each thread's own order.
+ * (timestamp, order read), which keeps each thread's own order.  A kept
+ * record is compact (struct qrec): they may all be held at once.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +34,63 @@ struct chunk {
 	char data[];
 };
 
+/* a record as kept until written: what the writer needs, compact (every
+ * record of the trace may be held here at once) */
 struct qrec {
-	struct ukpev_record rec;
-	uint64_t seq;
+	uint64_t ts_ns;
 	struct chunk *ch;
-	char comm[24];
+	const char *comm;	/* interned: names of a session are few */
+	uint64_t x;		/* lost (a LOST marker), or ret_ip */
+	pid_t pid, tid;
+	unsigned cpu, event;
+	unsigned payload_size;
 	unsigned char payload[];
 };
+
+#define QREC_SIZE(n) ((offsetof(struct qrec, payload) + (n) + 7) & ~(size_t)7)
+
+/* the record the formatters take, from q */
+static void unpack(const struct qrec *q, struct ukpev_record *r)
+{
+	memset(r, 0, sizeof *r);
+	r->ts_ns = q->ts_ns;
+	r->pid = q->pid;
+	r->tid = q->tid;
+	r->cpu = q->cpu;
+	r->event = q->event;
+	if (q->event == UKPEV_EVENT_LOST)
+		r->lost = q->x;
+	else
+		r->ret_ip = q->x;
+	r->payload = q->payload;
+	r->payload_size = q->payload_size;
+	r->comm = q->comm;
+}
+
+/* the drainer's interned thread names (tid, name), kept to the end */
+struct name { struct name *next; pid_t tid; char s[24]; };
+
+static const char *intern(struct consumer *c, pid_t tid, const char *s)
+{
+	if (!s)
+		s = "<...>";
+	if (c->last_name && c->last_name->tid == tid && !strncmp(c->last_name->s, s, 23))
+		return c->last_name->s;
+	for (struct name *n = c->names; n; n = n->next)
+		if (n->tid == tid && !strncmp(n->s, s, 23)) {
+			c->last_name = n;
+			return n->s;
+		}
+	struct name *n = malloc(sizeof *n);
+	if (!n)
+		abort();
+	n->tid = tid;
+	snprintf(n->s, sizeof n->s, "%s", s);
+	n->next = c->names;
+	c->names = n;
+	c->last_name = n;
+	return n->s;
+}
 
 static uint64_t now_ns(void)
 {
@@ -77,7 +129,7 @@ void consumer_mute(struct consumer *c, pid_t tid, uint64_t until_ns)
 
 static struct qrec *alloc_rec(struct consumer *c, size_t payload)
 {
-	size_t need = (sizeof(struct qrec) + payload + 7) & ~(size_t)7;
+	size_t need = QREC_SIZE(payload);
 	if (!c->cur || c->cur->used + need > CHUNK_SIZE - sizeof(struct chunk)) {
 		size_t sz = need > CHUNK_SIZE - sizeof(struct chunk) ?
 			    need + sizeof(struct chunk) : CHUNK_SIZE;
@@ -117,21 +169,24 @@ static int collect(const struct ukpev_record *rec, void *arg)
 		    rec->event != UKPEV_EVENT_LOST)
 			return 0;
 	struct qrec *q = alloc_rec(c, rec->payload_size);
-	q->rec = *rec;
-	q->seq = c->seq++;
-	snprintf(q->comm, sizeof q->comm, "%s", rec->comm ? rec->comm : "<...>");
-	q->rec.comm = q->comm;
+	q->ts_ns = rec->ts_ns;
+	q->comm = intern(c, rec->tid, rec->comm);
+	q->x = rec->event == UKPEV_EVENT_LOST ? rec->lost : rec->ret_ip;
+	q->pid = rec->pid;
+	q->tid = rec->tid;
+	q->cpu = rec->cpu;
+	q->event = rec->event;
+	q->payload_size = rec->payload_size;
 	if (rec->payload_size)
 		memcpy(q->payload, rec->payload, rec->payload_size);
-	q->rec.payload = q->payload;
 	/* a lost marker carries no time: it stands where it was delivered,
 	 * after its thread's previous record (or, first of its thread in a
 	 * round, with its next one) */
 	if (rec->event == UKPEV_EVENT_LOST) {
 		if (rec->tid == c->last_tid) {
-			q->rec.ts_ns = c->last_ts;
+			q->ts_ns = c->last_ts;
 		} else {
-			q->rec.ts_ns = 0;
+			q->ts_ns = 0;
 			if (!c->lost_first || c->lost_tid != rec->tid)
 				c->lost_first = q;
 			c->lost_tid = rec->tid;
@@ -147,9 +202,9 @@ static int collect(const struct ukpev_record *rec, void *arg)
 					struct qrec *x = (struct qrec *)(void *)p;
 					if (x == q)
 						goto fixed;
-					if (x->rec.tid == rec->tid && x->rec.ts_ns == 0)
-						x->rec.ts_ns = rec->ts_ns;
-					p += (sizeof(struct qrec) + x->rec.payload_size + 7) & ~(size_t)7;
+					if (x->tid == rec->tid && x->ts_ns == 0)
+						x->ts_ns = rec->ts_ns;
+					p += QREC_SIZE(x->payload_size);
 				}
 				ch = ch->next;
 				if (!ch)
@@ -178,9 +233,9 @@ static int round_once(struct consumer *c, int flush)
 		for (struct chunk *ch = c->lost_first->ch; ch; ch = ch->next)
 			for (char *p = ch->data; p < ch->data + ch->used;) {
 				struct qrec *x = (struct qrec *)(void *)p;
-				if (x->rec.event == UKPEV_EVENT_LOST && x->rec.ts_ns == 0)
-					x->rec.ts_ns = start;
-				p += (sizeof(struct qrec) + x->rec.payload_size + 7) & ~(size_t)7;
+				if (x->event == UKPEV_EVENT_LOST && x->ts_ns == 0)
+					x->ts_ns = start;
+				p += QREC_SIZE(x->payload_size);
 			}
 		c->lost_first = NULL;
 	}
@@ -246,9 +301,10 @@ static void release(struct consumer *c, struct qrec *q)
 		chunk_done(c, ch);
 }
 
+/* ties keep the order read: the merge below is stable */
 static int before(const struct qrec *x, const struct qrec *y)
 {
-	return x->rec.ts_ns != y->rec.ts_ns ? x->rec.ts_ns < y->rec.ts_ns : x->seq < y->seq;
+	return x->ts_ns < y->ts_ns;
 }
 
 /*
@@ -320,7 +376,7 @@ void consumer_drain(struct consumer *c, int final)
 					abort();
 			}
 			c->pend[c->npend++] = q;
-			p += (sizeof(struct qrec) + q->rec.payload_size + 7) & ~(size_t)7;
+			p += QREC_SIZE(q->payload_size);
 		}
 	}
 	if (c->npend != before)
@@ -328,20 +384,22 @@ void consumer_drain(struct consumer *c, int final)
 	uint64_t limit = final ? UINT64_MAX :
 			 round_start > MARGIN_NS ? round_start - MARGIN_NS : 0;
 	size_t k = c->start;
-	for (; k < c->npend && c->pend[k]->rec.ts_ns <= limit; k++) {
+	for (; k < c->npend && c->pend[k]->ts_ns <= limit; k++) {
 		struct qrec *q = c->pend[k];
 		const struct ukpev_event_info *ev = NULL;
-		if (q->rec.event != UKPEV_EVENT_LOST) {
-			ev = ukpev_reader_event(c->r, q->rec.event);
+		struct ukpev_record rec;
+		unpack(q, &rec);
+		if (q->event != UKPEV_EVENT_LOST) {
+			ev = ukpev_reader_event(c->r, q->event);
 			if (!ev) {
 				release(c, q);
 				continue;
 			}
 		}
 		if (c->format == FMT_JSON)
-			fmt_json_record(&c->w, ev, &q->rec);
+			fmt_json_record(&c->w, ev, &rec);
 		else
-			fmt_ftrace_record(&c->w, ev, &q->rec);
+			fmt_ftrace_record(&c->w, ev, &rec);
 		c->written++;
 		release(c, q);
 	}
@@ -369,6 +427,11 @@ void consumer_end(struct consumer *c)
 		fmt_ftrace_end(&c->w);
 	free(c->pend);
 	free(c->tmp);
+	while (c->names) {
+		struct name *n = c->names;
+		c->names = n->next;
+		free(n);
+	}
 	while (c->spare) {
 		struct chunk *ch = c->spare;
 		c->spare = ch->next;

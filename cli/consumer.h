@@ -27,7 +27,7 @@ struct consumer {
 	struct chunk *ready, **ready_tail;	/* drained, for the writer */
 	uint64_t ready_round_start;		/* ns: the latest published round's start */
 	struct chunk *cur, *round, **round_tail;	/* being filled (drainer only) */
-	uint64_t seq;
+	struct name *names, *last_name;	/* interned thread names */
 	pid_t last_tid, lost_tid;
 	uint64_t last_ts;
 	struct qrec *lost_first;
