@@ -79,15 +79,25 @@ void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 			(unsigned long long)rec->lost);
 		return;
 	}
-	char place[1024];
-	if (ev->kind == UKPEV_KIND_RETPROBE) {
-		int n = sym_format(w->sym, rec->ret_ip, 1, 1, place, sizeof place);
-		if (n < 0 || (size_t)n >= sizeof place - 8)
-			n = 0;
-		memcpy(place + n, " <- ", 5);
-		sym_format(w->sym, ev->addr, 0, 1, place + n + 4, sizeof place - (size_t)n - 4);
-	} else {
-		sym_format(w->sym, ev->addr, 1, 1, place, sizeof place);
+	/* the place, as the last record of the same event and return
+	 * address had it (a probe's never changes) */
+	char *place = w->place;
+	unsigned long ret = ev->kind == UKPEV_KIND_RETPROBE ? rec->ret_ip : 0;
+	if (w->place_ev != ev || w->place_ret != ret || !w->place_ok) {
+		if (ev->kind == UKPEV_KIND_RETPROBE) {
+			int n = sym_format(w->sym, rec->ret_ip, 1, 1, place, sizeof w->place);
+			if (n < 0 || (size_t)n >= sizeof w->place - 8)
+				n = 0;
+			memcpy(place + n, " <- ", 5);
+			sym_format(w->sym, ev->addr, 0, 1, place + n + 4,
+				   sizeof w->place - (size_t)n - 4);
+		} else {
+			sym_format(w->sym, ev->addr, 1, 1, place, sizeof w->place);
+		}
+		w->place_ev = ev;
+		w->place_ret = ret;
+		/* an address the symbols do not know yet may be known later */
+		w->place_ok = strncmp(place, "0x", 2) != 0;
 	}
 	/* "%16s-%-7d [%03u] %5llu.%06llu: %s: (%s)%s\n", written by hand:
 	 * printf and stdio's locking were most of the writer's time */

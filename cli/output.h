@@ -12,6 +12,11 @@ struct writer {
 	pid_t pid;		/* the traced process (json metadata) */
 	char *buf;		/* scratch for the arguments */
 	size_t cap;
+	/* ftrace: the place of the last record written, and what it was for */
+	const struct ukpev_event_info *place_ev;
+	unsigned long place_ret;
+	int place_ok;
+	char place[1024];
 	/* json: threads named so far */
 	pid_t *named;
 	size_t nnamed, capnamed;
