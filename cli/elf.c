@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,6 +65,43 @@ static int valid(const unsigned char *m, size_t len)
 	       eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= len;
 }
 
+/* The separate debug file of the ELF image m: /usr/lib/debug/.build-id/
+ * xx/yyyy.debug from its NT_GNU_BUILD_ID note, mapped; 0 or -errno. */
+static int debug_file(const unsigned char *m, size_t len, const unsigned char **dm, size_t *dlen)
+{
+	const Elf64_Ehdr *eh = (const void *)m;
+	const Elf64_Phdr *ph = (const void *)(m + eh->e_phoff);
+	for (int k = 0; k < eh->e_phnum; k++) {
+		if (ph[k].p_type != PT_NOTE || ph[k].p_offset + ph[k].p_filesz > len)
+			continue;
+		const unsigned char *n = m + ph[k].p_offset, *end = n + ph[k].p_filesz;
+		while (n + sizeof(Elf64_Nhdr) <= end) {
+			const Elf64_Nhdr *nh = (const void *)n;
+			const unsigned char *name = n + sizeof *nh;
+			const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
+			if (desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4) && nh->n_descsz >= 2 && nh->n_descsz <= 64) {
+				char path[256];
+				int o = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", desc[0]);
+				for (unsigned i = 1; i < nh->n_descsz; i++)
+					o += snprintf(path + o, sizeof path - (size_t)o, "%02x", desc[i]);
+				snprintf(path + o, sizeof path - (size_t)o, ".debug");
+				if (map_file(path, dm, dlen) < 0)
+					return -ENOENT;
+				if (!valid(*dm, *dlen)) {
+					munmap((void *)*dm, *dlen);
+					return -ENOEXEC;
+				}
+				return 0;
+			}
+			n = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return -ENOENT;
+}
+
 int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 {
 	const unsigned char *m;
@@ -89,9 +127,13 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 			first = 0;
 		}
 	}
-	/* .symtab if there is one (more names), else .dynsym */
+	/* .symtab if there is one (more names), else that of the separate
+	 * debug file found by build-id (Debian's -dbg packages: libc's own
+	 * functions), else .dynsym */
 	const Elf64_Shdr *tab = NULL;
-	for (int pass = 0; pass < 2 && !tab; pass++)
+	const unsigned char *dm = NULL;
+	size_t dlen = 0;
+	for (int pass = 0; pass < 2 && !tab; pass++) {
 		for (int k = 0; k < eh->e_shnum; k++) {
 			uint32_t want = pass == 0 && !dynsym_only ? SHT_SYMTAB : SHT_DYNSYM;
 			if (sh[k].sh_type == want && sh[k].sh_link < eh->e_shnum &&
@@ -100,6 +142,25 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 				break;
 			}
 		}
+		if (pass == 0 && !tab && !dynsym_only && debug_file(m, len, &dm, &dlen) == 0) {
+			const Elf64_Ehdr *de = (const void *)dm;
+			const Elf64_Shdr *ds = (const void *)(dm + de->e_shoff);
+			for (int k = 0; k < de->e_shnum && !tab; k++)
+				if (ds[k].sh_type == SHT_SYMTAB && ds[k].sh_link < de->e_shnum &&
+				    ds[k].sh_offset + ds[k].sh_size <= dlen &&
+				    ds[ds[k].sh_link].sh_offset + ds[ds[k].sh_link].sh_size <= dlen)
+					tab = &ds[k];
+			if (tab) {	/* its names come from the debug file */
+				munmap((void *)m, len);
+				m = dm;
+				len = dlen;
+				eh = (const void *)m;
+				sh = (const void *)(m + eh->e_shoff);
+			} else {
+				munmap((void *)dm, dlen);
+			}
+		}
+	}
 	if (tab) {
 		const Elf64_Shdr *st = &sh[tab->sh_link];
 		const Elf64_Sym *s = (const void *)(m + tab->sh_offset);
@@ -115,6 +176,12 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 		}
 		memcpy(f->strs, m + st->sh_offset, st->sh_size);
 		f->strs[st->sh_size] = 0;
+		/* a debug file's names may carry their version (fdopen@@GLIBC_2.2.5):
+		 * the name is what comes before */
+		for (size_t k = 0; k < st->sh_size; k++)
+			if (f->strs[k] == '@' && k && f->strs[k - 1])
+				while (k < st->sh_size && f->strs[k])
+					f->strs[k++] = 0;
 		for (size_t k = 0; k < n; k++) {
 			int type = ELF64_ST_TYPE(s[k].st_info);
 			if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||

@@ -196,3 +196,15 @@ UKT_CASE(filters_and_profile)
 	RUN_EXPECT(r, n == 2);
 	run_free(&r);
 }
+
+/* A function of libc's own, without a dynamic symbol: named from the
+ * separate debug file found by build-id (libc6-dbg), as the engine
+ * resolves it; glibc calls it once, before main. */
+UKT_CASE(place_named_from_the_debug_file)
+{
+	struct run r = ukprobe("trace", "p:t/start libc.so.6:__libc_start_call_main", "--", "/bin/true",
+			       NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, ": start: (__libc_start_call_main+0x0/0x") == 1 &&
+			      count_lines(r.out, " [libc.so.6])") == 1);
+	run_free(&r);
+}
