@@ -15,6 +15,7 @@
  * stays loaded, idle, for the next attach.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -254,34 +255,61 @@ static void at_exit_sync(void)
 		ukpev_area_sync(launch_area);
 }
 
-/* LD_PRELOAD without this library: what programs it execs see */
+/*
+ * LD_PRELOAD without this library, and no UKPROBE_AGENT_FD: what programs
+ * it execs see.  Edited in environ itself, in place, with no call: a
+ * program may define its own getenv/setenv/unsetenv (bash does, over its
+ * shell variables, which it has not read from environ yet when this
+ * runs), and the edit must reach what it reads at main.
+ */
+extern char **environ;
+
+static char **env_entry(const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return e;
+	return NULL;
+}
+
+static void env_drop(char **e)
+{
+	for (; *e; e++)
+		e[0] = e[1];
+}
+
 static void clean_env(void)
 {
-	const char *pre = getenv("LD_PRELOAD");
-	unsetenv(UKPA_ENV_FD);
-	if (!pre)
+	char **e = env_entry(UKPA_ENV_FD);
+	if (e)
+		env_drop(e);
+	e = env_entry("LD_PRELOAD");
+	if (!e)
 		return;
-	char *copy = strdup(pre), *out = calloc(1, strlen(pre) + 1);
-	if (!copy || !out) {
-		free(copy);
-		free(out);
-		return;
+	/* the words but ours, written back over the value (never longer) */
+	char *v = *e + strlen("LD_PRELOAD="), *out = v;
+	for (char *w = v; *w;) {
+		size_t len = strcspn(w, ": ");
+		const char *base = w;
+		for (size_t k = 0; k < len; k++)
+			if (w[k] == '/')
+				base = w + k + 1;
+		bool ours = len && (size_t)(w + len - base) == strlen(UKPA_SONAME) &&
+			    !strncmp(base, UKPA_SONAME, strlen(UKPA_SONAME));
+		if (len && !ours) {
+			if (out != v)
+				*out++ = ':';
+			memmove(out, w, len);
+			out += len;
+		}
+		w += len;
+		while (*w == ':' || *w == ' ')
+			w++;
 	}
-	char *save = NULL;
-	for (char *w = strtok_r(copy, ": ", &save); w; w = strtok_r(NULL, ": ", &save)) {
-		const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
-		if (!strcmp(base, UKPA_SONAME))
-			continue;
-		if (*out)
-			strcat(out, ":");
-		strcat(out, w);
-	}
-	if (*out)
-		setenv("LD_PRELOAD", out, 1);
-	else
-		unsetenv("LD_PRELOAD");
-	free(copy);
-	free(out);
+	*out = 0;
+	if (out == v)
+		env_drop(e);
 }
 
 /*

@@ -208,3 +208,16 @@ UKT_CASE(place_named_from_the_debug_file)
 			      count_lines(r.out, " [libc.so.6])") == 1);
 	run_free(&r);
 }
+
+/* bash has getenv/setenv/unsetenv of its own, over shell variables it has
+ * not read yet when the agent's constructor runs: the agent's variables
+ * must leave the environment all the same, and what bash execs runs
+ * untraced (an agent in it with no command would end it with 127) */
+UKT_CASE(bash_execs_untraced_without_our_variables)
+{
+	struct run r = ukprobe("trace", "p libc.so.6:getpid", "-o", "/dev/null", "--", "bash", "-c",
+			       "/bin/true; echo \"rc=$?\"; /bin/echo hello; env | grep -c 'UKPROBE_AGENT_FD\\|libukprobe-agent'",
+			       NULL);
+	RUN_EXPECT(r, r.status == 1 && !strcmp(r.out, "rc=0\nhello\n0\n"));
+	run_free(&r);
+}
