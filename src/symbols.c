@@ -123,14 +123,40 @@ static int cmp_addr(const void *a, const void *b)
 	return (y->size > 0) - (x->size > 0);
 }
 
+/*
+ * Names compare without their version: a separate debug file's .symtab
+ * keeps it (fopen@@GLIBC_2.2.5, clock_nanosleep@GLIBC_2.2.5 and
+ * clock_nanosleep@@GLIBC_2.17), while users name the function.  '@'
+ * ends a name as its NUL does.
+ */
+static int name_cmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		unsigned char x = *a == '@' ? 0 : (unsigned char)*a;
+		unsigned char y = *b == '@' ? 0 : (unsigned char)*b;
+		if (x != y || !x)
+			return x - y;
+	}
+}
+
+/* of names alike, the default version (@@, or none) first: what the
+ * dynamic linker binds a new reference to */
+static int version_rank(const char *n)
+{
+	const char *at = strchr(n, '@');
+	return at && at[1] != '@';
+}
+
 static int cmp_name(const void *a, const void *b)
 {
 	const struct sym *x = *(struct sym *const *)a, *y = *(struct sym *const *)b;
-	int c = strcmp(x->name, y->name);
+	int c = name_cmp(x->name, y->name);
 	if (c)
 		return c;
 	int bx = x->bind == STB_LOCAL, by = y->bind == STB_LOCAL;
-	return bx - by;
+	if (bx != by)
+		return bx - by;
+	return version_rank(x->name) - version_rank(y->name);
 }
 
 /* Appends the FUNC/IFUNC symbols of one symbol table. */
@@ -463,13 +489,13 @@ static const struct sym *sym_by_name_locked(struct ukp_object *o, const char *na
 	size_t lo = 0, hi = o->nsyms;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(o->byname[mid]->name, name);
+		int c = name_cmp(o->byname[mid]->name, name);
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < o->nsyms && !strcmp(o->byname[lo]->name, name) ? o->byname[lo] : NULL;
+	return lo < o->nsyms && !name_cmp(o->byname[lo]->name, name) ? o->byname[lo] : NULL;
 }
 
 static const struct sym *sym_by_addr_locked(struct ukp_object *o, unsigned long a)
@@ -529,10 +555,11 @@ static unsigned long resolve_ifunc(const char *path, bool is_main, const char *n
 
 /* A bounded copy that calls nothing: registration runs it per probe, and
  * a user may have probed the C library's string functions. */
+/* a symbol's name, without its version (name_cmp) */
 static void copy_name(char *dst, const char *src, size_t n)
 {
 	size_t i = 0;
-	for (; i + 1 < n && src[i]; i++)
+	for (; i + 1 < n && src[i] && src[i] != '@'; i++)
 		dst[i] = src[i];
 	dst[i] = 0;
 }

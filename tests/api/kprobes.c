@@ -956,3 +956,32 @@ UKT_CASE(trap_numbers_gp_and_ud)
 	unregister_kprobe(&kg);
 	unregister_kprobe(&ku);
 }
+
+static atomic_long versioned_hits;
+static int versioned_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	versioned_hits++;
+	return 0;
+}
+
+/*
+ * Functions whose names carry versions in the separate debug file's
+ * symbol table (libc6-dbg: fopen@@GLIBC_2.2.5; clock_nanosleep in two
+ * versions) are named without them, and resolve to the default version,
+ * where the program's calls go.
+ */
+UKT_CASE(versioned_libc_names_resolve)
+{
+	struct kprobe ka = { .symbol_name = "libc.so.6:clock_nanosleep", .pre_handler = versioned_pre };
+	struct kprobe kb = { .symbol_name = "libc.so.6:fopen", .pre_handler = versioned_pre };
+	UKT_EQ(register_kprobe(&ka), 0);
+	UKT_EQ(register_kprobe(&kb), 0);
+	UKT_EQ(clock_nanosleep(CLOCK_MONOTONIC, 0, &(struct timespec){ 0, 1000 }, NULL), 0);
+	FILE *f = fopen("/proc/self/stat", "r");
+	UKT_ASSERT(f);
+	fclose(f);
+	UKT_EQ(versioned_hits, 2);
+	unregister_kprobe(&ka);
+	unregister_kprobe(&kb);
+}
