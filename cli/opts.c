@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "opts.h"
+#include <ukprobes/events.h>
 
 enum { O_PROFILE = 256, O_FORMAT, O_FILTER, O_HELP };
 
@@ -151,8 +152,10 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 			t->output = optarg;
 			break;
 		case 'b':
-			if (parse_uint(optarg, 1u << 20, &v) || v < 4) {
-				ukp_err("bad buffer size '%s' (KiB, 4 to 1048576)", optarg);
+			/* one 64 KiB piece at least (UKPEV_SUBBUF_SIZE) */
+			if (parse_uint(optarg, 1u << 20, &v) || v < UKPEV_SUBBUF_SIZE / 1024) {
+				ukp_err("bad buffer size '%s' (KiB, %d to 1048576)", optarg,
+					UKPEV_SUBBUF_SIZE / 1024);
 				return 2;
 			}
 			t->buffer_kb = (unsigned)v;

@@ -335,7 +335,12 @@ static void put_elem(struct out *o, const struct ukpev_arg_info *a, uint64_t v, 
 		put_s64(o, (int64_t)v);
 		return;
 	case UKPEV_T_CHAR:
-		snprintf(tmp, sizeof(tmp), "'%c'", (char)v);
+		/* the kernel's '%c'; a NUL (which would end the text here) as
+		 * the escape C writes for it */
+		if ((char)v)
+			snprintf(tmp, sizeof(tmp), "'%c'", (char)v);
+		else
+			snprintf(tmp, sizeof(tmp), "'\\0'");
 		break;
 	case UKPEV_T_SYMBOL:
 	case UKPEV_T_SYMSTR: {

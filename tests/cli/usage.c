@@ -31,6 +31,7 @@ UKT_CASE(bad_usage_exits_2)
 		{ "trace", "-d", "x", "-p", "1", NULL },
 		{ "trace", "-d", "-1", "-p", "1", NULL },
 		{ "trace", "-b", "0", "p:a/b work", "--", "true" },
+		{ "trace", "-b", "63", "p:a/b work", "--", "true" },	/* < one 64 KiB piece */
 		{ "trace", "--format=xml", "p:a/b work", "--", "true" },
 		{ "trace", "-p", "1", "p:a/b work", "--", "true" },
 		{ "trace", "--filter=nocolon", "p:a/b work", "--", "true" },

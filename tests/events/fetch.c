@@ -111,6 +111,8 @@ UKT_CASE(types)
 		      "u8=+32(%di):u8 s8=+32(%di):s8 x=+32(%di):x64", call_obj),
 		  " c='f' b=13 b1=1 a={1,-2,300,-400} ax={0x1,0xfffe} cs={'f','i','r'} "
 		  "u8=182 s8=-74 x=0x12cfffe000100b6");
+	/* a NUL char, in quotes as C writes it (the text must not end there) */
+	UKT_STREQ(one("p:nulchar t_obj z=+11(%di):char c=+4(%di):char", call_obj), " z='\\0' c='f'");
 }
 
 UKT_CASE(symbols_and_data)
