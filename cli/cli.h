@@ -16,6 +16,7 @@ struct trace_opts {
 	pid_t pid;			/* -p: attach; 0: launch */
 	double duration;		/* -d: seconds, 0 = until the end */
 	const char *output;		/* -o */
+	const char *exec;		/* -x: the object of source-level defs */
 	unsigned buffer_kb;		/* -b */
 	int profile;			/* --profile */
 	enum ukp_format format;		/* --format */
