@@ -141,11 +141,24 @@ static void push_inst(struct insts *s, Dwarf_Die *die, Dwarf_Die *cu, int inl)
 static int tail_match(const char *file, const char *src)
 {
 	size_t a = strlen(file), b = strlen(src);
-	if (b > a)
-		return 0;
+	if (b > a) {	/* a relative name in the line table, a full one given */
+		const char *t = file;
+		file = src;
+		src = t;
+		a = strlen(file);
+		b = strlen(src);
+	}
 	if (strcmp(file + a - b, src))
 		return 0;
 	return a == b || file[a - b - 1] == '/' || src[0] == '/';
+}
+
+/* the file a DIE was declared in; the CU's own file where libdw cannot
+ * say (DWARF 5 file index 0, as clang writes it) */
+static const char *decl_file(Dwarf_Die *die, Dwarf_Die *cu)
+{
+	const char *f = dwarf_decl_file(die);
+	return f ? f : dwarf_diename(cu);
 }
 
 typedef void (*die_fn)(Dwarf_Die *die, Dwarf_Die *cu, void *arg);
@@ -192,7 +205,7 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 	if (m->glob ? fnmatch(m->func, name, 0) != 0 : strcmp(m->func, name) != 0)
 		return;
 	if (m->src) {
-		const char *f = dwarf_decl_file(die);
+		const char *f = decl_file(die, cu);
 		if (!f || !tail_match(f, m->src))
 			return;
 	}
@@ -476,7 +489,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		if (pl->has_line) {
 			int dl = 0;
 			dwarf_decl_line(&in->die, &dl);
-			const char *df = dwarf_decl_file(&in->die);
+			const char *df = decl_file(&in->die, &in->cu);
 			if (df)
 				line_addrs(&in->cu, df, dl + pl->line, &in->die, &a);
 		} else if (pl->has_off) {
@@ -570,6 +583,11 @@ static int frame_base(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		    dwarf_getlocation_addr(&at, pc, &ops, &nops, 1) != 1 || nops != 1)
 			return -1;
 		uint8_t a = ops[0].atom;
+		if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {
+			*reg = a - DW_OP_reg0;
+			*off = 0;
+			return 0;
+		}
 		if (a >= DW_OP_breg0 && a <= DW_OP_breg15) {
 			*reg = a - DW_OP_breg0;
 			*off = (long)ops[0].number;
@@ -672,6 +690,15 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 		snprintf(v->base, sizeof v->base, "%s", regname[reg]);
 		v->off = off + (long)ops[0].number;
 		return 0;
+	}
+	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
+		Dwarf_Attribute ia;
+		Dwarf_Addr ad;
+		if (dwarf_getlocation_attr(&at, &ops[0], &ia) == 0 &&
+		    dwarf_formaddr(&ia, &ad) == 0 && global_val(o, ad, v) == 0)
+			return 0;
+		snprintf(why, wn, "is at an address no symbol covers");
+		return -1;
 	}
 	if (a == DW_OP_addr) {
 		if (global_val(o, ops[0].number, v) == 0)
@@ -914,7 +941,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		Dwarf_Die st = t;
 		if (arrow) {
 			if (dwarf_tag(&t) != DW_TAG_pointer_type || type_of(&t, &st) != 0) {
-				seterr(err, p, "%.*s is not a pointer", (int)i, expr);
+				seterr(err, (int)(pos + f), "%.*s is not a pointer", (int)i, expr);
 				return -1;
 			}
 		}
@@ -937,6 +964,14 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		    dwarf_formudata(&at, &dbo) == 0) {
 			moff = 0;
 			bitbase = (long)dbo;
+		} else if (dwarf_attr(&member, DW_AT_bit_offset, &at) &&
+			   dwarf_formudata(&at, &dbo) == 0) {
+			/* DWARF 2 style: counted from the storage unit's top bit */
+			Dwarf_Word bsz = 0, bs = 0;
+			dwarf_formudata(dwarf_attr(&member, DW_AT_byte_size, &at), &bsz);
+			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
+			bitbase = moff * 8 + (long)(bsz * 8 - dbo - bs);
+			moff = 0;
 		}
 		if (arrow)
 			deref(&v, moff);
@@ -1287,7 +1322,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		}
 	int dl = 0;
 	dwarf_decl_line(&in->die, &dl);
-	const char *df = dwarf_decl_file(&in->die);
+	const char *df = decl_file(&in->die, &in->cu);
 	fprintf(f, "<%s@%s:%d>\n", pl.func, df ? df : "?", dl);
 	Dwarf_Lines *lines;
 	size_t n;
@@ -1303,7 +1338,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 			dwarf_lineno(l, &ln);
 			dwarf_linebeginstatement(l, &stmt);
 			const char *lf = dwarf_linesrc(l, NULL, NULL);
-			if (!stmt || !lf || !df || strcmp(lf, df) || dwarf_haspc(&in->die, a) <= 0)
+			if (!stmt || !lf || !df || !tail_match(lf, df) || dwarf_haspc(&in->die, a) <= 0)
 				continue;
 			if (ln >= dl && ln - dl < (int)sizeof seen) {
 				seen[ln - dl] = 1;
