@@ -1051,8 +1051,16 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 	render(&v, fo->text, sizeof fo->text);
 	size_t l = strlen(fo->text);
 	snprintf(fo->text + l, sizeof fo->text - l, ":%s", ty);
-	snprintf(fo->name, sizeof fo->name, "%s", expr);
-	sanitize(fo->name);
+	/* the name: the last member's (perf-probe.txt), else the variable's */
+	const char *last = expr;
+	for (const char *q = expr; *q; q++)
+		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>')) &&
+		    (isalpha((unsigned char)q[q[0] == '.' ? 1 : 2]) || q[q[0] == '.' ? 1 : 2] == '_'))
+			last = q + (q[0] == '.' ? 1 : 2);
+	size_t ln = 0;
+	while (last[ln] && (isalnum((unsigned char)last[ln]) || last[ln] == '_'))
+		ln++;
+	snprintf(fo->name, sizeof fo->name, "%.*s", (int)ln, last);
 	return 0;
 }
 

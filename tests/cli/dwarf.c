@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Source-level places and variables (DWARF): targets/dsrc.c, built by gcc
+ * and clang at -O0 and -O2, prints at its marked lines the values of its
+ * locals, parameters, fields through pointers, elements, enums and
+ * bitfields; ukprobe, given those as source-level definitions, must
+ * record exactly the printed values.  `probe -D` agrees with `perf probe
+ * -D` (addresses, fetches and their names) where perf reads the
+ * build; bad input is refused with the error log.
+ */
+#include "run.h"
+
+static const char *const builds[] = {
+	"dsrc-gcc-O0", "dsrc-gcc-O2", "dsrc-clang-O0", "dsrc-clang-O2",
+};
+
+/* the NAME=VALUE words of line, after the first word, into w (NULLs) */
+static int words(char *line, char **w, int max)
+{
+	int n = 0;
+	for (char *s = NULL, *t = strtok_r(line, " ", &s); t && n < max;
+	     t = strtok_r(NULL, " ", &s))
+		w[n++] = t;
+	return n;
+}
+
+/* the args after "EV: (...) " of the n-th line of event ev */
+static char *event_args(const char *out, const char *ev, int n)
+{
+	char key[64];
+	snprintf(key, sizeof key, " %s: (", ev);
+	const char *p = out;
+	for (int k = 0; (p = strstr(p, key)); p++, k++) {
+		if (k < n)
+			continue;
+		const char *close = strstr(p, ") ");
+		const char *eol = strchr(p, '\n');
+		UKT_ASSERT(close && eol && close < eol);
+		return strndup(close + 2, (size_t)(eol - close - 2));
+	}
+	return NULL;
+}
+
+/* the n-th line of the program's output starting with prefix, after it */
+static char *printed(const char *out, const char *prefix, int n)
+{
+	const char *p = out;
+	size_t l = strlen(prefix);
+	for (int k = 0; *p;) {
+		const char *eol = strchr(p, '\n');
+		if (!eol)
+			break;
+		if (!strncmp(p, prefix, l) && k++ == n)
+			return strndup(p + l, (size_t)(eol - p - l));
+		p = eol + 1;
+	}
+	return NULL;
+}
+
+/* every NAME=VALUE the event recorded is what the program printed, and
+ * there are `want` of them */
+static void same_values(const struct run *r, const char *ev, const char *prefix,
+			int calls, int want)
+{
+	for (int c = 0; c < calls; c++) {
+		char *got = event_args(r->out, ev, c), *pr = printed(r->out, prefix, c);
+		RUN_EXPECT(*r, got && pr);
+		char *gw[32], *pw[32];
+		int ng = words(got, gw, 32), np = words(pr, pw, 32);
+		RUN_EXPECT(*r, ng == want);
+		for (int i = 0; i < ng; i++) {
+			int found = 0;
+			for (int j = 0; j < np; j++)
+				found |= !strcmp(gw[i], pw[j]);
+			if (!found) {
+				show(r);
+				UKT_FAIL("%s: %s recorded, not printed", ev, gw[i]);
+			}
+		}
+		free(got);
+		free(pr);
+	}
+	RUN_EXPECT(*r, !event_args(r->out, ev, calls));
+}
+
+/* names: a field's is its own (perf-probe.txt), an element's given */
+static const char work_def[] = "p:dw/work work:3 r->id k sum r->small "
+	"r->flag r->level r->col r->pin->deep v2=r->vals[2]";
+static const char main_def[] = "p:dw/mainl dsrc.c:45 r.id r.in.deep total";
+
+UKT_CASE(values_at_lines_match_the_program)
+{
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", work_def, main_def, "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "work", "work ", 2, 9);
+		same_values(&r, "mainl", "main ", 1, 3);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(string_of_a_char_array_field)
+{
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/s work:3 name=r->name:string", "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, count_lines(r.out, " s: (work+0x") == 2);
+		int n = count_lines(r.out, ": (work+0x");
+		RUN_EXPECT(r, n >= 2 && count_lines(r.out, ") name=\"alpha\"") == n);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(unoptimized_line_has_every_address_under_one_name)
+{
+	/* gcc -O0 splits line 3 of work (a call spanning three lines) in five */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D",
+			       "p:dw/w work:3 k", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "p:dw/w") == 5);
+	static const char *const names[] = { "p:dw/w ", "p:dw/w_1 ", "p:dw/w_2 ",
+		"p:dw/w_3 ", "p:dw/w_4 " };
+	for (int i = 0; i < 5; i++)
+		RUN_EXPECT(r, count_lines(r.out, names[i]) == 1);
+	run_free(&r);
+	r = ukprobe("trace", "p:dw/w work:3 k", "--", target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " w_4: (work+0x") == 2);
+	run_free(&r);
+}
+
+UKT_CASE(list_functions_lines_and_variables)
+{
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "main\nwork\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", "w*", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "work\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "dsrc.c:26>\n") &&
+		   count_lines(r.out, "      3") == 1);
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-V", "work:3", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "struct rec*\tr") == 5);
+	RUN_EXPECT(r, count_lines(r.out, "int\tk") == 5);
+	RUN_EXPECT(r, count_lines(r.out, "int\tsum") == 5);
+	run_free(&r);
+	r = ukprobe("probe", "--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "-D, --definition"));
+	run_free(&r);
+}
+
+UKT_CASE(params_and_vars)
+{
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D",
+			       "p:dw/a work:3 $params", "p:dw/b work:3 $vars", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32\n") +
+		      count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32") == 10);
+	RUN_EXPECT(r, count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32 sum=-4(%bp):s32") == 5);
+	run_free(&r);
+}
+
+/* libc's own functions, through libc6-dbg's build-id debug file */
+UKT_CASE(libc_parameter_by_name)
+{
+	struct run r = ukprobe("probe", "-x", "libc.so.6", "-D",
+			       "p:dw/m __libc_malloc bytes", "p:dw/f __libc_free mem", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "p:dw/m libc.so.6:0x") == 1);
+	RUN_EXPECT(r, count_lines(r.out, " bytes=%di:u64") == 1);
+	RUN_EXPECT(r, count_lines(r.out, " mem=%di:x64") == 1);
+	run_free(&r);
+	/* the first malloc of the program is stdio's buffer for stdout */
+	r = ukprobe("trace", "-x", "libc.so.6", "p:dw/m __libc_malloc bytes", "--",
+		    target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " m: (malloc+0x0/0x") >= 1);
+	run_free(&r);
+}
+
+/* perf probe -D's place and fetches (names aside) per line of out */
+static char *places_and_fetches(const char *out)
+{
+	size_t cap = strlen(out) + 1, n = 0;
+	char *res = malloc(cap), *copy = strdup(out);
+	for (char *s = NULL, *l = strtok_r(copy, "\n", &s); l; l = strtok_r(NULL, "\n", &s)) {
+		if (strncmp(l, "p:", 2))
+			continue;
+		char *w[64];
+		int nw = words(l, w, 64);
+		for (int i = 1; i < nw; i++) {
+			char *v = w[i];	/* the place, and every NAME=FETCH */
+			n += (size_t)snprintf(res + n, cap - n, "%s%s", v, i + 1 < nw ? " " : "\n");
+		}
+	}
+	free(copy);
+	return res;
+}
+
+UKT_CASE(definitions_agree_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", NULL,
+		(char *)"-D", (char *)"work:3 k sum r->id r->small r->pin->deep", NULL };
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		char path[PATH_MAX];
+		UKT_ASSERT(realpath(target(builds[b]), path));
+		perfv[3] = path;
+		struct run p = run_argv(perfv);
+		if (p.status != 0 || !strstr(p.out, "p:")) {	/* perf cannot here */
+			run_free(&p);
+			continue;
+		}
+		struct run r = ukprobe("probe", "-x", path, "-D",
+				       "p work:3 k sum r->id r->small r->pin->deep", NULL);
+		RUN_EXPECT(r, r.status == 0);
+		char *a = places_and_fetches(p.out), *u = places_and_fetches(r.out);
+		if (strcmp(a, u)) {
+			show(&r);
+			UKT_FAIL("%s: perf says\n%sukprobe says\n%s", builds[b], a, u);
+		}
+		free(a);
+		free(u);
+		run_free(&p);
+		run_free(&r);
+	}
+}
+
+static void expect_caret(const struct run *r, const char *msg, const char *cmd, int offset)
+{
+	char want[2048];
+	snprintf(want, sizeof want, "ukprobe: error: %s\n  Command: %s\n%*s^\n", msg, cmd,
+		 11 + offset, "");
+	RUN_EXPECT(*r, r->status == 2 && r->nout == 0);
+	if (strcmp(r->err, want)) {
+		show(r);
+		UKT_FAIL("expected stderr:\n%s", want);
+	}
+}
+
+UKT_CASE(bad_source_level_definitions)
+{
+	static const struct {
+		const char *def, *msg;
+		int offset;
+	} bad[] = {
+		{ "p work:3 nosuch", "Variable nosuch is not visible at work:3", 9 },
+		{ "p work:3 k->x", "k is not a pointer", 12 },
+		{ "p work:3 r.id", "r is not a struct or union", 11 },
+		{ "p work:3 r->nosuch", "rec has no member nosuch", 12 },
+		{ "p dsrc.c:2 k", "No code at line 2 of dsrc.c", 9 },
+		{ "p work:99 k", "No code at line 99 of work", 7 },
+		{ "p nofunc k", "Function nofunc is not found", 2 },
+		{ "p nofile.c:3 k", "Source file is not found", 2 },
+		{ "p work:3 r->vals[x]", "Invalid array index", 16 },
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		struct run r = ukprobe("trace", bad[k].def, "--", target("dsrc-gcc-O0"), NULL);
+		expect_caret(&r, bad[k].msg, bad[k].def, bad[k].offset);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", bad[k].def, NULL);
+		expect_caret(&r, bad[k].msg, bad[k].def, bad[k].offset);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(optimized_out_names_the_variable_and_place)
+{
+	/* at -O2 gcc keeps res in no place at line 45 of dsrc.c */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D", "p dsrc.c:45 res", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "Variable res ") &&
+		   strstr(r.err, " at dsrc.c:45\n"));
+	run_free(&r);
+}
