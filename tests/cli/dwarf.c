@@ -86,7 +86,7 @@ static void same_values(const struct run *r, const char *ev, const char *prefix,
 /* names: a field's is its own (perf-probe.txt), an element's given */
 static const char work_def[] = "p:dw/work work:3 r->id k sum r->small "
 	"r->flag r->level r->col r->pin->deep v2=r->vals[2]";
-static const char main_def[] = "p:dw/mainl dsrc.c:45 r.id r.in.deep total";
+static const char main_def[] = "p:dw/mainl dsrc.c:51 r.id r.in.deep total";
 
 UKT_CASE(values_at_lines_match_the_program)
 {
@@ -133,13 +133,13 @@ UKT_CASE(unoptimized_line_has_every_address_under_one_name)
 UKT_CASE(list_functions_lines_and_variables)
 {
 	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", NULL);
-	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "main\nwork\n"));
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "main\nscaled\nwork\n"));
 	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", "w*", NULL);
 	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "work\n"));
 	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "work", NULL);
-	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "dsrc.c:26>\n") &&
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "dsrc.c:32>\n") &&
 		   count_lines(r.out, "      3") == 1);
 	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-V", "work:3", NULL);
@@ -271,8 +271,20 @@ UKT_CASE(bad_source_level_definitions)
 UKT_CASE(optimized_out_names_the_variable_and_place)
 {
 	/* at -O2 gcc keeps res in no place at line 45 of dsrc.c */
-	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D", "p dsrc.c:45 res", NULL);
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D", "p dsrc.c:51 res", NULL);
 	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "Variable res ") &&
-		   strstr(r.err, " at dsrc.c:45\n"));
+		   strstr(r.err, " at dsrc.c:51\n"));
 	run_free(&r);
+}
+
+UKT_CASE(inlined_copies_of_a_function)
+{
+	/* out of line at -O0, inlined into work at -O2: a probe either way */
+	static const char *const where[] = { " i: (scaled+0x", " i: (work+0x",
+		" i: (scaled+0x", " i: (work+0x" };
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/i scaled@dsrc.c", "--", target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, where[b]) == 2);
+		run_free(&r);
+	}
 }

@@ -23,13 +23,19 @@ struct rec {
 
 long total = 40;
 
+static inline int scaled(int v, int f)	/* inlined into work at -O2 */
+{
+	int s = v * f;
+	return s + 1;
+}
+
 __attribute__((noinline)) int work(struct rec *r, int k)
 {
 	int sum = r->id + k;
 	printf("work id=%d k=%d sum=%d small=%d flag=%u level=%u col=%d deep=%ld v2=%d\n", /* MARK work */
 	       r->id, k, sum, r->small, r->flag, r->level, (int)r->col,
 	       r->pin->deep, r->vals[2]);
-	return sum;
+	return scaled(sum, k);
 }
 
 int main(int argc, char **argv)
