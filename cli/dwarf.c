@@ -245,6 +245,9 @@ struct place {
 	int has_off;
 	unsigned long off;
 	int ret;
+	int skip_prologue;	/* FUNC: past the prologue (fetches given) */
+	char lazy[256];		/* ;PATTERN, or "" */
+	int lazy_off;		/* its offset in the definition */
 };
 
 /* FUNC[@SRC][:RELLINE|+OFFS|%return] or SRC:LINE */
@@ -254,6 +257,21 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 	memset(pl, 0, sizeof *pl);
 	char buf[1024];
 	snprintf(buf, sizeof buf, "%s", p);
+	char *semi = strchr(buf, ';');
+	if (semi) {
+		*semi = 0;
+		snprintf(pl->lazy, sizeof pl->lazy, "%s", semi + 1);
+		pl->lazy_off = base + (int)(semi + 1 - buf);
+		if (!pl->lazy[0]) {
+			seterr(err, pl->lazy_off, "Empty line pattern");
+			return -1;
+		}
+		if (!strchr(buf, '@') && !strchr(buf, ':') &&
+		    (strchr(buf, '.') || strchr(buf, '/'))) {
+			snprintf(pl->src, sizeof pl->src, "%s", buf);
+			return 0;
+		}
+	}
 	size_t n = strlen(buf);
 	if (n > 7 && !strcmp(buf + n - 7, "%return")) {
 		pl->ret = 1;
@@ -322,10 +340,51 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* every address in CU where LINE of a file matching SRC begins (is_stmt,
- * the previous row of its sequence on another line); within DIE if set */
+/* does line LN of FILE match the lazy PATTERN (a glob over the whole
+ * line, blanks ignored in both, as perf's lazy matching)? */
+static void strip_blanks(char *d, const char *s, size_t n)
+{
+	size_t k = 0;
+	for (; *s && k + 1 < n; s++)
+		if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+			d[k++] = *s;
+	d[k] = 0;
+}
+
+static int lazy_match(const char *file, int ln, const char *pattern)
+{
+	static char cached[4096];
+	static char **lines;
+	static int nlines;
+	if (strcmp(cached, file)) {
+		for (int i = 0; i < nlines; i++)
+			free(lines[i]);
+		free(lines);
+		lines = NULL;
+		nlines = 0;
+		snprintf(cached, sizeof cached, "%s", file);
+		FILE *f = fopen(file, "re");
+		char buf[4096];
+		while (f && fgets(buf, sizeof buf, f)) {
+			lines = realloc(lines, (size_t)(nlines + 1) * sizeof *lines);
+			lines[nlines++] = strdup(buf);
+		}
+		if (f)
+			fclose(f);
+	}
+	if (ln < 1 || ln > nlines)
+		return 0;
+	char l[4096], p[512];
+	strip_blanks(l, lines[ln - 1], sizeof l);
+	strip_blanks(p, pattern, sizeof p);
+	return fnmatch(p, l, 0) == 0;
+}
+
+/* every address in CU where LINE (or a line matching LAZY) of a file
+ * matching SRC begins (is_stmt, the previous row of its sequence on
+ * another line); within DIE if set */
 static void line_addrs(Dwarf_Die *cu, const char *src, long line,
-		       Dwarf_Die *within, struct addrs *out)
+		       const char *lazy, Dwarf_Die *within, struct addrs *out)
 {
 	Dwarf_Lines *lines;
 	size_t n;
@@ -353,7 +412,9 @@ static void line_addrs(Dwarf_Die *cu, const char *src, long line,
 		int begins = ln != prev_line || !prev_file || !f || strcmp(f, prev_file);
 		prev_line = ln;
 		prev_file = f;
-		if (!begins || ln != line || !f || !tail_match(f, src))
+		if (!begins || !f || !tail_match(f, src))
+			continue;
+		if (lazy ? !lazy_match(f, ln, lazy) : ln != line)
 			continue;
 		if (within && dwarf_haspc(within, a) <= 0)
 			continue;
@@ -371,8 +432,9 @@ static int optimized_cu(Dwarf_Die *cu)
 	return o && o[2] != '0';
 }
 
-/* the address past a concrete function's prologue (perf's choice):
- * the line table's prologue_end, else its second line */
+/* the address past a concrete function's prologue (perf's choice, made
+ * when there are variables to fetch and the code is not optimized): the
+ * line table's prologue_end, else its second line */
 static uint64_t post_prologue(Dwarf_Die *fn, Dwarf_Die *cu, uint64_t entry)
 {
 	Dwarf_Lines *lines;
@@ -424,7 +486,8 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		int file_seen = 0;
 		while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL) {
 			size_t before = a.n;
-			line_addrs(cu, pl->src, pl->line, NULL, &a);
+			line_addrs(cu, pl->src, pl->line, pl->lazy[0] ? pl->lazy : NULL,
+				   NULL, &a);
 			Dwarf_Files *files;
 			size_t nf;
 			if (dwarf_getsrcfiles(cu, &files, &nf) == 0)
@@ -437,6 +500,10 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		}
 		if (!file_seen) {
 			seterr(err, base, "Source file is not found");
+			return -1;
+		}
+		if (!a.n && pl->lazy[0]) {
+			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->src, pl->lazy);
 			return -1;
 		}
 		if (!a.n) {
@@ -486,12 +553,13 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		Dwarf_Addr entry;
 		dwarf_entrypc(&in->die, &entry);
 		a.n = 0;
-		if (pl->has_line) {
+		if (pl->has_line || pl->lazy[0]) {
 			int dl = 0;
 			dwarf_decl_line(&in->die, &dl);
 			const char *df = decl_file(&in->die, &in->cu);
 			if (df)
-				line_addrs(&in->cu, df, dl + pl->line, &in->die, &a);
+				line_addrs(&in->cu, df, dl + pl->line,
+					   pl->lazy[0] ? pl->lazy : NULL, &in->die, &a);
 		} else if (pl->has_off) {
 			if (in->inlined)
 				continue;
@@ -501,7 +569,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 				continue;
 			push_addr(&a, entry);
 		} else {
-			push_addr(&a, in->inlined ? entry
+			push_addr(&a, in->inlined || !pl->skip_prologue ? entry
 				  : post_prologue(&in->die, &in->cu, entry));
 		}
 		for (size_t j = 0; j < a.n; j++) {
@@ -519,7 +587,9 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 	if (!ns) {
 		free(*sites);
 		*sites = NULL;
-		if (pl->has_line)
+		if (pl->lazy[0])
+			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->func, pl->lazy);
+		else if (pl->has_line)
 			seterr(err, base + (int)strlen(pl->func) +
 			       (pl->src[0] ? (int)strlen(pl->src) + 1 : 0) + 1,
 			       "No code at line %ld of %s", pl->line, pl->func);
@@ -1109,7 +1179,7 @@ static int is_raw_fetch(const char *f)
 
 static int is_source_place(const char *p)
 {
-	if (strchr(p, '@'))
+	if (strchr(p, '@') || strchr(p, ';'))
 		return 1;
 	const char *c = strchr(p, ':');
 	if (!c)
@@ -1158,7 +1228,12 @@ int dw_is_source_level(const char *def)
 
 static char *place_name(const struct place *pl, char *out, size_t n)
 {
-	if (pl->func[0] && pl->has_line)
+	if (pl->lazy[0]) {
+		snprintf(out, n, "%s", pl->func[0] ? pl->func : pl->src);
+		size_t l = strlen(out);
+		if (l + 1 < n)
+			snprintf(out + l, n - l, ";%.200s", pl->lazy);
+	} else if (pl->func[0] && pl->has_line)
 		snprintf(out, n, "%s:%ld", pl->func, pl->line);
 	else if (pl->func[0])
 		snprintf(out, n, "%s", pl->func);
@@ -1213,6 +1288,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		return -1;
 	if (is_ret)
 		pl.ret = 1;
+	pl.skip_prologue = nt > 2;
 	struct site *sites;
 	int nsites = resolve_place(o, &pl, &sites, err, toff[1]);
 	if (nsites < 0)
@@ -1368,6 +1444,7 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 	if (parse_place(place, &pl, err, 0) != 0)
 		return -1;
 	struct site *sites;
+	pl.skip_prologue = 1;
 	int n = resolve_place(o, &pl, &sites, err, 0);
 	if (n < 0)
 		return -1;
