@@ -300,3 +300,47 @@ UKT_CASE(inlined_copies_of_a_function)
 		run_free(&r);
 	}
 }
+
+/* attach: the object is the process's /proc/PID/exe */
+UKT_CASE(attach_with_a_variable)
+{
+	int pi[2], po[2];
+	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		dup2(pi[0], 0);
+		dup2(po[1], 1);
+		close(pi[1]);
+		close(po[0]);
+		execl(target("sleeper"), "sleeper", (char *)NULL);
+		_exit(126);
+	}
+	close(pi[0]);
+	close(po[1]);
+	FILE *out = fdopen(po[0], "r");
+	char line[256], ps[32];
+	UKT_ASSERT(fgets(line, sizeof line, out) && !strncmp(line, "ready ", 6));
+	snprintf(ps, sizeof ps, "%d", (int)pid);
+	struct run r = ukprobe("trace", "-p", ps, "-d", "0.3", "p:dw/w work n", NULL);
+	UKT_ASSERT(write(pi[1], "q", 1) == 1);
+	close(pi[1]);
+	while (fgets(line, sizeof line, out))
+		;
+	fclose(out);
+	UKT_EQ(wait_status(pid), 0);
+	RUN_EXPECT(r, r.status == 0);
+	/* work(++n): each event's n one more than the last */
+	int events = 0;
+	unsigned long prev = 0;
+	for (const char *p = r.out; (p = strstr(p, " w: (work+0x0/0x")); p++) {
+		const char *v = strstr(p, ") n=");
+		RUN_EXPECT(r, v && v < strchr(p, '\n'));
+		unsigned long n = strtoul(v + 4, NULL, 10);
+		RUN_EXPECT(r, n > 0 && (events == 0 || n == prev + 1));
+		prev = n;
+		events++;
+	}
+	RUN_EXPECT(r, events >= 1);
+	run_free(&r);
+}
