@@ -908,6 +908,27 @@ static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
 	return -1;
 }
 
+/* the variable NAME visible in SCOPES (innermost first; names through
+ * abstract origins, as inlined copies have them) */
+static int find_var(Dwarf_Die *scopes, int ns, const char *name, Dwarf_Die *var)
+{
+	for (int s = 0; s < ns; s++) {
+		Dwarf_Die c;
+		if (dwarf_child(&scopes[s], &c) != 0)
+			continue;
+		do {
+			int t = dwarf_tag(&c);
+			const char *nm;
+			if ((t == DW_TAG_variable || t == DW_TAG_formal_parameter) &&
+			    (nm = dwarf_diename(&c)) && !strcmp(nm, name)) {
+				*var = c;
+				return 0;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+	}
+	return -1;
+}
+
 struct fetch_out {
 	char name[256];
 	char text[2048];
@@ -945,7 +966,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 	memcpy(name, expr, i);
 	name[i] = 0;
 	Dwarf_Die var;
-	if (dwarf_getscopevar(scopes, ns, name, 0, NULL, 0, 0, &var) < 0) {
+	if (find_var(scopes, ns, name, &var) != 0) {
 		seterr(err, pos, "Variable %s is not visible at %s", name, placename);
 		return -1;
 	}
@@ -1220,7 +1241,7 @@ int dw_is_source_level(const char *def)
 		return 1;
 	while ((tok = strtok_r(NULL, " \t", &sv)) != NULL) {
 		const char *f = arg_fetch(tok);
-		if (!is_raw_fetch(f))
+		if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars"))
 			return 1;
 	}
 	return 0;

@@ -162,6 +162,11 @@ UKT_CASE(params_and_vars)
 		      count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32") == 10);
 	RUN_EXPECT(r, count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32 sum=-4(%bp):s32") == 5);
 	run_free(&r);
+	/* $params alone makes a definition source-level (past the prologue) */
+	r = ukprobe("trace", "p:dw/p work $params", "--", target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " p: (work+0x") == 2);
+	RUN_EXPECT(r, strstr(r.out, ") r=0x") && strstr(r.out, " k=1\n") && strstr(r.out, " k=2\n"));
+	run_free(&r);
 }
 
 /* libc's own functions, through libc6-dbg's build-id debug file */
