@@ -1190,6 +1190,25 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
 	return 0;
 }
 
+/* the scopes at PC, the function instance IN first where the pc is not
+ * in its ranges (an inlined copy's entry pc may lie outside them) */
+static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
+{
+	int n = dwarf_getscopes(&in->cu, pc, out);
+	if (n < 0)
+		n = 0;
+	for (int i = 0; i < n; i++)
+		if (dwarf_dieoffset(&(*out)[i]) == dwarf_dieoffset(&in->die))
+			return n;
+	Dwarf_Die *v = malloc((size_t)(n + 1) * sizeof *v);
+	v[0] = in->die;
+	for (int i = 0; i < n; i++)
+		v[i + 1] = (*out)[i];
+	free(*out);
+	*out = v;
+	return n + 1;
+}
+
 /* ---- definitions ----------------------------------------------------- */
 
 static int is_raw_fetch(const char *f)
@@ -1321,7 +1340,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		uint64_t pc = sites[s].addr;
 		uint64_t foff = elf_vaddr_to_off(o->path, pc);
 		Dwarf_Die *scopes = NULL;
-		int ns = dwarf_getscopes(&sites[s].in.cu, pc, &scopes);
+		int ns = scopes_at(&sites[s].in, pc, &scopes);
 		size_t cap = 4096, len = 0;
 		char *line = malloc(cap);
 		/* the event: as given, else the function's name (perf's way) */
@@ -1478,7 +1497,7 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 		dwarf_entrypc(&sites[i].in.die, &e);
 		fprintf(f, "Available variables at %s\n        @<%s+%" PRIu64 ">\n",
 			pn, fn ? fn : "?", sites[i].addr - e);
-		int ns = dwarf_getscopes(&sites[i].in.cu, sites[i].addr, &scopes);
+		int ns = scopes_at(&sites[i].in, sites[i].addr, &scopes);
 		for (int s = 0; s < ns; s++) {
 			Dwarf_Die c;
 			int tag = dwarf_tag(&scopes[s]);

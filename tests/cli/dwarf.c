@@ -349,3 +349,22 @@ UKT_CASE(attach_with_a_variable)
 	RUN_EXPECT(r, events >= 1);
 	run_free(&r);
 }
+
+UKT_CASE(parameters_of_an_inlined_copy)
+{
+	/* scaled(sum, k): v and f are what work printed as sum and k */
+	static const char *const ok[] = { "dsrc-gcc-O0", "dsrc-clang-O0", "dsrc-clang-O2" };
+	for (size_t b = 0; b < sizeof ok / sizeof *ok; b++) {
+		struct run r = ukprobe("trace", "p:dw/sc scaled@dsrc.c v f", "--",
+				       target(ok[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, strstr(r.out, ") v=19 f=1\n") && strstr(r.out, ") v=20 f=2\n"));
+		RUN_EXPECT(r, strstr(r.out, " k=1 sum=19 ") && strstr(r.out, " k=2 sum=20 "));
+		run_free(&r);
+	}
+	/* gcc -O2 keeps them nowhere at the copy's entry (perf says so too) */
+	struct run r = ukprobe("trace", "p:dw/sc scaled@dsrc.c v f", "--",
+			       target("dsrc-gcc-O2"), NULL);
+	expect_caret(&r, "Variable v optimized out at scaled", "p:dw/sc scaled@dsrc.c v f", 22);
+	run_free(&r);
+}
