@@ -610,7 +610,7 @@ static const char *const regname[16] = {
 /* where a value is: in a register, or in memory at an address given as
  * base fetch (a register's value, or a pointer fetch) plus offset, or at a
  * symbol plus offset */
-enum vkind { V_REG, V_MEM, V_SYM };
+enum vkind { V_REG, V_MEM, V_SYM, V_IMM };
 struct val {
 	enum vkind k;
 	char base[1024];	/* V_REG: the register; V_MEM: what holds the
@@ -620,7 +620,7 @@ struct val {
 
 static void render(const struct val *v, char *out, size_t n)
 {
-	if (v->k == V_REG)
+	if (v->k == V_REG || v->k == V_IMM)
 		snprintf(out, n, "%s", v->base);
 	else if (v->k == V_MEM)
 		snprintf(out, n, "%+ld(%s)", v->off, v->base);
@@ -728,6 +728,34 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 		    dwarf_formref_die(&at, &t) && dwarf_aggregate_size(&t, &sz) == 0 &&
 		    ops[1].number >= sz)
 			nops = 1;
+	}
+	/* a value computed in place: a constant, or a register's value */
+	if (nops == 2 && ops[1].atom == DW_OP_stack_value) {
+		uint8_t c = ops[0].atom;
+		long long k;
+		int is_k = 1;
+		if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
+			k = c - DW_OP_lit0;
+		else if (c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
+			 c == DW_OP_const8u || c == DW_OP_constu)
+			k = (long long)ops[0].number;
+		else if (c == DW_OP_const1s || c == DW_OP_const2s || c == DW_OP_const4s ||
+			 c == DW_OP_const8s || c == DW_OP_consts)
+			k = (long long)(int64_t)ops[0].number;
+		else
+			is_k = 0;
+		if (is_k) {
+			v->k = V_IMM;
+			snprintf(v->base, sizeof v->base, "\\%lld", k);
+			v->off = 0;
+			return 0;
+		}
+		if (c >= DW_OP_breg0 && c <= DW_OP_breg15 && ops[0].number == 0) {
+			v->k = V_REG;
+			snprintf(v->base, sizeof v->base, "%s", regname[c - DW_OP_breg0]);
+			v->off = 0;
+			return 0;
+		}
 	}
 	if (nops != 1) {
 		if (ops[0].atom == DW_OP_entry_value || ops[0].atom == DW_OP_GNU_entry_value)
@@ -1003,6 +1031,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s: elements of unknown size", (int)i, expr);
 				return -1;
 			}
+			if (v.k == V_IMM) {
+				seterr(err, p, "%.*s is a constant", (int)i, expr);
+				return -1;
+			}
 			if (tag == DW_TAG_pointer_type)
 				deref(&v, idx * (long)esz);
 			else if (v.k == V_REG) {
@@ -1064,6 +1096,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			bitbase = moff * 8 + (long)(bsz * 8 - dbo - bs);
 			moff = 0;
 		}
+		if (v.k == V_IMM) {
+			seterr(err, p, "%.*s is a constant", (int)i, expr);
+			return -1;
+		}
 		if (arrow)
 			deref(&v, moff);
 		else if (v.k == V_REG) {
@@ -1086,6 +1122,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		if ((tag != DW_TAG_pointer_type && tag != DW_TAG_array_type) ||
 		    type_of(&t, &et) != 0 || !is_char(&et)) {
 			seterr(err, pos, "%s is not a string (char * or char[])", expr);
+			return -1;
+		}
+		if (v.k == V_IMM) {
+			seterr(err, pos, "%s is a constant", expr);
 			return -1;
 		}
 		if (tag == DW_TAG_pointer_type)

@@ -368,3 +368,18 @@ UKT_CASE(parameters_of_an_inlined_copy)
 	expect_caret(&r, "Variable v optimized out at scaled", "p:dw/sc scaled@dsrc.c v f", 22);
 	run_free(&r);
 }
+
+UKT_CASE(a_constant_location_is_an_immediate)
+{
+	/* gcc -O2: res is the constant 0 before the loop (DW_OP_lit0;
+	 * DW_OP_stack_value), then work's first result in %ax (20) */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D",
+			       "p:dw/c main;*res*+=* res", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " res=\\0:s32") == 1 &&
+		   count_lines(r.out, " res=%ax:s32") == 1);
+	run_free(&r);
+	r = ukprobe("trace", "p:dw/c main;*res*+=* res", "--", target("dsrc-gcc-O2"), NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, " c: (main+0x") &&
+		   strstr(r.out, ") res=0\n") && strstr(r.out, ") res=20\n"));
+	run_free(&r);
+}
