@@ -1268,6 +1268,26 @@ static int is_source_place(const char *p)
 	const char *r = c + 1;
 	if (!*r || !isdigit((unsigned char)*r) || (r[0] == '0' && r[1] == 'x'))
 		return 0;
+	/* X is a function (an identifier) or a source file (by its suffix);
+	 * anything else, such as libc.so.6, is an object with an offset */
+	const char *dot = NULL;
+	int ident = 1;
+	for (const char *q = p; q < c; q++) {
+		if (*q == '.')
+			dot = q;
+		if (!isalnum((unsigned char)*q) && *q != '_')
+			ident = 0;
+	}
+	if (!ident) {
+		static const char *const sfx[] = { "c", "h", "cc", "cpp", "cxx", "hh",
+			"hpp", "hxx", "C", "S", "s", "y", "l", "inc", "def" };
+		int src = 0;
+		for (size_t k = 0; dot && k < sizeof sfx / sizeof *sfx; k++)
+			src |= (size_t)(c - dot - 1) == strlen(sfx[k]) &&
+			       !strncmp(dot + 1, sfx[k], strlen(sfx[k]));
+		if (!src)
+			return 0;
+	}
 	while (isdigit((unsigned char)*r))
 		r++;
 	return *r == 0 || !strcmp(r, "%return");
