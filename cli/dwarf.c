@@ -340,6 +340,19 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* a line table's file name made absolute with the CU's DW_AT_comp_dir */
+static const char *full_path(Dwarf_Die *cu, const char *f)
+{
+	static char buf[4096];
+	Dwarf_Attribute at;
+	const char *dir;
+	if (!f || f[0] == '/' ||
+	    !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at))))
+		return f;
+	snprintf(buf, sizeof buf, "%s/%s", dir, f);
+	return buf;
+}
+
 /* does line LN of FILE match the lazy PATTERN (a glob over the whole
  * line, blanks ignored in both, as perf's lazy matching)? */
 static void strip_blanks(char *d, const char *s, size_t n)
@@ -351,11 +364,15 @@ static void strip_blanks(char *d, const char *s, size_t n)
 	d[k] = 0;
 }
 
-static int lazy_match(const char *file, int ln, const char *pattern)
+static char **src_lines;
+static int src_nlines;
+
+/* FILE's lines, read once (the last file asked for is kept) */
+static void load_source(const char *file)
 {
 	static char cached[4096];
-	static char **lines;
-	static int nlines;
+	char **lines = src_lines;
+	int nlines = src_nlines;
 	if (strcmp(cached, file)) {
 		for (int i = 0; i < nlines; i++)
 			free(lines[i]);
@@ -372,10 +389,23 @@ static int lazy_match(const char *file, int ln, const char *pattern)
 		if (f)
 			fclose(f);
 	}
-	if (ln < 1 || ln > nlines)
+	src_lines = lines;
+	src_nlines = nlines;
+}
+
+static const char *source_line(const char *file, int ln)
+{
+	load_source(file);
+	return ln >= 1 && ln <= src_nlines ? src_lines[ln - 1] : "";
+}
+
+static int lazy_match(const char *file, int ln, const char *pattern)
+{
+	load_source(file);
+	if (ln < 1 || ln > src_nlines)
 		return 0;
 	char l[4096], p[512];
-	strip_blanks(l, lines[ln - 1], sizeof l);
+	strip_blanks(l, src_lines[ln - 1], sizeof l);
 	strip_blanks(p, pattern, sizeof p);
 	return fnmatch(p, l, 0) == 0;
 }
@@ -414,7 +444,7 @@ static void line_addrs(Dwarf_Die *cu, const char *src, long line,
 		prev_file = f;
 		if (!begins || !f || !tail_match(f, src))
 			continue;
-		if (lazy ? !lazy_match(f, ln, lazy) : ln != line)
+		if (lazy ? !lazy_match(full_path(cu, f), ln, lazy) : ln != line)
 			continue;
 		if (within && dwarf_haspc(within, a) <= 0)
 			continue;
@@ -1480,24 +1510,99 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 
 /* ---- -L and -V ------------------------------------------------------- */
 
+/* the lines of a file (matching SRC) with code in [lo, hi], within DIE;
+ * a function's entry row counts as its declaration's line (lo), as perf
+ * shows it */
+static void code_lines(Dwarf_Die *cu, const char *src, Dwarf_Die *within,
+		       int lo, int hi, char *seen, char *path, size_t pn)
+{
+	Dwarf_Addr entry = 0;
+	if (within && dwarf_entrypc(within, &entry) == 0)
+		seen[0] = 1;
+	Dwarf_Lines *lines;
+	size_t n;
+	if (dwarf_getsrclines(cu, &lines, &n) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int ln;
+		bool stmt, endseq;
+		dwarf_lineaddr(l, &a);
+		dwarf_lineno(l, &ln);
+		dwarf_linebeginstatement(l, &stmt);
+		dwarf_lineendsequence(l, &endseq);
+		const char *lf = dwarf_linesrc(l, NULL, NULL);
+		if (!stmt || endseq || !lf || !tail_match(lf, src) || ln < lo || ln > hi)
+			continue;
+		if (within && (dwarf_haspc(within, a) <= 0 || a == entry))
+			continue;
+		seen[ln - lo] = 1;
+		if (!path[0])
+			snprintf(path, pn, "%s", full_path(cu, lf));
+	}
+}
+
+/* -L as perf shows it: a header, then each line of the source, numbered
+ * where it can be probed (relative to FUNC, or absolute for SRC:A[-B]) */
 int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		  struct dw_error *err)
 {
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", place);
+	long lo = 0, hi = 0;
+	char *colon = strchr(buf, ':');
+	if (colon && !strchr(buf, '@') && (strchr(buf, '.') || strchr(buf, '/'))) {
+		/* SRC:A[-B] */
+		char *end;
+		*colon = 0;
+		lo = strtol(colon + 1, &end, 10);
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000) {
+			seterr(err, (int)(colon + 1 - buf), "Invalid line range");
+			return -1;
+		}
+		char *seen = calloc((size_t)(hi - lo + 1), 1);
+		char path[4096] = "";
+		Dwarf_Die *cu = NULL;
+		Dwarf_Addr b;
+		while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL)
+			code_lines(cu, buf, NULL, (int)lo, (int)hi, seen, path, sizeof path);
+		if (!path[0]) {
+			free(seen);
+			seterr(err, 0, "Source file is not found");
+			return -1;
+		}
+		fprintf(f, "<%s:%ld>\n", path, lo);
+		for (long l = lo; l <= hi; l++) {
+			const char *t = source_line(path, (int)l);
+			if (seen[l - lo])
+				fprintf(f, "%7ld  %s", l, t);
+			else
+				fprintf(f, "         %s", t);
+			if (!*t || t[strlen(t) - 1] != '\n')
+				fputc('\n', f);
+		}
+		free(seen);
+		return 0;
+	}
 	struct place pl;
 	if (parse_place(place, &pl, err, 0) != 0)
 		return -1;
-	struct insts s = { 0 };
 	if (!pl.func[0]) {
-		seterr(err, 0, "-L takes a function");
+		seterr(err, 0, "-L takes FUNC[@SRC] or SRC:LINE[-LINE]");
 		return -1;
 	}
+	struct insts s = { 0 };
 	struct match m = { pl.func, pl.src[0] ? pl.src : NULL, &s, 0 };
 	walk_all(o, match_fn, &m);
 	if (!s.n) {
 		seterr(err, 0, "Function %s is not found", pl.func);
 		return -1;
 	}
-	/* the lines of the first concrete instance, relative to its start */
+	/* the first concrete instance, relative to its declaration */
 	struct inst *in = &s.v[0];
 	for (size_t i = 0; i < s.n; i++)
 		if (!s.v[i].inlined) {
@@ -1507,32 +1612,26 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	int dl = 0;
 	dwarf_decl_line(&in->die, &dl);
 	const char *df = decl_file(&in->die, &in->cu);
-	fprintf(f, "<%s@%s:%d>\n", pl.func, df ? df : "?", dl);
-	Dwarf_Lines *lines;
-	size_t n;
-	char seen[65536] = { 0 };
-	int maxl = 0;
-	if (dwarf_getsrclines(&in->cu, &lines, &n) == 0)
-		for (size_t i = 0; i < n; i++) {
-			Dwarf_Line *l = dwarf_onesrcline(lines, i);
-			Dwarf_Addr a;
-			int ln;
-			bool stmt;
-			dwarf_lineaddr(l, &a);
-			dwarf_lineno(l, &ln);
-			dwarf_linebeginstatement(l, &stmt);
-			const char *lf = dwarf_linesrc(l, NULL, NULL);
-			if (!stmt || !lf || !df || !tail_match(lf, df) || dwarf_haspc(&in->die, a) <= 0)
-				continue;
-			if (ln >= dl && ln - dl < (int)sizeof seen) {
-				seen[ln - dl] = 1;
-				if (ln - dl > maxl)
-					maxl = ln - dl;
-			}
-		}
-	for (int i = 0; i <= maxl; i++)
+	enum { SPAN = 65536 };
+	char *seen = calloc(SPAN, 1);
+	char path[4096] = "";
+	if (df)
+		code_lines(&in->cu, df, &in->die, dl, dl + SPAN - 1, seen, path, sizeof path);
+	int maxl = -1;
+	for (int i = 0; i < SPAN; i++)
 		if (seen[i])
-			fprintf(f, "%7d\n", i);
+			maxl = i;
+	fprintf(f, "<%s@%s:0>\n", pl.func, path[0] ? path : df ? df : "?");
+	for (int i = 0; i <= maxl; i++) {
+		const char *t = path[0] ? source_line(path, dl + i) : "";
+		if (seen[i])
+			fprintf(f, "%7d  %s", i, t);
+		else
+			fprintf(f, "         %s", t);
+		if (!*t || t[strlen(t) - 1] != '\n')
+			fputc('\n', f);
+	}
+	free(seen);
 	free(s.v);
 	return 0;
 }

@@ -139,8 +139,15 @@ UKT_CASE(list_functions_lines_and_variables)
 	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "work\n"));
 	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "work", NULL);
-	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "dsrc.c:32>\n") &&
-		   count_lines(r.out, "      3") == 1);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:0>\n") &&
+		   strstr(r.out, "\n      0  __attribute__((noinline)) int work(") &&
+		   strstr(r.out, "\n         {\n") &&
+		   strstr(r.out, "\n      3  \tprintf(\"work id=") &&
+		   strstr(r.out, "\n      6  \treturn scaled(sum, k);\n      7  }\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "dsrc.c:50-52", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:50>\n     50  ") &&
+		   strstr(r.out, "\n     52  \treturn 0;\n"));
 	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-V", "work:3", NULL);
 	RUN_EXPECT(r, r.status == 0);
@@ -206,6 +213,27 @@ static char *places_and_fetches(const char *out)
 	}
 	free(copy);
 	return res;
+}
+
+/* -L: perf's listing, which goes on a few lines past the function */
+UKT_CASE(line_listing_agrees_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	static const char *const places[] = { "work", "main", "dsrc.c:44-52" };
+	char path[PATH_MAX];
+	UKT_ASSERT(realpath(target("dsrc-gcc-O0"), path));
+	for (size_t k = 0; k < sizeof places / sizeof *places; k++) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", path,
+			(char *)"-L", (char *)places[k], NULL };
+		struct run p = run_argv(perfv);
+		struct run r = ukprobe("probe", "-x", path, "-L", places[k], NULL);
+		RUN_EXPECT(r, r.status == 0);
+		if (p.status == 0)
+			RUN_EXPECT(r, r.nout <= p.nout && !strncmp(p.out, r.out, r.nout));
+		run_free(&p);
+		run_free(&r);
+	}
 }
 
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
