@@ -1636,6 +1636,9 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	return 0;
 }
 
+/* -V as perf shows it: per address, the function symbol and offset,
+ * then the variables with a location there (up to the innermost function
+ * or inlined copy), "TYPE\tNAME" sorted */
 int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 		 struct dw_error *err)
 {
@@ -1643,20 +1646,23 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 	if (parse_place(place, &pl, err, 0) != 0)
 		return -1;
 	struct site *sites;
-	pl.skip_prologue = 1;
 	int n = resolve_place(o, &pl, &sites, err, 0);
 	if (n < 0)
 		return -1;
-	char pn[1100];
-	place_name(&pl, pn, sizeof pn);
+	/* perf's header, its "@" before a SRC:LINE included */
+	if (pl.lazy[0])	/* the pattern left out, as perf does */
+		fprintf(f, "Available variables at %s%s\n", pl.func[0] ? "" : "@",
+			pl.func[0] ? pl.func : pl.src);
+	else
+		fprintf(f, "Available variables at %s%s\n", pl.func[0] ? "" : "@", place);
 	for (int i = 0; i < n; i++) {
 		Dwarf_Die *scopes;
-		const char *fn = dwarf_diename(&sites[i].in.die);
-		Dwarf_Addr e = 0;
-		dwarf_entrypc(&sites[i].in.die, &e);
-		fprintf(f, "Available variables at %s\n        @<%s+%" PRIu64 ">\n",
-			pn, fn ? fn : "?", sites[i].addr - e);
+		const struct elf_sym *sym = o->has_elf ? elf_lookup(&o->elf, sites[i].addr) : NULL;
+		fprintf(f, "\t@<%s+%" PRIu64 ">\n", sym ? sym->name : "?",
+			sym ? sites[i].addr - sym->value : sites[i].addr);
 		int ns = scopes_at(&sites[i].in, sites[i].addr, &scopes);
+		char **lines = NULL;
+		size_t nl = 0;
 		for (int s = 0; s < ns; s++) {
 			Dwarf_Die c;
 			int tag = dwarf_tag(&scopes[s]);
@@ -1667,16 +1673,28 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 						continue;
 					const char *nm = dwarf_diename(&c);
 					struct val v;
-					char why[128], tn[512];
+					char why[128], tn[512], line[1024];
 					if (!nm || eval_loc(o, &c, scopes, ns, sites[i].addr, &v,
 							    why, sizeof why) != 0)
 						continue;
 					type_name(&c, tn, sizeof tn);
-					fprintf(f, "                %s\t%s\n", tn, nm);
+					snprintf(line, sizeof line, "%s\t%s", tn, nm);
+					lines = realloc(lines, (nl + 1) * sizeof *lines);
+					lines[nl++] = strdup(line);
 				} while (dwarf_siblingof(&c, &c) == 0);
-			if (tag == DW_TAG_subprogram)
+			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
 				break;
 		}
+		qsort(lines, nl, sizeof *lines, cmp_str);
+		for (size_t k = 0; k < nl; k++) {
+			if (k == 0 || strcmp(lines[k], lines[k - 1]))
+				fprintf(f, "\t\t%s\n", lines[k]);
+		}
+		if (!nl)
+			fprintf(f, "\t\t(No matched variables)\n");
+		for (size_t k = 0; k < nl; k++)
+			free(lines[k]);
+		free(lines);
 		free(scopes);
 	}
 	free(sites);

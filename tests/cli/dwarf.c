@@ -215,6 +215,36 @@ static char *places_and_fetches(const char *out)
 	return res;
 }
 
+/* -V: perf's listing, where perf reads the build */
+UKT_CASE(variable_listing_agrees_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	static const char *const places[] = { "work:3", "scaled@dsrc.c", "main",
+		"dsrc.c:51", "work;*return*", "work+4" };
+	int compared = 0;
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++)
+	for (size_t k = 0; k < sizeof places / sizeof *places; k++) {
+		char path[PATH_MAX];
+		UKT_ASSERT(realpath(target(builds[b]), path));
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", path,
+			(char *)"-V", (char *)places[k], NULL };
+		struct run p = run_argv(perfv);
+		struct run r = ukprobe("probe", "-x", path, "-V", places[k], NULL);
+		RUN_EXPECT(r, r.status == 0);
+		if (p.status == 0 && p.nerr == 0) {
+			if (strcmp(p.out, r.out)) {
+				show(&r);
+				UKT_FAIL("%s -V %s: perf says\n%s", builds[b], places[k], p.out);
+			}
+			compared++;
+		}
+		run_free(&p);
+		run_free(&r);
+	}
+	UKT_ASSERT(compared >= 6);
+}
+
 /* -L: perf's listing, which goes on a few lines past the function */
 UKT_CASE(line_listing_agrees_with_perf_probe)
 {
