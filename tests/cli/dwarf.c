@@ -185,6 +185,18 @@ UKT_CASE(libc_parameter_by_name)
 	RUN_EXPECT(r, count_lines(r.out, "p:dw/m libc.so.6:0x") == 1);
 	RUN_EXPECT(r, count_lines(r.out, " bytes=%di:u64") == 1);
 	RUN_EXPECT(r, count_lines(r.out, " mem=%di:x64") == 1);
+	/* the same address as perf's (perf types size_t x64; the contract u64) */
+	if (access("/usr/bin/perf", X_OK) == 0) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x",
+			(char *)"/lib/x86_64-linux-gnu/libc.so.6", (char *)"-D",
+			(char *)"__libc_malloc bytes", NULL };
+		struct run p = run_argv(perfv);
+		const char *po = p.status == 0 ? strstr(p.out, "libc.so.6:0x") : NULL;
+		const char *uo = strstr(r.out, "libc.so.6:0x");
+		if (po)
+			RUN_EXPECT(r, uo && strtoul(po + 10, NULL, 16) == strtoul(uo + 10, NULL, 16));
+		run_free(&p);
+	}
 	run_free(&r);
 	/* the first malloc of the program is stdio's buffer for stdout */
 	r = ukprobe("trace", "-x", "libc.so.6", "p:dw/m __libc_malloc bytes", "--",
