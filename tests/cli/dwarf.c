@@ -158,6 +158,21 @@ UKT_CASE(list_functions_lines_and_variables)
 	r = ukprobe("probe", "--help", NULL);
 	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "-D, --definition"));
 	run_free(&r);
+	r = ukprobe("help", "probe", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "-V, --vars=PLACE"));
+	run_free(&r);
+	r = ukprobe("--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\n  probe "));
+	run_free(&r);
+	r = ukprobe("trace", "--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "--exec=OBJ") && strstr(r.out, "SRC:LINE"));
+	run_free(&r);
+	r = ukprobe("probe", "-F", NULL);	/* no -x */
+	RUN_EXPECT(r, r.status == 2);
+	run_free(&r);
+	r = ukprobe("probe", "-x", "/nonexistent/obj", "-F", NULL);
+	RUN_EXPECT(r, r.status == 1 && strstr(r.err, "/nonexistent/obj"));
+	run_free(&r);
 }
 
 UKT_CASE(params_and_vars)
