@@ -213,6 +213,28 @@ UKT_CASE(libc_parameter_by_name)
 		run_free(&p);
 	}
 	run_free(&r);
+	/* lines of libc (relative to __libc_malloc), as perf finds them */
+	static const char *const lines[] = { "__libc_malloc:9 bytes", "__libc_malloc:15 bytes" };
+	for (size_t k = 0; k < 2 && access("/usr/bin/perf", X_OK) == 0; k++) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x",
+			(char *)"/lib/x86_64-linux-gnu/libc.so.6", (char *)"-D",
+			(char *)lines[k], NULL };
+		char def[64];
+		snprintf(def, sizeof def, "p %s", lines[k]);
+		struct run p = run_argv(perfv);
+		r = ukprobe("probe", "-x", "libc.so.6", "-D", def, NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:") == 1);
+		const char *po = p.status == 0 ? strstr(p.out, "libc.so.6:0x") : NULL;
+		const char *uo = strstr(r.out, "libc.so.6:0x");
+		if (po) {
+			RUN_EXPECT(r, uo && strtoul(po + 10, NULL, 16) == strtoul(uo + 10, NULL, 16));
+			/* the same register or memory, x64 there, u64 here */
+			const char *pb = strstr(po, " bytes="), *ub = strstr(uo, " bytes=");
+			RUN_EXPECT(r, pb && ub && !strncmp(pb, ub, (size_t)(strchr(pb + 1, ':') - pb)));
+		}
+		run_free(&p);
+		run_free(&r);
+	}
 	/* the first malloc of the program is stdio's buffer for stdout */
 	r = ukprobe("trace", "-x", "libc.so.6", "p:dw/m __libc_malloc bytes", "--",
 		    target("dsrc-gcc-O0"), NULL);
