@@ -16,6 +16,7 @@ struct trace_opts {
 	pid_t pid;			/* -p: attach; 0: launch */
 	double duration;		/* -d: seconds, 0 = until the end */
 	const char *output;		/* -o */
+	const char *exec;		/* -x: the object of source-level defs */
 	unsigned buffer_kb;		/* -b */
 	int profile;			/* --profile */
 	enum ukp_format format;		/* --format */
@@ -36,6 +37,11 @@ const char *ukp_agent_path(void);
 
 /* trace.c */
 int cmd_trace(int argc, char **argv);
+
+/* probe.c: `ukprobe probe`, and the error-log form of a DWARF error */
+int cmd_probe(int argc, char **argv);
+struct dw_error;
+void ukp_dwarf_error(const char *text, const struct dw_error *e);
 
 /* launch.c: returns the fd of the control channel, child pid in *child */
 int launch_start(char **argv, int *ctl_fd, pid_t *child);

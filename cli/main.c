@@ -75,6 +75,7 @@ static void usage(FILE *f)
 "\n"
 "Commands:\n"
 "  trace    record events of a program it launches or a running process\n"
+"  probe    source-level places and variables of an object (DWARF)\n"
 "\n"
 "Options:\n"
 "  -h, --help     this text; 'ukprobe COMMAND --help' describes COMMAND\n"
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
 			char *sub[] = { argv[2], (char *)"--help", NULL };
 			if (!strcmp(argv[2], "trace"))
 				return cmd_trace(2, sub);
+			if (!strcmp(argv[2], "probe"))
+				return cmd_probe(2, sub);
 		}
 		usage(stdout);
 		return 0;
@@ -104,6 +107,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "trace")) {
 		ukp_prog = "ukprobe";
 		return cmd_trace(argc - 1, argv + 1);
+	}
+	if (!strcmp(argv[1], "probe")) {
+		ukp_prog = "ukprobe";
+		return cmd_probe(argc - 1, argv + 1);
 	}
 	ukp_err("unknown command '%s' (see 'ukprobe --help')", argv[1]);
 	return 2;

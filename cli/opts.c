@@ -23,6 +23,7 @@ static const struct opt_def {
 } opt_table[] = {
 	{ 'p', "pid", "PID", "attach to the running process PID (a dynamically linked glibc program)" },
 	{ 'd', "duration", "SECONDS", "with -p: end the trace after SECONDS (fractional), removing every probe" },
+	{ 'x', "exec", "OBJ", "the object whose debug information source-level definitions use (default: the program)" },
 	{ 'o', "output", "FILE", "write the events to FILE instead of stdout" },
 	{ 'b', "buffer-size", "KB", "each thread's record buffer, in KiB (default " UKP_STR(UKP_DEFAULT_BUFFER_KB) ")" },
 	{ O_PROFILE, "profile", NULL, "at the end, write 'GRP/EVENT HITS MISSES' per event to stderr (uprobe_profile)" },
@@ -51,6 +52,10 @@ void trace_usage(FILE *f)
 "    $stack $comm $argN $retval +|-OFFS(FETCH) \\IMM \\\"STR\"\n"
 "  TYPE: u8..u64 s8..s64 x8..x64 char string ustring symbol symstr\n"
 "    b<W>@<O>/<S> TYPE[N]\n"
+"  Source-level (DWARF, as perf probe): PLACE FUNC[@SRC][:RELLINE|+OFFS|%%return]\n"
+"    or SRC:LINE; FETCH a variable NAME, NAME->FIELD, NAME.FIELD, NAME[IDX],\n"
+"    $params, $vars ('ukprobe probe --help'); a place with several addresses\n"
+"    becomes events EVENT, EVENT_1, ...\n"
 "\n"
 "Options:\n");
 	for (size_t k = 0; k < NOPTS; k++) {
@@ -147,6 +152,9 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 				ukp_err("bad duration '%s' (seconds, > 0)", optarg);
 				return 2;
 			}
+			break;
+		case 'x':
+			t->exec = optarg;
 			break;
 		case 'o':
 			t->output = optarg;

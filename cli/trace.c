@@ -22,6 +22,7 @@
 #include "opts.h"
 #include "consumer.h"
 #include "symbolize.h"
+#include "dwarf.h"
 #include "../agent/proto.h"
 
 static volatile sig_atomic_t stop_sig;
@@ -221,6 +222,87 @@ static void write_totals(struct consumer *c, const struct trace_opts *t)
 	}
 }
 
+/* the program's file: COMMAND through PATH, or /proc/PID/exe */
+static char *program_path(const struct trace_opts *t)
+{
+	char buf[4096];
+	if (t->pid) {
+		char l[64];
+		snprintf(l, sizeof l, "/proc/%d/exe", (int)t->pid);
+		ssize_t n = readlink(l, buf, sizeof buf - 1);
+		if (n <= 0)
+			return NULL;
+		buf[n] = 0;
+		return strdup(buf);
+	}
+	const char *c = t->command ? t->command[0] : NULL;
+	if (!c)
+		return NULL;
+	if (strchr(c, '/'))
+		return realpath(c, NULL);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		const char *e = strchr(p, ':');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, c);
+		if (access(buf, X_OK) == 0)
+			return realpath(buf, NULL);
+		p += n + (e != NULL);
+	}
+	return NULL;
+}
+
+/* source-level definitions become raw ones (t->defs replaced): 0, or
+ * the exit status with the error written */
+static int translate_source(struct trace_opts *t)
+{
+	int any = 0;
+	for (int k = 0; k < t->ndefs; k++)
+		any |= dw_is_source_level(t->defs[k]);
+	if (!any)
+		return 0;
+	char *obj = t->exec ? strdup(t->exec) : program_path(t);
+	if (!obj) {
+		ukp_err("source-level definitions need -x OBJ (the program is not found)");
+		return 2;
+	}
+	struct dw_error err;
+	struct dw_obj *o = dw_open(obj, &err);
+	free(obj);
+	if (!o) {
+		ukp_err("%s", err.msg);
+		return 2;
+	}
+	const char **defs = NULL;
+	int n = 0;
+	for (int k = 0; k < t->ndefs; k++) {
+		char **out;
+		int m = 1;
+		if (dw_is_source_level(t->defs[k])) {
+			m = dw_translate(o, t->defs[k], &out, &err);
+			if (m < 0) {
+				ukp_dwarf_error(t->defs[k], &err);
+				dw_close(o);
+				return 2;
+			}
+		}
+		defs = realloc(defs, (size_t)(n + m + 1) * sizeof *defs);
+		if (dw_is_source_level(t->defs[k])) {
+			for (int j = 0; j < m; j++)
+				defs[n++] = out[j];
+			free(out);
+		} else
+			defs[n++] = t->defs[k];
+	}
+	defs[n] = NULL;
+	dw_close(o);
+	t->defs = defs;
+	t->ndefs = n;
+	return 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_opts t;
@@ -228,6 +310,8 @@ int cmd_trace(int argc, char **argv)
 	if (r)
 		return r < 0 ? 0 : r;
 	struct ukpev_def **defs = NULL;
+	if ((r = translate_source(&t)) != 0)
+		return r;
 	if ((r = check_input(&t, &defs)) != 0)
 		return r;
 

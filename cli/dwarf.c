@@ -1,0 +1,1702 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Source-level places and variables through libdw, as `perf probe` does
+ * them: a place becomes every address where its line begins (inlined
+ * copies included) or a function's address past its prologue; a variable
+ * becomes the raw fetch its location expression says at that address
+ * (%reg, +OFF(%reg), @OBJ:SYM+OFF, nested for pointers), typed by its
+ * DWARF type.  The result is raw definitions, parsed and armed as any.
+ */
+#include <ctype.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dwarf.h"
+#include "elf.h"
+
+struct dw_obj {
+	char *name;		/* as given: what raw places name */
+	char *path;		/* the file */
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf *dw;
+	Dwarf_Addr bias;
+	struct elf_file elf;	/* symbols, for globals */
+	int has_elf;
+};
+
+static void seterr(struct dw_error *e, int off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(struct dw_error *e, int off, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	e->offset = off;
+}
+
+/* a library name (no '/') is looked for where Debian puts libraries */
+static char *find_object(const char *obj)
+{
+	static const char *dirs[] = { "/lib/x86_64-linux-gnu",
+		"/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib", "/lib" };
+	if (strchr(obj, '/') || access(obj, R_OK) == 0)
+		return strdup(obj);
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char p[4096];
+		snprintf(p, sizeof p, "%s/%s", dirs[i], obj);
+		if (access(p, R_OK) == 0)
+			return strdup(p);
+	}
+	return strdup(obj);
+}
+
+static char *debuginfo_path;
+static const Dwfl_Callbacks offline_cb = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+struct dw_obj *dw_open(const char *obj, struct dw_error *err)
+{
+	struct dw_obj *o = calloc(1, sizeof *o);
+	o->name = strdup(obj);
+	o->path = find_object(obj);
+	o->dwfl = dwfl_begin(&offline_cb);
+	if (!o->dwfl)
+		goto fail;
+	o->mod = dwfl_report_offline(o->dwfl, o->name, o->path, -1);
+	if (!o->mod) {
+		seterr(err, 0, "%s: %s", obj, dwfl_errmsg(-1));
+		dw_close(o);
+		return NULL;
+	}
+	dwfl_report_end(o->dwfl, NULL, NULL);
+	o->dw = dwfl_module_getdwarf(o->mod, &o->bias);
+	if (!o->dw) {
+		seterr(err, 0, "%s: no debug information", obj);
+		dw_close(o);
+		return NULL;
+	}
+	if (elf_open(o->path, 0, &o->elf) == 0)
+		o->has_elf = 1;
+	return o;
+fail:
+	seterr(err, 0, "%s: %s", obj, dwfl_errmsg(-1));
+	dw_close(o);
+	return NULL;
+}
+
+void dw_close(struct dw_obj *o)
+{
+	if (!o)
+		return;
+	if (o->dwfl)
+		dwfl_end(o->dwfl);
+	if (o->has_elf)
+		elf_close(&o->elf);
+	free(o->name);
+	free(o->path);
+	free(o);
+}
+
+/* ---- walking the functions ------------------------------------------ */
+
+/* a function instance: a concrete subprogram or an inlined copy */
+struct inst {
+	Dwarf_Die die;
+	Dwarf_Die cu;
+	int inlined;
+};
+
+struct insts {
+	struct inst *v;
+	size_t n, cap;
+};
+
+static void push_inst(struct insts *s, Dwarf_Die *die, Dwarf_Die *cu, int inl)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = realloc(s->v, s->cap * sizeof *s->v);
+	}
+	s->v[s->n].die = *die;
+	s->v[s->n].cu = *cu;
+	s->v[s->n].inlined = inl;
+	s->n++;
+}
+
+/* tail comparison of file names, as perf's strtailcmp */
+static int tail_match(const char *file, const char *src)
+{
+	size_t a = strlen(file), b = strlen(src);
+	if (b > a) {	/* a relative name in the line table, a full one given */
+		const char *t = file;
+		file = src;
+		src = t;
+		a = strlen(file);
+		b = strlen(src);
+	}
+	if (strcmp(file + a - b, src))
+		return 0;
+	return a == b || file[a - b - 1] == '/' || src[0] == '/';
+}
+
+/* the file a DIE was declared in; the CU's own file where libdw cannot
+ * say (DWARF 5 file index 0, as clang writes it) */
+static const char *decl_file(Dwarf_Die *die, Dwarf_Die *cu)
+{
+	const char *f = dwarf_decl_file(die);
+	return f ? f : dwarf_diename(cu);
+}
+
+typedef void (*die_fn)(Dwarf_Die *die, Dwarf_Die *cu, void *arg);
+
+static void walk(Dwarf_Die *die, Dwarf_Die *cu, die_fn fn, void *arg)
+{
+	Dwarf_Die c;
+	if (dwarf_child(die, &c) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+			fn(&c, cu, arg);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+		    tag == DW_TAG_lexical_block || tag == DW_TAG_namespace)
+			walk(&c, cu, fn, arg);
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
+{
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr b;
+	while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL) {
+		Dwarf_Die cud = *cu;
+		walk(&cud, &cud, fn, arg);
+	}
+}
+
+struct match {
+	const char *func;	/* glob or name */
+	const char *src;	/* or NULL */
+	struct insts *out;
+	int glob;
+};
+
+static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
+{
+	struct match *m = arg;
+	Dwarf_Addr pc;
+	const char *name = dwarf_diename(die);
+	if (!name || dwarf_entrypc(die, &pc) != 0)
+		return;
+	if (m->glob ? fnmatch(m->func, name, 0) != 0 : strcmp(m->func, name) != 0)
+		return;
+	if (m->src) {
+		const char *f = decl_file(die, cu);
+		if (!f || !tail_match(f, m->src))
+			return;
+	}
+	push_inst(m->out, die, cu, dwarf_tag(die) == DW_TAG_inlined_subroutine);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f)
+{
+	struct insts s = { 0 };
+	struct match m = { glob ? glob : "*", NULL, &s, 1 };
+	walk_all(o, match_fn, &m);
+	char **names = malloc((s.n + 1) * sizeof *names);
+	size_t n = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (!s.v[i].inlined)
+			names[n++] = (char *)dwarf_diename(&s.v[i].die);
+	qsort(names, n, sizeof *names, cmp_str);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || strcmp(names[i], names[i - 1]))
+			fprintf(f, "%s\n", names[i]);
+	free(names);
+	free(s.v);
+	return 0;
+}
+
+/* ---- places ---------------------------------------------------------- */
+
+struct place {
+	char func[256], src[1024];
+	int has_line, rel;	/* SRC:LINE (rel 0) or FUNC:RELLINE (rel 1) */
+	long line;
+	int has_off;
+	unsigned long off;
+	int ret;
+	int skip_prologue;	/* FUNC: past the prologue (fetches given) */
+	char lazy[256];		/* ;PATTERN, or "" */
+	int lazy_off;		/* its offset in the definition */
+};
+
+/* FUNC[@SRC][:RELLINE|+OFFS|%return] or SRC:LINE */
+static int parse_place(const char *p, struct place *pl, struct dw_error *err,
+		       int base)
+{
+	memset(pl, 0, sizeof *pl);
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", p);
+	char *semi = strchr(buf, ';');
+	if (semi) {
+		*semi = 0;
+		snprintf(pl->lazy, sizeof pl->lazy, "%s", semi + 1);
+		pl->lazy_off = base + (int)(semi + 1 - buf);
+		if (!pl->lazy[0]) {
+			seterr(err, pl->lazy_off, "Empty line pattern");
+			return -1;
+		}
+		if (!strchr(buf, '@') && !strchr(buf, ':') &&
+		    (strchr(buf, '.') || strchr(buf, '/'))) {
+			snprintf(pl->src, sizeof pl->src, "%s", buf);
+			return 0;
+		}
+	}
+	size_t n = strlen(buf);
+	if (n > 7 && !strcmp(buf + n - 7, "%return")) {
+		pl->ret = 1;
+		buf[n - 7] = 0;
+	}
+	char *colon = strchr(buf, ':');
+	char *at = strchr(buf, '@');
+	if (colon) {
+		*colon = 0;
+		char *end;
+		pl->line = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || pl->line < 0) {
+			seterr(err, base + (int)(colon + 1 - buf), "Invalid line number");
+			return -1;
+		}
+		pl->has_line = 1;
+		if (!at && (strchr(buf, '.') || strchr(buf, '/'))) {
+			snprintf(pl->src, sizeof pl->src, "%s", buf);
+			return pl->ret ? (seterr(err, base, "%%return needs a function"), -1) : 0;
+		}
+		pl->rel = 1;
+	}
+	if (at) {
+		*at = 0;
+		snprintf(pl->src, sizeof pl->src, "%s", at + 1);
+	}
+	char *plus = strchr(buf, '+');
+	if (plus) {
+		*plus = 0;
+		char *end;
+		pl->off = strtoul(plus + 1, &end, 0);
+		if (end == plus + 1 || *end) {
+			seterr(err, base + (int)(plus + 1 - buf), "Invalid offset");
+			return -1;
+		}
+		pl->has_off = 1;
+	}
+	if (!buf[0]) {
+		seterr(err, base, "Invalid place");
+		return -1;
+	}
+	snprintf(pl->func, sizeof pl->func, "%s", buf);
+	return 0;
+}
+
+struct addrs {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static void push_addr(struct addrs *a, uint64_t v)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i] == v)
+			return;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 16;
+		a->v = realloc(a->v, a->cap * sizeof *a->v);
+	}
+	a->v[a->n++] = v;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* a line table's file name made absolute with the CU's DW_AT_comp_dir */
+static const char *full_path(Dwarf_Die *cu, const char *f)
+{
+	static char buf[4096];
+	Dwarf_Attribute at;
+	const char *dir;
+	if (!f || f[0] == '/' ||
+	    !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at))))
+		return f;
+	snprintf(buf, sizeof buf, "%s/%s", dir, f);
+	return buf;
+}
+
+/* does line LN of FILE match the lazy PATTERN (a glob over the whole
+ * line, blanks ignored in both, as perf's lazy matching)? */
+static void strip_blanks(char *d, const char *s, size_t n)
+{
+	size_t k = 0;
+	for (; *s && k + 1 < n; s++)
+		if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+			d[k++] = *s;
+	d[k] = 0;
+}
+
+static char **src_lines;
+static int src_nlines;
+
+/* FILE's lines, read once (the last file asked for is kept) */
+static void load_source(const char *file)
+{
+	static char cached[4096];
+	char **lines = src_lines;
+	int nlines = src_nlines;
+	if (strcmp(cached, file)) {
+		for (int i = 0; i < nlines; i++)
+			free(lines[i]);
+		free(lines);
+		lines = NULL;
+		nlines = 0;
+		snprintf(cached, sizeof cached, "%s", file);
+		FILE *f = fopen(file, "re");
+		char buf[4096];
+		while (f && fgets(buf, sizeof buf, f)) {
+			lines = realloc(lines, (size_t)(nlines + 1) * sizeof *lines);
+			lines[nlines++] = strdup(buf);
+		}
+		if (f)
+			fclose(f);
+	}
+	src_lines = lines;
+	src_nlines = nlines;
+}
+
+static const char *source_line(const char *file, int ln)
+{
+	load_source(file);
+	return ln >= 1 && ln <= src_nlines ? src_lines[ln - 1] : "";
+}
+
+static int lazy_match(const char *file, int ln, const char *pattern)
+{
+	load_source(file);
+	if (ln < 1 || ln > src_nlines)
+		return 0;
+	char l[4096], p[512];
+	strip_blanks(l, src_lines[ln - 1], sizeof l);
+	strip_blanks(p, pattern, sizeof p);
+	return fnmatch(p, l, 0) == 0;
+}
+
+/* every address in CU where LINE (or a line matching LAZY) of a file
+ * matching SRC begins (is_stmt, the previous row of its sequence on
+ * another line); within DIE if set */
+static void line_addrs(Dwarf_Die *cu, const char *src, long line,
+		       const char *lazy, Dwarf_Die *within, struct addrs *out)
+{
+	Dwarf_Lines *lines;
+	size_t n;
+	if (dwarf_getsrclines(cu, &lines, &n) != 0)
+		return;
+	int prev_line = -1;
+	const char *prev_file = NULL;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int ln;
+		bool stmt, endseq;
+		dwarf_lineaddr(l, &a);
+		dwarf_lineno(l, &ln);
+		dwarf_linebeginstatement(l, &stmt);
+		dwarf_lineendsequence(l, &endseq);
+		const char *f = dwarf_linesrc(l, NULL, NULL);
+		if (endseq) {
+			prev_line = -1;
+			prev_file = NULL;
+			continue;
+		}
+		if (!stmt)
+			continue;
+		int begins = ln != prev_line || !prev_file || !f || strcmp(f, prev_file);
+		prev_line = ln;
+		prev_file = f;
+		if (!begins || !f || !tail_match(f, src))
+			continue;
+		if (lazy ? !lazy_match(full_path(cu, f), ln, lazy) : ln != line)
+			continue;
+		if (within && dwarf_haspc(within, a) <= 0)
+			continue;
+		push_addr(out, a);
+	}
+}
+
+static int optimized_cu(Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	const char *p = dwarf_formstring(dwarf_attr(cu, DW_AT_producer, &at));
+	if (!p)
+		return 0;
+	const char *o = strstr(p, "-O");
+	return o && o[2] != '0';
+}
+
+/* the address past a concrete function's prologue (perf's choice, made
+ * when there are variables to fetch and the code is not optimized): the
+ * line table's prologue_end, else its second line */
+static uint64_t post_prologue(Dwarf_Die *fn, Dwarf_Die *cu, uint64_t entry)
+{
+	Dwarf_Lines *lines;
+	size_t n;
+	if (optimized_cu(cu) || dwarf_getsrclines(cu, &lines, &n) != 0)
+		return entry;
+	int first_line = -1;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int ln;
+		bool stmt, pe;
+		dwarf_lineaddr(l, &a);
+		if (a < entry || dwarf_haspc(fn, a) <= 0)
+			continue;
+		dwarf_lineno(l, &ln);
+		dwarf_linebeginstatement(l, &stmt);
+		if (dwarf_lineprologueend(l, &pe) == 0 && pe)
+			return a;
+		if (!stmt)
+			continue;
+		if (first_line < 0 && a == entry) {
+			first_line = ln;
+			continue;
+		}
+		if (a > entry && ln != first_line)
+			return a;
+	}
+	return entry;
+}
+
+/* a resolved address: where, and in which function instance */
+struct site {
+	uint64_t addr;
+	struct inst in;
+};
+
+static int resolve_place(struct dw_obj *o, const struct place *pl,
+			 struct site **sites, struct dw_error *err, int base)
+{
+	struct insts s = { 0 };
+	struct addrs a = { 0 };
+	size_t ns = 0;
+	*sites = NULL;
+	if (!pl->func[0]) {
+		/* SRC:LINE over every CU */
+		Dwarf_Die *cu = NULL;
+		Dwarf_Addr b;
+		int file_seen = 0;
+		while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL) {
+			size_t before = a.n;
+			line_addrs(cu, pl->src, pl->line, pl->lazy[0] ? pl->lazy : NULL,
+				   NULL, &a);
+			Dwarf_Files *files;
+			size_t nf;
+			if (dwarf_getsrcfiles(cu, &files, &nf) == 0)
+				for (size_t i = 0; i < nf; i++) {
+					const char *f = dwarf_filesrc(files, i, NULL, NULL);
+					if (f && tail_match(f, pl->src))
+						file_seen = 1;
+				}
+			(void)before;
+		}
+		if (!file_seen) {
+			seterr(err, base, "Source file is not found");
+			return -1;
+		}
+		if (!a.n && pl->lazy[0]) {
+			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->src, pl->lazy);
+			return -1;
+		}
+		if (!a.n) {
+			seterr(err, base + (int)strlen(pl->src) + 1,
+			       "No code at line %ld of %s", pl->line, pl->src);
+			return -1;
+		}
+		qsort(a.v, a.n, sizeof *a.v, cmp_u64);
+		*sites = calloc(a.n, sizeof **sites);
+		for (size_t i = 0; i < a.n; i++) {
+			(*sites)[ns].addr = a.v[i];
+			/* the innermost function instance containing it */
+			Dwarf_Die *cu2 = NULL;
+			while ((cu2 = dwfl_module_nextcu(o->mod, cu2, &b)) != NULL) {
+				Dwarf_Die *sc;
+				int k = dwarf_getscopes(cu2, a.v[i], &sc);
+				if (k <= 0)
+					continue;
+				for (int j = 0; j < k; j++) {
+					int t = dwarf_tag(&sc[j]);
+					if (t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine) {
+						(*sites)[ns].in.die = sc[j];
+						(*sites)[ns].in.cu = *cu2;
+						(*sites)[ns].in.inlined = t != DW_TAG_subprogram;
+						break;
+					}
+				}
+				free(sc);
+				break;
+			}
+			ns++;
+		}
+		free(a.v);
+		return (int)ns;
+	}
+	struct match m = { pl->func, pl->src[0] ? pl->src : NULL, &s, 0 };
+	walk_all(o, match_fn, &m);
+	if (!s.n) {
+		seterr(err, base, "Function %s is not found%s%s", pl->func,
+		       pl->src[0] ? " in " : "", pl->src);
+		return -1;
+	}
+	*sites = calloc(1, sizeof **sites);
+	size_t cap = 1;
+	for (size_t i = 0; i < s.n; i++) {
+		struct inst *in = &s.v[i];
+		Dwarf_Addr entry;
+		dwarf_entrypc(&in->die, &entry);
+		a.n = 0;
+		if (pl->has_line || pl->lazy[0]) {
+			int dl = 0;
+			dwarf_decl_line(&in->die, &dl);
+			const char *df = decl_file(&in->die, &in->cu);
+			if (df)
+				line_addrs(&in->cu, df, dl + pl->line,
+					   pl->lazy[0] ? pl->lazy : NULL, &in->die, &a);
+		} else if (pl->has_off) {
+			if (in->inlined)
+				continue;
+			push_addr(&a, entry + pl->off);
+		} else if (pl->ret) {
+			if (in->inlined)
+				continue;
+			push_addr(&a, entry);
+		} else {
+			push_addr(&a, in->inlined || !pl->skip_prologue ? entry
+				  : post_prologue(&in->die, &in->cu, entry));
+		}
+		for (size_t j = 0; j < a.n; j++) {
+			if (ns == cap) {
+				cap *= 2;
+				*sites = realloc(*sites, cap * sizeof **sites);
+			}
+			(*sites)[ns].addr = a.v[j];
+			(*sites)[ns].in = *in;
+			ns++;
+		}
+	}
+	free(a.v);
+	free(s.v);
+	if (!ns) {
+		free(*sites);
+		*sites = NULL;
+		if (pl->lazy[0])
+			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->func, pl->lazy);
+		else if (pl->has_line)
+			seterr(err, base + (int)strlen(pl->func) +
+			       (pl->src[0] ? (int)strlen(pl->src) + 1 : 0) + 1,
+			       "No code at line %ld of %s", pl->line, pl->func);
+		else
+			seterr(err, base, "No place for %s", pl->func);
+		return -1;
+	}
+	return (int)ns;
+}
+
+/* ---- variables ------------------------------------------------------- */
+
+static const char *const regname[16] = {
+	"%ax", "%dx", "%cx", "%bx", "%si", "%di", "%bp", "%sp",
+	"%r8", "%r9", "%r10", "%r11", "%r12", "%r13", "%r14", "%r15",
+};
+
+/* where a value is: in a register, or in memory at an address given as
+ * base fetch (a register's value, or a pointer fetch) plus offset, or at a
+ * symbol plus offset */
+enum vkind { V_REG, V_MEM, V_SYM, V_IMM };
+struct val {
+	enum vkind k;
+	char base[1024];	/* V_REG: the register; V_MEM: what holds the
+				 * address; V_SYM: @OBJ:SYM */
+	long off;
+};
+
+static void render(const struct val *v, char *out, size_t n)
+{
+	if (v->k == V_REG || v->k == V_IMM)
+		snprintf(out, n, "%s", v->base);
+	else if (v->k == V_MEM)
+		snprintf(out, n, "%+ld(%s)", v->off, v->base);
+	else if (v->off)
+		snprintf(out, n, "%s%+ld", v->base, v->off);
+	else
+		snprintf(out, n, "%s", v->base);
+}
+
+/* the pointer held at V, dereferenced with offset OFF */
+static void deref(struct val *v, long off)
+{
+	char r[1024];
+	render(v, r, sizeof r);
+	v->k = V_MEM;
+	snprintf(v->base, sizeof v->base, "%s", r);
+	v->off = off;
+}
+
+static int frame_base(struct dw_obj *o, Dwarf_Die *scopes, int ns,
+		      uint64_t pc, int *reg, long *off)
+{
+	for (int i = 0; i < ns; i++) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+			continue;
+		Dwarf_Attribute at;
+		Dwarf_Op *ops;
+		size_t nops;
+		if (!dwarf_attr(&scopes[i], DW_AT_frame_base, &at) ||
+		    dwarf_getlocation_addr(&at, pc, &ops, &nops, 1) != 1 || nops != 1)
+			return -1;
+		uint8_t a = ops[0].atom;
+		if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {
+			*reg = a - DW_OP_reg0;
+			*off = 0;
+			return 0;
+		}
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg15) {
+			*reg = a - DW_OP_breg0;
+			*off = (long)ops[0].number;
+			return 0;
+		}
+		if (a == DW_OP_call_frame_cfa) {
+			Dwarf_Addr bias;
+			Dwarf_CFI *cfi = dwfl_module_eh_cfi(o->mod, &bias);
+			Dwarf_Frame *fr;
+			if (!cfi)
+				cfi = dwfl_module_dwarf_cfi(o->mod, &bias);
+			if (!cfi || dwarf_cfi_addrframe(cfi, pc + o->bias - bias, &fr) != 0)
+				return -1;
+			int r = -1;
+			if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+				if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg15) {
+					*reg = ops[0].atom - DW_OP_breg0;
+					*off = (long)ops[0].number;
+					r = 0;
+				} else if (ops[0].atom == DW_OP_bregx) {
+					*reg = (int)ops[0].number;
+					*off = (long)ops[0].number2;
+					r = 0;
+				}
+			}
+			free(fr);
+			return r;
+		}
+		return -1;
+	}
+	return -1;
+}
+
+/* a symbol for a global at link-time address A: @OBJ:SYM+OFF */
+static int global_val(struct dw_obj *o, uint64_t a, struct val *v)
+{
+	const struct elf_sym *s = o->has_elf ? elf_lookup(&o->elf, a) : NULL;
+	if (!s)
+		return -1;
+	const char *base = strrchr(o->name, '/');
+	base = base ? base + 1 : o->name;
+	v->k = V_SYM;
+	snprintf(v->base, sizeof v->base, "@%s:%s", base, s->name);
+	v->off = (long)(a - s->value);
+	return 0;
+}
+
+static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
+		    int ns, uint64_t pc, struct val *v, char *why, size_t wn)
+{
+	Dwarf_Attribute at;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!dwarf_attr(var, DW_AT_location, &at)) {
+		snprintf(why, wn, "optimized out");
+		return -1;
+	}
+	int r = dwarf_getlocation_addr(&at, pc, &ops, &nops, 1);
+	if (r <= 0 || nops == 0) {
+		snprintf(why, wn, "optimized out");
+		return -1;
+	}
+	/* a first piece stands for the whole when it is the only one */
+	if (nops > 1 && ops[1].atom == DW_OP_piece) {
+		Dwarf_Die t;
+		Dwarf_Word sz = 0;
+		if (dwarf_attr_integrate(var, DW_AT_type, &at) &&
+		    dwarf_formref_die(&at, &t) && dwarf_aggregate_size(&t, &sz) == 0 &&
+		    ops[1].number >= sz)
+			nops = 1;
+	}
+	/* a value computed in place: a constant, or a register's value */
+	if (nops == 2 && ops[1].atom == DW_OP_stack_value) {
+		uint8_t c = ops[0].atom;
+		long long k;
+		int is_k = 1;
+		if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
+			k = c - DW_OP_lit0;
+		else if (c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
+			 c == DW_OP_const8u || c == DW_OP_constu)
+			k = (long long)ops[0].number;
+		else if (c == DW_OP_const1s || c == DW_OP_const2s || c == DW_OP_const4s ||
+			 c == DW_OP_const8s || c == DW_OP_consts)
+			k = (long long)(int64_t)ops[0].number;
+		else
+			is_k = 0;
+		if (is_k) {
+			v->k = V_IMM;
+			snprintf(v->base, sizeof v->base, "\\%lld", k);
+			v->off = 0;
+			return 0;
+		}
+		if (c >= DW_OP_breg0 && c <= DW_OP_breg15 && ops[0].number == 0) {
+			v->k = V_REG;
+			snprintf(v->base, sizeof v->base, "%s", regname[c - DW_OP_breg0]);
+			v->off = 0;
+			return 0;
+		}
+	}
+	if (nops != 1) {
+		if (ops[0].atom == DW_OP_entry_value || ops[0].atom == DW_OP_GNU_entry_value)
+			snprintf(why, wn, "only known by its entry value");
+		else
+			snprintf(why, wn, "has an unsupported location expression");
+		return -1;
+	}
+	uint8_t a = ops[0].atom;
+	if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {
+		v->k = V_REG;
+		snprintf(v->base, sizeof v->base, "%s", regname[a - DW_OP_reg0]);
+		v->off = 0;
+		return 0;
+	}
+	if (a >= DW_OP_breg0 && a <= DW_OP_breg15) {
+		v->k = V_MEM;
+		snprintf(v->base, sizeof v->base, "%s", regname[a - DW_OP_breg0]);
+		v->off = (long)ops[0].number;
+		return 0;
+	}
+	if (a == DW_OP_fbreg) {
+		int reg;
+		long off;
+		if (frame_base(o, scopes, ns, pc, &reg, &off) != 0 || reg > 15) {
+			snprintf(why, wn, "has a frame base that cannot be expressed");
+			return -1;
+		}
+		v->k = V_MEM;
+		snprintf(v->base, sizeof v->base, "%s", regname[reg]);
+		v->off = off + (long)ops[0].number;
+		return 0;
+	}
+	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
+		Dwarf_Attribute ia;
+		Dwarf_Addr ad;
+		if (dwarf_getlocation_attr(&at, &ops[0], &ia) == 0 &&
+		    dwarf_formaddr(&ia, &ad) == 0 && global_val(o, ad, v) == 0)
+			return 0;
+		snprintf(why, wn, "is at an address no symbol covers");
+		return -1;
+	}
+	if (a == DW_OP_addr) {
+		if (global_val(o, ops[0].number, v) == 0)
+			return 0;
+		snprintf(why, wn, "is at an address no symbol covers");
+		return -1;
+	}
+	if (a == DW_OP_entry_value || a == DW_OP_GNU_entry_value)
+		snprintf(why, wn, "only known by its entry value");
+	else
+		snprintf(why, wn, "has an unsupported location expression");
+	return -1;
+}
+
+/* the type of DIE, typedefs and qualifiers peeled */
+static int type_of(Dwarf_Die *die, Dwarf_Die *t)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die raw;
+	if (!dwarf_attr_integrate(die, DW_AT_type, &at) || !dwarf_formref_die(&at, &raw))
+		return -1;
+	return dwarf_peel_type(&raw, t);
+}
+
+static void type_name(Dwarf_Die *die, char *out, size_t n)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die t;
+	if (!dwarf_attr_integrate(die, DW_AT_type, &at) || !dwarf_formref_die(&at, &t)) {
+		snprintf(out, n, "void");
+		return;
+	}
+	const char *nm = dwarf_diename(&t);
+	char sub[200];
+	switch (dwarf_tag(&t)) {
+	case DW_TAG_pointer_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "%s*", sub);
+		return;
+	case DW_TAG_const_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "const %s", sub);
+		return;
+	case DW_TAG_volatile_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "volatile %s", sub);
+		return;
+	case DW_TAG_array_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "%s[]", sub);
+		return;
+	case DW_TAG_structure_type:
+		snprintf(out, n, "struct %s", nm ? nm : "");
+		return;
+	case DW_TAG_union_type:
+		snprintf(out, n, "union %s", nm ? nm : "");
+		return;
+	case DW_TAG_enumeration_type:
+		snprintf(out, n, "enum %s", nm ? nm : "");
+		return;
+	default:
+		snprintf(out, n, "%s", nm ? nm : "?");
+	}
+}
+
+static int is_char(Dwarf_Die *t)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word enc = 0, sz = 0;
+	if (dwarf_tag(t) != DW_TAG_base_type)
+		return 0;
+	dwarf_formudata(dwarf_attr(t, DW_AT_encoding, &at), &enc);
+	dwarf_aggregate_size(t, &sz);
+	return sz == 1 && (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char);
+}
+
+/* the default TYPE of a value of type T (peeled); bitfield of MEMBER */
+static int default_type(Dwarf_Die *t, Dwarf_Die *member, char *out, size_t n)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word sz = 0, enc = DW_ATE_unsigned;
+	int tag = dwarf_tag(t);
+	if (tag == DW_TAG_pointer_type) {
+		snprintf(out, n, "x64");
+		return 0;
+	}
+	if (tag != DW_TAG_base_type && tag != DW_TAG_enumeration_type)
+		return -1;
+	dwarf_aggregate_size(t, &sz);
+	if (tag == DW_TAG_base_type)
+		dwarf_formudata(dwarf_attr(t, DW_AT_encoding, &at), &enc);
+	else {
+		Dwarf_Die u;
+		if (type_of(t, &u) == 0)
+			dwarf_formudata(dwarf_attr(&u, DW_AT_encoding, &at), &enc);
+	}
+	int sgn = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+	if (enc == DW_ATE_float || sz == 0 || sz > 8 || (sz & (sz - 1)))
+		return -1;
+	Dwarf_Word bs = 0;
+	if (member && dwarf_attr(member, DW_AT_bit_size, &at) &&
+	    dwarf_formudata(&at, &bs) == 0 && bs) {
+		snprintf(out, n, "b%u@%u/%u", (unsigned)bs, 0u, (unsigned)(sz * 8));
+		return 1;	/* caller fixes the bit offset */
+	}
+	snprintf(out, n, "%c%u", sgn ? 's' : 'u', (unsigned)(sz * 8));
+	return 0;
+}
+
+/* a member NAME of struct/union T: its DIE and byte offset */
+static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
+{
+	Dwarf_Die c;
+	if (dwarf_child(t, &c) != 0)
+		return -1;
+	do {
+		if (dwarf_tag(&c) != DW_TAG_member)
+			continue;
+		const char *nm = dwarf_diename(&c);
+		Dwarf_Attribute at;
+		Dwarf_Word o = 0;
+		if (dwarf_attr(&c, DW_AT_data_member_location, &at))
+			dwarf_formudata(&at, &o);
+		if (nm && !strcmp(nm, name)) {
+			*m = c;
+			*off = (long)o;
+			return 0;
+		}
+		if (!nm) {	/* an anonymous struct or union */
+			Dwarf_Die t2;
+			if (type_of(&c, &t2) == 0 && find_member(&t2, name, m, off) == 0) {
+				*off += (long)o;
+				return 0;
+			}
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return -1;
+}
+
+/* the variable NAME visible in SCOPES (innermost first; names through
+ * abstract origins, as inlined copies have them) */
+static int find_var(Dwarf_Die *scopes, int ns, const char *name, Dwarf_Die *var)
+{
+	for (int s = 0; s < ns; s++) {
+		Dwarf_Die c;
+		if (dwarf_child(&scopes[s], &c) != 0)
+			continue;
+		do {
+			int t = dwarf_tag(&c);
+			const char *nm;
+			if ((t == DW_TAG_variable || t == DW_TAG_formal_parameter) &&
+			    (nm = dwarf_diename(&c)) && !strcmp(nm, name)) {
+				*var = c;
+				return 0;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+	}
+	return -1;
+}
+
+struct fetch_out {
+	char name[256];
+	char text[2048];
+};
+
+static void sanitize(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (isalnum((unsigned char)*r) || *r == '_')
+			*w++ = *r;
+		else if (w > s && w[-1] != '_')
+			*w++ = '_';
+	}
+	while (w > s && w[-1] == '_')
+		w--;
+	*w = 0;
+}
+
+/* translates a variable FETCH (NAME, ->, ., [IDX]) with optional :TYPE
+ * at PC; pos: its offset in the definition for errors */
+static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
+			 uint64_t pc, const char *expr, const char *type,
+			 struct fetch_out *fo, struct dw_error *err, int pos,
+			 const char *placename)
+{
+	char name[256];
+	size_t i = 0;
+	while (expr[i] && (isalnum((unsigned char)expr[i]) || expr[i] == '_'))
+		i++;
+	if (!i || i >= sizeof name) {
+		seterr(err, pos, "Invalid fetch argument");
+		return -1;
+	}
+	memcpy(name, expr, i);
+	name[i] = 0;
+	Dwarf_Die var;
+	if (find_var(scopes, ns, name, &var) != 0) {
+		seterr(err, pos, "Variable %s is not visible at %s", name, placename);
+		return -1;
+	}
+	struct val v;
+	char why[128];
+	if (eval_loc(o, &var, scopes, ns, pc, &v, why, sizeof why) != 0) {
+		seterr(err, pos, "Variable %s %s at %s", name, why, placename);
+		return -1;
+	}
+	Dwarf_Die t, member;
+	int has_member = 0;
+	long bitbase = 0;
+	if (type_of(&var, &t) != 0) {
+		seterr(err, pos, "Variable %s has no type", name);
+		return -1;
+	}
+	while (expr[i]) {
+		int p = pos + (int)i;
+		if (expr[i] == '[') {
+			char *end;
+			long idx = strtol(expr + i + 1, &end, 0);
+			if (end == expr + i + 1 || *end != ']') {
+				seterr(err, p, "Invalid array index");
+				return -1;
+			}
+			int tag = dwarf_tag(&t);
+			Dwarf_Die et;
+			Dwarf_Word esz = 0;
+			if (tag != DW_TAG_array_type && tag != DW_TAG_pointer_type) {
+				seterr(err, p, "%.*s is neither an array nor a pointer", (int)i, expr);
+				return -1;
+			}
+			if (type_of(&t, &et) != 0 || dwarf_aggregate_size(&et, &esz) != 0) {
+				seterr(err, p, "%.*s: elements of unknown size", (int)i, expr);
+				return -1;
+			}
+			if (v.k == V_IMM) {
+				seterr(err, p, "%.*s is a constant", (int)i, expr);
+				return -1;
+			}
+			if (tag == DW_TAG_pointer_type)
+				deref(&v, idx * (long)esz);
+			else if (v.k == V_REG) {
+				seterr(err, p, "%.*s is in a register", (int)i, expr);
+				return -1;
+			} else
+				v.off += idx * (long)esz;
+			t = et;
+			has_member = 0;
+			i = (size_t)(end - expr) + 1;
+			continue;
+		}
+		int arrow = expr[i] == '-' && expr[i + 1] == '>';
+		if (!arrow && expr[i] != '.') {
+			seterr(err, p, "Invalid fetch argument");
+			return -1;
+		}
+		size_t f = i + (arrow ? 2 : 1), e = f;
+		while (expr[e] && (isalnum((unsigned char)expr[e]) || expr[e] == '_'))
+			e++;
+		if (e == f) {
+			seterr(err, (int)(pos + f), "Invalid field name");
+			return -1;
+		}
+		char field[256];
+		snprintf(field, sizeof field, "%.*s", (int)(e - f), expr + f);
+		Dwarf_Die st = t;
+		if (arrow) {
+			if (dwarf_tag(&t) != DW_TAG_pointer_type || type_of(&t, &st) != 0) {
+				seterr(err, (int)(pos + f), "%.*s is not a pointer", (int)i, expr);
+				return -1;
+			}
+		}
+		int stag = dwarf_tag(&st);
+		if (stag != DW_TAG_structure_type && stag != DW_TAG_union_type) {
+			seterr(err, (int)(pos + f), "%.*s is not a struct or union",
+			       (int)i, expr);
+			return -1;
+		}
+		long moff;
+		if (find_member(&st, field, &member, &moff) != 0) {
+			seterr(err, (int)(pos + f), "%s has no member %s",
+			       dwarf_diename(&st) ? dwarf_diename(&st) : "struct", field);
+			return -1;
+		}
+		Dwarf_Attribute at;
+		Dwarf_Word dbo = 0;
+		bitbase = 0;
+		if (dwarf_attr(&member, DW_AT_data_bit_offset, &at) &&
+		    dwarf_formudata(&at, &dbo) == 0) {
+			moff = 0;
+			bitbase = (long)dbo;
+		} else if (dwarf_attr(&member, DW_AT_bit_offset, &at) &&
+			   dwarf_formudata(&at, &dbo) == 0) {
+			/* DWARF 2 style: counted from the storage unit's top bit */
+			Dwarf_Word bsz = 0, bs = 0;
+			dwarf_formudata(dwarf_attr(&member, DW_AT_byte_size, &at), &bsz);
+			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
+			bitbase = moff * 8 + (long)(bsz * 8 - dbo - bs);
+			moff = 0;
+		}
+		if (v.k == V_IMM) {
+			seterr(err, p, "%.*s is a constant", (int)i, expr);
+			return -1;
+		}
+		if (arrow)
+			deref(&v, moff);
+		else if (v.k == V_REG) {
+			seterr(err, p, "%.*s is in a register", (int)i, expr);
+			return -1;
+		} else
+			v.off += moff;
+		has_member = 1;
+		if (type_of(&member, &t) != 0) {
+			seterr(err, (int)(pos + f), "%s has no type", field);
+			return -1;
+		}
+		i = e;
+	}
+	char ty[64] = "";
+	int want_string = type && (!strcmp(type, "string") || !strcmp(type, "ustring"));
+	if (want_string) {
+		int tag = dwarf_tag(&t);
+		Dwarf_Die et;
+		if ((tag != DW_TAG_pointer_type && tag != DW_TAG_array_type) ||
+		    type_of(&t, &et) != 0 || !is_char(&et)) {
+			seterr(err, pos, "%s is not a string (char * or char[])", expr);
+			return -1;
+		}
+		if (v.k == V_IMM) {
+			seterr(err, pos, "%s is a constant", expr);
+			return -1;
+		}
+		if (tag == DW_TAG_pointer_type)
+			deref(&v, 0);
+		else if (v.k == V_REG) {
+			seterr(err, pos, "%s is in a register", expr);
+			return -1;
+		}
+		snprintf(ty, sizeof ty, "%s", type);
+	} else if (type) {
+		snprintf(ty, sizeof ty, "%s", type);
+	} else {
+		int r = default_type(&t, has_member ? &member : NULL, ty, sizeof ty);
+		if (r < 0) {
+			if (dwarf_tag(&t) == DW_TAG_array_type) {
+				snprintf(ty, sizeof ty, "x64");
+				/* an array's value is its address: shown as a pointer */
+				if (v.k != V_MEM) {
+					seterr(err, pos, "%s cannot be fetched", expr);
+					return -1;
+				}
+				char r2[1024];
+				snprintf(r2, sizeof r2, "%s", v.base);
+				long off = v.off;
+				/* address = base + off: only a register base can be shown */
+				if (r2[0] != '%') {
+					seterr(err, pos, "%s: the address of an array cannot be fetched", expr);
+					return -1;
+				}
+				(void)off;
+				seterr(err, pos, "%s is an array: give an index or :string", expr);
+				return -1;
+			}
+			seterr(err, pos, "%s is a struct, a union or a float: give a member", expr);
+			return -1;
+		}
+		if (r == 1) {	/* a bitfield: address its storage unit */
+			Dwarf_Word sz = 0;
+			dwarf_aggregate_size(&t, &sz);
+			long unit = (long)sz * 8;
+			long ubyte = (bitbase / unit) * (long)sz;
+			long bo = bitbase - ubyte * 8;
+			Dwarf_Attribute at;
+			Dwarf_Word bs = 0;
+			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
+			v.off += ubyte;
+			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
+		}
+	}
+	if (v.k == V_REG && has_member) {
+		seterr(err, pos, "%s is in a register", expr);
+		return -1;
+	}
+	render(&v, fo->text, sizeof fo->text);
+	size_t l = strlen(fo->text);
+	snprintf(fo->text + l, sizeof fo->text - l, ":%s", ty);
+	/* the name: the last member's (perf-probe.txt), else the variable's */
+	const char *last = expr;
+	for (const char *q = expr; *q; q++)
+		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>')) &&
+		    (isalpha((unsigned char)q[q[0] == '.' ? 1 : 2]) || q[q[0] == '.' ? 1 : 2] == '_'))
+			last = q + (q[0] == '.' ? 1 : 2);
+	size_t ln = 0;
+	while (last[ln] && (isalnum((unsigned char)last[ln]) || last[ln] == '_'))
+		ln++;
+	snprintf(fo->name, sizeof fo->name, "%.*s", (int)ln, last);
+	return 0;
+}
+
+/* every parameter ($params) or every visible variable ($vars) at PC */
+static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
+		    int params_only, struct fetch_out **fo, int *nfo, int *cap)
+{
+	for (int s = 0; s < ns; s++) {
+		Dwarf_Die c;
+		int tag = dwarf_tag(&scopes[s]);
+		if (params_only && tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (dwarf_child(&scopes[s], &c) != 0)
+			goto next;
+		do {
+			int t = dwarf_tag(&c);
+			if (t != DW_TAG_formal_parameter && (params_only || t != DW_TAG_variable))
+				continue;
+			const char *nm = dwarf_diename(&c);
+			if (!nm)
+				continue;
+			struct fetch_out f;
+			struct dw_error e;
+			if (translate_var(o, scopes, ns, pc, nm, NULL, &f, &e, 0, "") != 0)
+				continue;	/* perf skips what cannot be fetched */
+			if (*nfo == *cap) {
+				*cap = *cap ? 2 * *cap : 16;
+				*fo = realloc(*fo, *cap * sizeof **fo);
+			}
+			(*fo)[(*nfo)++] = f;
+		} while (dwarf_siblingof(&c, &c) == 0);
+	next:
+		if (tag == DW_TAG_subprogram)
+			break;
+	}
+	return 0;
+}
+
+/* the scopes at PC, the function instance IN first where the pc is not
+ * in its ranges (an inlined copy's entry pc may lie outside them) */
+static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
+{
+	int n = dwarf_getscopes(&in->cu, pc, out);
+	if (n < 0)
+		n = 0;
+	for (int i = 0; i < n; i++)
+		if (dwarf_dieoffset(&(*out)[i]) == dwarf_dieoffset(&in->die))
+			return n;
+	Dwarf_Die *v = malloc((size_t)(n + 1) * sizeof *v);
+	v[0] = in->die;
+	for (int i = 0; i < n; i++)
+		v[i + 1] = (*out)[i];
+	free(*out);
+	*out = v;
+	return n + 1;
+}
+
+/* ---- definitions ----------------------------------------------------- */
+
+static int is_raw_fetch(const char *f)
+{
+	return f[0] == '%' || f[0] == '@' || f[0] == '$' || f[0] == '+' ||
+	       f[0] == '-' || f[0] == '\\' || isdigit((unsigned char)f[0]);
+}
+
+static int is_source_place(const char *p)
+{
+	if (strchr(p, '@') || strchr(p, ';'))
+		return 1;
+	const char *c = strchr(p, ':');
+	if (!c)
+		return 0;
+	/* OBJ:SYM / OBJ:0xN are raw; FUNC:N and SRC:N are source-level */
+	const char *r = c + 1;
+	if (!*r || !isdigit((unsigned char)*r) || (r[0] == '0' && r[1] == 'x'))
+		return 0;
+	/* X is a function (an identifier) or a source file (by its suffix);
+	 * anything else, such as libc.so.6, is an object with an offset */
+	const char *dot = NULL;
+	int ident = 1;
+	for (const char *q = p; q < c; q++) {
+		if (*q == '.')
+			dot = q;
+		if (!isalnum((unsigned char)*q) && *q != '_')
+			ident = 0;
+	}
+	if (!ident) {
+		static const char *const sfx[] = { "c", "h", "cc", "cpp", "cxx", "hh",
+			"hpp", "hxx", "C", "S", "s", "y", "l", "inc", "def" };
+		int src = 0;
+		for (size_t k = 0; dot && k < sizeof sfx / sizeof *sfx; k++)
+			src |= (size_t)(c - dot - 1) == strlen(sfx[k]) &&
+			       !strncmp(dot + 1, sfx[k], strlen(sfx[k]));
+		if (!src)
+			return 0;
+	}
+	while (isdigit((unsigned char)*r))
+		r++;
+	return *r == 0 || !strcmp(r, "%return");
+}
+
+/* the fetch of an argument (after NAME=) */
+static const char *arg_fetch(const char *a)
+{
+	const char *eq = strchr(a, '=');
+	if (eq) {
+		const char *p = a;
+		while (p < eq && (isalnum((unsigned char)*p) || *p == '_'))
+			p++;
+		if (p == eq)
+			return eq + 1;
+	}
+	return a;
+}
+
+int dw_is_source_level(const char *def)
+{
+	char buf[8192];
+	snprintf(buf, sizeof buf, "%s", def);
+	char *sv, *tok = strtok_r(buf, " \t", &sv);
+	if (!tok || (tok[0] != 'p' && tok[0] != 'r'))
+		return 0;
+	if (!(tok = strtok_r(NULL, " \t", &sv)))
+		return 0;
+	if (is_source_place(tok))
+		return 1;
+	while ((tok = strtok_r(NULL, " \t", &sv)) != NULL) {
+		const char *f = arg_fetch(tok);
+		if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars"))
+			return 1;
+	}
+	return 0;
+}
+
+static char *place_name(const struct place *pl, char *out, size_t n)
+{
+	if (pl->lazy[0]) {
+		snprintf(out, n, "%s", pl->func[0] ? pl->func : pl->src);
+		size_t l = strlen(out);
+		if (l + 1 < n)
+			snprintf(out + l, n - l, ";%.200s", pl->lazy);
+	} else if (pl->func[0] && pl->has_line)
+		snprintf(out, n, "%s:%ld", pl->func, pl->line);
+	else if (pl->func[0])
+		snprintf(out, n, "%s", pl->func);
+	else
+		snprintf(out, n, "%s:%ld", pl->src, pl->line);
+	return out;
+}
+
+int dw_translate(struct dw_obj *o, const char *def, char ***out,
+		 struct dw_error *err)
+{
+	/* tokens with their offsets */
+	const char *tok[160];
+	int tlen[160], toff[160], nt = 0;
+	for (const char *p = def; *p;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		if (nt == 160) {
+			seterr(err, (int)(p - def), "Too many arguments");
+			return -1;
+		}
+		tok[nt] = p;
+		toff[nt] = (int)(p - def);
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		tlen[nt] = (int)(p - tok[nt]);
+		nt++;
+	}
+	if (nt < 2 || (tok[0][0] != 'p' && tok[0][0] != 'r')) {
+		seterr(err, 0, "Invalid command");
+		return -1;
+	}
+	char head[256], group[128] = "", event[128] = "";
+	snprintf(head, sizeof head, "%.*s", tlen[0], tok[0]);
+	int is_ret = head[0] == 'r';
+	char *colon = strchr(head, ':');
+	if (colon) {
+		char *slash = strchr(colon + 1, '/');
+		if (slash) {
+			snprintf(group, sizeof group, "%.*s", (int)(slash - colon - 1), colon + 1);
+			snprintf(event, sizeof event, "%s", slash + 1);
+		} else
+			snprintf(event, sizeof event, "%s", colon + 1);
+		*colon = 0;
+	}
+	char pstr[1024];
+	snprintf(pstr, sizeof pstr, "%.*s", tlen[1], tok[1]);
+	struct place pl;
+	if (parse_place(pstr, &pl, err, toff[1]) != 0)
+		return -1;
+	if (is_ret)
+		pl.ret = 1;
+	pl.skip_prologue = nt > 2;
+	struct site *sites;
+	int nsites = resolve_place(o, &pl, &sites, err, toff[1]);
+	if (nsites < 0)
+		return -1;
+	char pn[1100];
+	place_name(&pl, pn, sizeof pn);
+	char **res = calloc((size_t)nsites, sizeof *res);
+	for (int s = 0; s < nsites; s++) {
+		uint64_t pc = sites[s].addr;
+		uint64_t foff = elf_vaddr_to_off(o->path, pc);
+		Dwarf_Die *scopes = NULL;
+		int ns = scopes_at(&sites[s].in, pc, &scopes);
+		size_t cap = 4096, len = 0;
+		char *line = malloc(cap);
+		/* the event: as given, else the function's name (perf's way) */
+		char ev[300];
+		const char *fn = dwarf_diename(&sites[s].in.die);
+		if (event[0])
+			snprintf(ev, sizeof ev, "%s", event);
+		else {
+			snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe", pl.ret ? "__return" : "");
+			sanitize(ev);
+		}
+		if (s > 0) {
+			size_t l = strlen(ev);
+			snprintf(ev + l, sizeof ev - l, "_%d", s);
+		}
+		len += (size_t)snprintf(line, cap, "%s:%s%s%s %s:0x%" PRIx64 "%s",
+				head, group, group[0] ? "/" : "", ev, o->name, foff,
+				pl.ret && !is_ret ? "%return" : "");
+		for (int a = 2; a < nt; a++) {
+			char arg[2048];
+			snprintf(arg, sizeof arg, "%.*s", tlen[a], tok[a]);
+			const char *f = arg_fetch(arg);
+			int fpos = toff[a] + (int)(f - arg);
+			char given_name[256] = "";
+			if (f != arg)
+				snprintf(given_name, sizeof given_name, "%.*s", (int)(f - arg - 1), arg);
+			struct fetch_out *fo = NULL;
+			int nfo = 0, fcap = 0;
+			if (!strcmp(f, "$params") || !strcmp(f, "$vars")) {
+				if (ns > 0)
+					all_vars(o, scopes, ns, pc, f[1] == 'p', &fo, &nfo, &fcap);
+			} else if (is_raw_fetch(f)) {
+				fo = calloc(1, sizeof *fo);
+				nfo = 1;
+				snprintf(fo->text, sizeof fo->text, "%s", f);
+				snprintf(fo->name, sizeof fo->name, "arg%d", a - 1);
+			} else {
+				char expr[1024], *ty;
+				snprintf(expr, sizeof expr, "%s", f);
+				ty = strrchr(expr, ':');
+				if (ty)
+					*ty++ = 0;
+				fo = calloc(1, sizeof *fo);
+				if (ns <= 0 || translate_var(o, scopes, ns, pc, expr, ty, fo,
+							   err, fpos, pn) != 0) {
+					if (ns <= 0)
+						seterr(err, fpos, "No scope at %s", pn);
+					free(fo);
+					free(line);
+					free(scopes);
+					for (int k = 0; k < s; k++)
+						free(res[k]);
+					free(res);
+					free(sites);
+					return -1;
+				}
+				nfo = 1;
+			}
+			for (int k = 0; k < nfo; k++) {
+				const char *nm = given_name[0] && nfo == 1 ? given_name : fo[k].name;
+				size_t need = len + strlen(nm) + strlen(fo[k].text) + 4;
+				if (need > cap) {
+					cap = need * 2;
+					line = realloc(line, cap);
+				}
+				len += (size_t)snprintf(line + len, cap - len, " %s=%s", nm, fo[k].text);
+			}
+			free(fo);
+		}
+		free(scopes);
+		res[s] = line;
+	}
+	free(sites);
+	*out = res;
+	return nsites;
+}
+
+/* ---- -L and -V ------------------------------------------------------- */
+
+/* the lines of a file (matching SRC) with code in [lo, hi], within DIE;
+ * a function's entry row counts as its declaration's line (lo), as perf
+ * shows it */
+static void code_lines(Dwarf_Die *cu, const char *src, Dwarf_Die *within,
+		       int lo, int hi, char *seen, char *path, size_t pn)
+{
+	Dwarf_Addr entry = 0;
+	if (within && dwarf_entrypc(within, &entry) == 0)
+		seen[0] = 1;
+	Dwarf_Lines *lines;
+	size_t n;
+	if (dwarf_getsrclines(cu, &lines, &n) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int ln;
+		bool stmt, endseq;
+		dwarf_lineaddr(l, &a);
+		dwarf_lineno(l, &ln);
+		dwarf_linebeginstatement(l, &stmt);
+		dwarf_lineendsequence(l, &endseq);
+		const char *lf = dwarf_linesrc(l, NULL, NULL);
+		if (!stmt || endseq || !lf || !tail_match(lf, src) || ln < lo || ln > hi)
+			continue;
+		if (within && (dwarf_haspc(within, a) <= 0 || a == entry))
+			continue;
+		seen[ln - lo] = 1;
+		if (!path[0])
+			snprintf(path, pn, "%s", full_path(cu, lf));
+	}
+}
+
+/* -L as perf shows it: a header, then each line of the source, numbered
+ * where it can be probed (relative to FUNC, or absolute for SRC:A[-B]) */
+int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
+		  struct dw_error *err)
+{
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", place);
+	long lo = 0, hi = 0;
+	char *colon = strchr(buf, ':');
+	if (colon && !strchr(buf, '@') && (strchr(buf, '.') || strchr(buf, '/'))) {
+		/* SRC:A[-B] */
+		char *end;
+		*colon = 0;
+		lo = strtol(colon + 1, &end, 10);
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000) {
+			seterr(err, (int)(colon + 1 - buf), "Invalid line range");
+			return -1;
+		}
+		char *seen = calloc((size_t)(hi - lo + 1), 1);
+		char path[4096] = "";
+		Dwarf_Die *cu = NULL;
+		Dwarf_Addr b;
+		while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL)
+			code_lines(cu, buf, NULL, (int)lo, (int)hi, seen, path, sizeof path);
+		if (!path[0]) {
+			free(seen);
+			seterr(err, 0, "Source file is not found");
+			return -1;
+		}
+		fprintf(f, "<%s:%ld>\n", path, lo);
+		for (long l = lo; l <= hi; l++) {
+			const char *t = source_line(path, (int)l);
+			if (seen[l - lo])
+				fprintf(f, "%7ld  %s", l, t);
+			else
+				fprintf(f, "         %s", t);
+			if (!*t || t[strlen(t) - 1] != '\n')
+				fputc('\n', f);
+		}
+		free(seen);
+		return 0;
+	}
+	struct place pl;
+	if (parse_place(place, &pl, err, 0) != 0)
+		return -1;
+	if (!pl.func[0]) {
+		seterr(err, 0, "-L takes FUNC[@SRC] or SRC:LINE[-LINE]");
+		return -1;
+	}
+	struct insts s = { 0 };
+	struct match m = { pl.func, pl.src[0] ? pl.src : NULL, &s, 0 };
+	walk_all(o, match_fn, &m);
+	if (!s.n) {
+		seterr(err, 0, "Function %s is not found", pl.func);
+		return -1;
+	}
+	/* the first concrete instance, relative to its declaration */
+	struct inst *in = &s.v[0];
+	for (size_t i = 0; i < s.n; i++)
+		if (!s.v[i].inlined) {
+			in = &s.v[i];
+			break;
+		}
+	int dl = 0;
+	dwarf_decl_line(&in->die, &dl);
+	const char *df = decl_file(&in->die, &in->cu);
+	enum { SPAN = 65536 };
+	char *seen = calloc(SPAN, 1);
+	char path[4096] = "";
+	if (df)
+		code_lines(&in->cu, df, &in->die, dl, dl + SPAN - 1, seen, path, sizeof path);
+	int maxl = -1;
+	for (int i = 0; i < SPAN; i++)
+		if (seen[i])
+			maxl = i;
+	fprintf(f, "<%s@%s:0>\n", pl.func, path[0] ? path : df ? df : "?");
+	for (int i = 0; i <= maxl; i++) {
+		const char *t = path[0] ? source_line(path, dl + i) : "";
+		if (seen[i])
+			fprintf(f, "%7d  %s", i, t);
+		else
+			fprintf(f, "         %s", t);
+		if (!*t || t[strlen(t) - 1] != '\n')
+			fputc('\n', f);
+	}
+	free(seen);
+	free(s.v);
+	return 0;
+}
+
+/* -V as perf shows it: per address, the function symbol and offset,
+ * then the variables with a location there (up to the innermost function
+ * or inlined copy), "TYPE\tNAME" sorted */
+int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
+		 struct dw_error *err)
+{
+	struct place pl;
+	if (parse_place(place, &pl, err, 0) != 0)
+		return -1;
+	struct site *sites;
+	int n = resolve_place(o, &pl, &sites, err, 0);
+	if (n < 0)
+		return -1;
+	/* perf's header, its "@" before a SRC:LINE included */
+	if (pl.lazy[0])	/* the pattern left out, as perf does */
+		fprintf(f, "Available variables at %s%s\n", pl.func[0] ? "" : "@",
+			pl.func[0] ? pl.func : pl.src);
+	else
+		fprintf(f, "Available variables at %s%s\n", pl.func[0] ? "" : "@", place);
+	for (int i = 0; i < n; i++) {
+		Dwarf_Die *scopes;
+		const struct elf_sym *sym = o->has_elf ? elf_lookup(&o->elf, sites[i].addr) : NULL;
+		fprintf(f, "\t@<%s+%" PRIu64 ">\n", sym ? sym->name : "?",
+			sym ? sites[i].addr - sym->value : sites[i].addr);
+		int ns = scopes_at(&sites[i].in, sites[i].addr, &scopes);
+		char **lines = NULL;
+		size_t nl = 0;
+		for (int s = 0; s < ns; s++) {
+			Dwarf_Die c;
+			int tag = dwarf_tag(&scopes[s]);
+			if (dwarf_child(&scopes[s], &c) == 0)
+				do {
+					int t = dwarf_tag(&c);
+					if (t != DW_TAG_formal_parameter && t != DW_TAG_variable)
+						continue;
+					const char *nm = dwarf_diename(&c);
+					struct val v;
+					char why[128], tn[512], line[1024];
+					if (!nm || eval_loc(o, &c, scopes, ns, sites[i].addr, &v,
+							    why, sizeof why) != 0)
+						continue;
+					type_name(&c, tn, sizeof tn);
+					snprintf(line, sizeof line, "%s\t%s", tn, nm);
+					lines = realloc(lines, (nl + 1) * sizeof *lines);
+					lines[nl++] = strdup(line);
+				} while (dwarf_siblingof(&c, &c) == 0);
+			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+				break;
+		}
+		qsort(lines, nl, sizeof *lines, cmp_str);
+		for (size_t k = 0; k < nl; k++) {
+			if (k == 0 || strcmp(lines[k], lines[k - 1]))
+				fprintf(f, "\t\t%s\n", lines[k]);
+		}
+		if (!nl)
+			fprintf(f, "\t\t(No matched variables)\n");
+		for (size_t k = 0; k < nl; k++)
+			free(lines[k]);
+		free(lines);
+		free(scopes);
+	}
+	free(sites);
+	return 0;
+}

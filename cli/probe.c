@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ukprobe probe -x OBJ`: the object's debug information as `perf probe`
+ * shows it: -F functions, -L probe-able lines, -V variables at a place,
+ * -D the raw definitions a source-level one becomes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dwarf.h"
+
+static void probe_usage(FILE *f)
+{
+	fprintf(f,
+"Usage: ukprobe probe -x OBJ -F [GLOB]\n"
+"       ukprobe probe -x OBJ -L PLACE\n"
+"       ukprobe probe -x OBJ -V PLACE\n"
+"       ukprobe probe -x OBJ -D DEFINITION...\n"
+"\n"
+"Reads OBJ's debug information (its own, or the debug file found by\n"
+"build-id under /usr/lib/debug/.build-id) as 'perf probe' does.\n"
+"PLACE is FUNC[@SRC][:RELLINE|+OFFS|%%return] or SRC:LINE.\n"
+"\n"
+"  -x, --exec=OBJ     the executable or library (a path, or a name such\n"
+"                     as libc.so.6)\n"
+"  -F, --funcs[=GLOB] list the functions (matching GLOB)\n"
+"  -L, --line=PLACE   list the lines of a function that can be probed\n"
+"  -V, --vars=PLACE   list the variables visible at PLACE, with types\n"
+"  -D, --definition   print each DEFINITION as the raw definitions it\n"
+"                     becomes (one a line: addresses, registers, offsets)\n"
+"  -h, --help         this text\n");
+}
+
+/* the kernel's error-log form for a DWARF error */
+void ukp_dwarf_error(const char *text, const struct dw_error *e)
+{
+	ukp_error_log(e->msg, text, e->offset);
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	const char *obj = NULL, *arg = NULL;
+	char mode = 0;
+	int first_def = argc;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			probe_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-x") && i + 1 < argc) {
+			obj = argv[++i];
+		} else if (!strncmp(a, "--exec=", 7)) {
+			obj = a + 7;
+		} else if (!strcmp(a, "-F") || !strcmp(a, "--funcs")) {
+			mode = 'F';
+			if (i + 1 < argc && argv[i + 1][0] != '-')
+				arg = argv[++i];
+		} else if (!strncmp(a, "--funcs=", 8)) {
+			mode = 'F';
+			arg = a + 8;
+		} else if ((!strcmp(a, "-L") || !strcmp(a, "-V")) && i + 1 < argc) {
+			mode = a[1];
+			arg = argv[++i];
+		} else if (!strncmp(a, "--line=", 7)) {
+			mode = 'L';
+			arg = a + 7;
+		} else if (!strncmp(a, "--vars=", 7)) {
+			mode = 'V';
+			arg = a + 7;
+		} else if (!strcmp(a, "-D") || !strcmp(a, "--definition")) {
+			mode = 'D';
+			first_def = i + 1;
+			break;
+		} else {
+			ukp_err("probe: unknown option '%s' (see 'ukprobe probe --help')", a);
+			return 2;
+		}
+	}
+	if (!obj || !mode || (mode == 'D' && first_def >= argc)) {
+		probe_usage(stderr);
+		return 2;
+	}
+	struct dw_error err;
+	struct dw_obj *o = dw_open(obj, &err);
+	if (!o) {
+		ukp_err("%s", err.msg);
+		return 1;
+	}
+	int rc = 0;
+	switch (mode) {
+	case 'F':
+		dw_list_funcs(o, arg, stdout);
+		break;
+	case 'L':
+	case 'V':
+		if ((mode == 'L' ? dw_list_lines : dw_list_vars)(o, arg, stdout, &err) != 0) {
+			ukp_dwarf_error(arg, &err);
+			rc = 2;
+		}
+		break;
+	case 'D':
+		for (int i = first_def; i < argc && !rc; i++) {
+			char **out;
+			int n = dw_translate(o, argv[i], &out, &err);
+			if (n < 0) {
+				ukp_dwarf_error(argv[i], &err);
+				rc = 2;
+				break;
+			}
+			for (int k = 0; k < n; k++) {
+				printf("%s\n", out[k]);
+				free(out[k]);
+			}
+			free(out);
+		}
+		break;
+	}
+	dw_close(o);
+	return rc;
+}

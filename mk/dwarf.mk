@@ -1,0 +1,15 @@
+# Source-level definitions (cli/dwarf.c): the DWARF test's target built
+# unoptimized and optimized, by gcc and by clang.
+#   build/cli-targets/dsrc-gcc-O0, dsrc-gcc-O2, dsrc-clang-O0, dsrc-clang-O2
+DWARF_TARGETS := $(B)/cli-targets/dsrc-gcc-O0 $(B)/cli-targets/dsrc-gcc-O2 \
+	$(B)/cli-targets/dsrc-clang-O0 $(B)/cli-targets/dsrc-clang-O2
+$(B)/cli-targets/dsrc-gcc-%: tests/cli/targets/dsrc.c
+	@mkdir -p $(dir $@)
+	gcc -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dsrc-clang-%: tests/cli/targets/dsrc.c
+	@mkdir -p $(dir $@)
+	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+.PHONY: dwarf-targets
+dwarf-targets: $(DWARF_TARGETS)
+tests: $(DWARF_TARGETS)
+$(B)/tests/cli-dwarf: $(DWARF_TARGETS)

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Source-level places and variables (DWARF): targets/dsrc.c, built by gcc
+ * and clang at -O0 and -O2, prints at its marked lines the values of its
+ * locals, parameters, fields through pointers, elements, enums and
+ * bitfields; ukprobe, given those as source-level definitions, must
+ * record exactly the printed values.  `probe -D` agrees with `perf probe
+ * -D` (addresses, fetches and their names, lazy ;PATTERN lines) where perf reads the
+ * build; bad input is refused with the error log.
+ */
+#include "run.h"
+
+static const char *const builds[] = {
+	"dsrc-gcc-O0", "dsrc-gcc-O2", "dsrc-clang-O0", "dsrc-clang-O2",
+};
+
+/* the NAME=VALUE words of line, after the first word, into w (NULLs) */
+static int words(char *line, char **w, int max)
+{
+	int n = 0;
+	for (char *s = NULL, *t = strtok_r(line, " ", &s); t && n < max;
+	     t = strtok_r(NULL, " ", &s))
+		w[n++] = t;
+	return n;
+}
+
+/* the args after "EV: (...) " of the n-th line of event ev */
+static char *event_args(const char *out, const char *ev, int n)
+{
+	char key[64];
+	snprintf(key, sizeof key, " %s: (", ev);
+	const char *p = out;
+	for (int k = 0; (p = strstr(p, key)); p++, k++) {
+		if (k < n)
+			continue;
+		const char *close = strstr(p, ") ");
+		const char *eol = strchr(p, '\n');
+		UKT_ASSERT(close && eol && close < eol);
+		return strndup(close + 2, (size_t)(eol - close - 2));
+	}
+	return NULL;
+}
+
+/* the n-th line of the program's output starting with prefix, after it */
+static char *printed(const char *out, const char *prefix, int n)
+{
+	const char *p = out;
+	size_t l = strlen(prefix);
+	for (int k = 0; *p;) {
+		const char *eol = strchr(p, '\n');
+		if (!eol)
+			break;
+		if (!strncmp(p, prefix, l) && k++ == n)
+			return strndup(p + l, (size_t)(eol - p - l));
+		p = eol + 1;
+	}
+	return NULL;
+}
+
+/* every NAME=VALUE the event recorded is what the program printed, and
+ * there are `want` of them */
+static void same_values(const struct run *r, const char *ev, const char *prefix,
+			int calls, int want)
+{
+	for (int c = 0; c < calls; c++) {
+		char *got = event_args(r->out, ev, c), *pr = printed(r->out, prefix, c);
+		RUN_EXPECT(*r, got && pr);
+		char *gw[32], *pw[32];
+		int ng = words(got, gw, 32), np = words(pr, pw, 32);
+		RUN_EXPECT(*r, ng == want);
+		for (int i = 0; i < ng; i++) {
+			int found = 0;
+			for (int j = 0; j < np; j++)
+				found |= !strcmp(gw[i], pw[j]);
+			if (!found) {
+				show(r);
+				UKT_FAIL("%s: %s recorded, not printed", ev, gw[i]);
+			}
+		}
+		free(got);
+		free(pr);
+	}
+	RUN_EXPECT(*r, !event_args(r->out, ev, calls));
+}
+
+/* names: a field's is its own (perf-probe.txt), an element's given */
+static const char work_def[] = "p:dw/work work:3 r->id k sum r->small "
+	"r->flag r->level r->col r->pin->deep v2=r->vals[2]";
+static const char main_def[] = "p:dw/mainl dsrc.c:51 r.id r.in.deep total";
+
+UKT_CASE(values_at_lines_match_the_program)
+{
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", work_def, main_def, "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "work", "work ", 2, 9);
+		same_values(&r, "mainl", "main ", 1, 3);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(string_of_a_char_array_field)
+{
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/s work:3 name=r->name:string", "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, count_lines(r.out, " s: (work+0x") == 2);
+		int n = count_lines(r.out, ": (work+0x");
+		RUN_EXPECT(r, n >= 2 && count_lines(r.out, ") name=\"alpha\"") == n);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(unoptimized_line_has_every_address_under_one_name)
+{
+	/* gcc -O0 splits line 3 of work (a call spanning three lines) in five */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D",
+			       "p:dw/w work:3 k", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "p:dw/w") == 5);
+	static const char *const names[] = { "p:dw/w ", "p:dw/w_1 ", "p:dw/w_2 ",
+		"p:dw/w_3 ", "p:dw/w_4 " };
+	for (int i = 0; i < 5; i++)
+		RUN_EXPECT(r, count_lines(r.out, names[i]) == 1);
+	run_free(&r);
+	r = ukprobe("trace", "p:dw/w work:3 k", "--", target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " w_4: (work+0x") == 2);
+	run_free(&r);
+}
+
+UKT_CASE(list_functions_lines_and_variables)
+{
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "main\nscaled\nwork\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-F", "w*", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "work\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:0>\n") &&
+		   strstr(r.out, "\n      0  __attribute__((noinline)) int work(") &&
+		   strstr(r.out, "\n         {\n") &&
+		   strstr(r.out, "\n      3  \tprintf(\"work id=") &&
+		   strstr(r.out, "\n      6  \treturn scaled(sum, k);\n      7  }\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "dsrc.c:50-52", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:50>\n     50  ") &&
+		   strstr(r.out, "\n     52  \treturn 0;\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-V", "work:3", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "struct rec*\tr") == 5);
+	RUN_EXPECT(r, count_lines(r.out, "int\tk") == 5);
+	RUN_EXPECT(r, count_lines(r.out, "int\tsum") == 5);
+	run_free(&r);
+	r = ukprobe("probe", "--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "-D, --definition"));
+	run_free(&r);
+	r = ukprobe("help", "probe", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "-V, --vars=PLACE"));
+	run_free(&r);
+	r = ukprobe("--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\n  probe "));
+	run_free(&r);
+	r = ukprobe("trace", "--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "--exec=OBJ") && strstr(r.out, "SRC:LINE"));
+	run_free(&r);
+	r = ukprobe("probe", "-F", NULL);	/* no -x */
+	RUN_EXPECT(r, r.status == 2);
+	run_free(&r);
+	r = ukprobe("probe", "-x", "/nonexistent/obj", "-F", NULL);
+	RUN_EXPECT(r, r.status == 1 && strstr(r.err, "/nonexistent/obj"));
+	run_free(&r);
+}
+
+UKT_CASE(params_and_vars)
+{
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D",
+			       "p:dw/a work:3 $params", "p:dw/b work:3 $vars", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32\n") +
+		      count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32") == 10);
+	RUN_EXPECT(r, count_lines(r.out, " r=-24(%bp):x64 k=-28(%bp):s32 sum=-4(%bp):s32") == 5);
+	run_free(&r);
+	/* $params alone makes a definition source-level (past the prologue) */
+	r = ukprobe("trace", "p:dw/p work $params", "--", target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " p: (work+0x") == 2);
+	RUN_EXPECT(r, strstr(r.out, ") r=0x") && strstr(r.out, " k=1\n") && strstr(r.out, " k=2\n"));
+	run_free(&r);
+}
+
+/* libc's own functions, through libc6-dbg's build-id debug file */
+UKT_CASE(libc_parameter_by_name)
+{
+	struct run r = ukprobe("probe", "-x", "libc.so.6", "-D",
+			       "p:dw/m __libc_malloc bytes", "p:dw/f __libc_free mem", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, "p:dw/m libc.so.6:0x") == 1);
+	RUN_EXPECT(r, count_lines(r.out, " bytes=%di:u64") == 1);
+	RUN_EXPECT(r, count_lines(r.out, " mem=%di:x64") == 1);
+	/* the same address as perf's (perf types size_t x64; the contract u64) */
+	if (access("/usr/bin/perf", X_OK) == 0) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x",
+			(char *)"/lib/x86_64-linux-gnu/libc.so.6", (char *)"-D",
+			(char *)"__libc_malloc bytes", NULL };
+		struct run p = run_argv(perfv);
+		const char *po = p.status == 0 ? strstr(p.out, "libc.so.6:0x") : NULL;
+		const char *uo = strstr(r.out, "libc.so.6:0x");
+		if (po)
+			RUN_EXPECT(r, uo && strtoul(po + 10, NULL, 16) == strtoul(uo + 10, NULL, 16));
+		run_free(&p);
+	}
+	run_free(&r);
+	/* lines of libc (relative to __libc_malloc), as perf finds them */
+	static const char *const lines[] = { "__libc_malloc:9 bytes", "__libc_malloc:15 bytes" };
+	for (size_t k = 0; k < 2 && access("/usr/bin/perf", X_OK) == 0; k++) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x",
+			(char *)"/lib/x86_64-linux-gnu/libc.so.6", (char *)"-D",
+			(char *)lines[k], NULL };
+		char def[64];
+		snprintf(def, sizeof def, "p %s", lines[k]);
+		struct run p = run_argv(perfv);
+		r = ukprobe("probe", "-x", "libc.so.6", "-D", def, NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:") == 1);
+		const char *po = p.status == 0 ? strstr(p.out, "libc.so.6:0x") : NULL;
+		const char *uo = strstr(r.out, "libc.so.6:0x");
+		if (po) {
+			RUN_EXPECT(r, uo && strtoul(po + 10, NULL, 16) == strtoul(uo + 10, NULL, 16));
+			/* the same register or memory, x64 there, u64 here */
+			const char *pb = strstr(po, " bytes="), *ub = strstr(uo, " bytes=");
+			RUN_EXPECT(r, pb && ub && !strncmp(pb, ub, (size_t)(strchr(pb + 1, ':') - pb)));
+		}
+		run_free(&p);
+		run_free(&r);
+	}
+	/* the first malloc of the program is stdio's buffer for stdout */
+	r = ukprobe("trace", "-x", "libc.so.6", "p:dw/m __libc_malloc bytes", "--",
+		    target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " m: (malloc+0x0/0x") >= 1);
+	run_free(&r);
+}
+
+/* perf probe -D's place and fetches (names aside) per line of out */
+static char *places_and_fetches(const char *out)
+{
+	size_t cap = strlen(out) + 1, n = 0;
+	char *res = malloc(cap), *copy = strdup(out);
+	for (char *s = NULL, *l = strtok_r(copy, "\n", &s); l; l = strtok_r(NULL, "\n", &s)) {
+		if (strncmp(l, "p:", 2))
+			continue;
+		char *w[64];
+		int nw = words(l, w, 64);
+		for (int i = 1; i < nw; i++) {
+			char *v = w[i];	/* the place, and every NAME=FETCH */
+			size_t vl = strlen(v);	/* x64 is the default TYPE: the same */
+			if (vl > 4 && !strcmp(v + vl - 4, ":x64"))
+				v[vl - 4] = 0;
+			n += (size_t)snprintf(res + n, cap - n, "%s%s", v, i + 1 < nw ? " " : "\n");
+		}
+	}
+	free(copy);
+	return res;
+}
+
+/* -V: perf's listing, where perf reads the build */
+UKT_CASE(variable_listing_agrees_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	static const char *const places[] = { "work:3", "scaled@dsrc.c", "main",
+		"dsrc.c:51", "work;*return*", "work+4" };
+	int compared = 0;
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++)
+	for (size_t k = 0; k < sizeof places / sizeof *places; k++) {
+		char path[PATH_MAX];
+		UKT_ASSERT(realpath(target(builds[b]), path));
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", path,
+			(char *)"-V", (char *)places[k], NULL };
+		struct run p = run_argv(perfv);
+		struct run r = ukprobe("probe", "-x", path, "-V", places[k], NULL);
+		RUN_EXPECT(r, r.status == 0);
+		if (p.status == 0 && p.nerr == 0) {
+			if (strcmp(p.out, r.out)) {
+				show(&r);
+				UKT_FAIL("%s -V %s: perf says\n%s", builds[b], places[k], p.out);
+			}
+			compared++;
+		}
+		run_free(&p);
+		run_free(&r);
+	}
+	UKT_ASSERT(compared >= 6);
+}
+
+/* -L: perf's listing, which goes on a few lines past the function */
+UKT_CASE(line_listing_agrees_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	static const char *const places[] = { "work", "main", "dsrc.c:44-52" };
+	char path[PATH_MAX];
+	UKT_ASSERT(realpath(target("dsrc-gcc-O0"), path));
+	for (size_t k = 0; k < sizeof places / sizeof *places; k++) {
+		char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", path,
+			(char *)"-L", (char *)places[k], NULL };
+		struct run p = run_argv(perfv);
+		struct run r = ukprobe("probe", "-x", path, "-L", places[k], NULL);
+		RUN_EXPECT(r, r.status == 0);
+		if (p.status == 0)
+			RUN_EXPECT(r, r.nout <= p.nout && !strncmp(p.out, r.out, r.nout));
+		run_free(&p);
+		run_free(&r);
+	}
+}
+
+/* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
+UKT_CASE(definitions_agree_with_perf_probe)
+{
+	if (access("/usr/bin/perf", X_OK) != 0)
+		return;
+	static const char *const defs[] = { "work:3 k sum r->id r->small r->pin->deep",
+		"work;*printf*", "work;*return*", "dsrc.c;*\"main*", "dsrc.c:51 res",
+		"scaled@dsrc.c", "scaled@dsrc.c v f", "main argc", "work+4", "work $params" };
+	char *perfv[] = { (char *)"/usr/bin/perf", (char *)"probe", (char *)"-x", NULL,
+		(char *)"-D", NULL, NULL };
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++)
+	for (size_t d = 0; d < sizeof defs / sizeof *defs; d++) {
+		char def[256];
+		snprintf(def, sizeof def, "p %s", defs[d]);
+		perfv[5] = (char *)defs[d];
+		char path[PATH_MAX];
+		UKT_ASSERT(realpath(target(builds[b]), path));
+		perfv[3] = path;
+		struct run p = run_argv(perfv);
+		if (p.status != 0 || !strstr(p.out, "p:")) {	/* perf cannot here */
+			run_free(&p);
+			continue;
+		}
+		struct run r = ukprobe("probe", "-x", path, "-D", def, NULL);
+		RUN_EXPECT(r, r.status == 0);
+		char *a = places_and_fetches(p.out), *u = places_and_fetches(r.out);
+		if (strcmp(a, u)) {
+			show(&r);
+			UKT_FAIL("%s %s: perf says\n%sukprobe says\n%s", builds[b], def, a, u);
+		}
+		free(a);
+		free(u);
+		run_free(&p);
+		run_free(&r);
+	}
+}
+
+static void expect_caret(const struct run *r, const char *msg, const char *cmd, int offset)
+{
+	char want[2048];
+	snprintf(want, sizeof want, "ukprobe: error: %s\n  Command: %s\n%*s^\n", msg, cmd,
+		 11 + offset, "");
+	RUN_EXPECT(*r, r->status == 2 && r->nout == 0);
+	if (strcmp(r->err, want)) {
+		show(r);
+		UKT_FAIL("expected stderr:\n%s", want);
+	}
+}
+
+UKT_CASE(bad_source_level_definitions)
+{
+	static const struct {
+		const char *def, *msg;
+		int offset;
+	} bad[] = {
+		{ "p work:3 nosuch", "Variable nosuch is not visible at work:3", 9 },
+		{ "p work:3 k->x", "k is not a pointer", 12 },
+		{ "p work:3 r.id", "r is not a struct or union", 11 },
+		{ "p work:3 r->nosuch", "rec has no member nosuch", 12 },
+		{ "p dsrc.c:2 k", "No code at line 2 of dsrc.c", 9 },
+		{ "p work:99 k", "No code at line 99 of work", 7 },
+		{ "p nofunc k", "Function nofunc is not found", 2 },
+		{ "p nofile.c:3 k", "Source file is not found", 2 },
+		{ "p work:3 r->vals[x]", "Invalid array index", 16 },
+		{ "p work;nomatch k", "No line of work matches nomatch", 7 },
+		{ "p dsrc.c;nomatch", "No line of dsrc.c matches nomatch", 9 },
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		struct run r = ukprobe("trace", bad[k].def, "--", target("dsrc-gcc-O0"), NULL);
+		expect_caret(&r, bad[k].msg, bad[k].def, bad[k].offset);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", bad[k].def, NULL);
+		expect_caret(&r, bad[k].msg, bad[k].def, bad[k].offset);
+		run_free(&r);
+	}
+}
+
+UKT_CASE(optimized_out_names_the_variable_and_place)
+{
+	/* at -O2 gcc keeps res in no place at line 45 of dsrc.c */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D", "p dsrc.c:51 res", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "Variable res ") &&
+		   strstr(r.err, " at dsrc.c:51\n"));
+	run_free(&r);
+}
+
+UKT_CASE(inlined_copies_of_a_function)
+{
+	/* out of line at -O0, inlined into work at -O2: a probe either way */
+	static const char *const where[] = { " i: (scaled+0x", " i: (work+0x",
+		" i: (scaled+0x", " i: (work+0x" };
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/i scaled@dsrc.c", "--", target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, where[b]) == 2);
+		run_free(&r);
+	}
+}
+
+/* attach: the object is the process's /proc/PID/exe */
+UKT_CASE(attach_with_a_variable)
+{
+	int pi[2], po[2];
+	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
+	pid_t pid = fork();
+	UKT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		dup2(pi[0], 0);
+		dup2(po[1], 1);
+		close(pi[1]);
+		close(po[0]);
+		execl(target("sleeper"), "sleeper", (char *)NULL);
+		_exit(126);
+	}
+	close(pi[0]);
+	close(po[1]);
+	FILE *out = fdopen(po[0], "r");
+	char line[256], ps[32];
+	UKT_ASSERT(fgets(line, sizeof line, out) && !strncmp(line, "ready ", 6));
+	snprintf(ps, sizeof ps, "%d", (int)pid);
+	struct run r = ukprobe("trace", "-p", ps, "-d", "0.3", "p:dw/w work n", NULL);
+	UKT_ASSERT(write(pi[1], "q", 1) == 1);
+	close(pi[1]);
+	while (fgets(line, sizeof line, out))
+		;
+	fclose(out);
+	UKT_EQ(wait_status(pid), 0);
+	RUN_EXPECT(r, r.status == 0);
+	/* work(++n): each event's n one more than the last */
+	int events = 0;
+	unsigned long prev = 0;
+	for (const char *p = r.out; (p = strstr(p, " w: (work+0x0/0x")); p++) {
+		const char *v = strstr(p, ") n=");
+		RUN_EXPECT(r, v && v < strchr(p, '\n'));
+		unsigned long n = strtoul(v + 4, NULL, 10);
+		RUN_EXPECT(r, n > 0 && (events == 0 || n == prev + 1));
+		prev = n;
+		events++;
+	}
+	RUN_EXPECT(r, events >= 1);
+	run_free(&r);
+}
+
+UKT_CASE(parameters_of_an_inlined_copy)
+{
+	/* scaled(sum, k): v and f are what work printed as sum and k */
+	static const char *const ok[] = { "dsrc-gcc-O0", "dsrc-clang-O0", "dsrc-clang-O2" };
+	for (size_t b = 0; b < sizeof ok / sizeof *ok; b++) {
+		struct run r = ukprobe("trace", "p:dw/sc scaled@dsrc.c v f", "--",
+				       target(ok[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, strstr(r.out, ") v=19 f=1\n") && strstr(r.out, ") v=20 f=2\n"));
+		RUN_EXPECT(r, strstr(r.out, " k=1 sum=19 ") && strstr(r.out, " k=2 sum=20 "));
+		run_free(&r);
+	}
+	/* gcc -O2 keeps them nowhere at the copy's entry (perf says so too) */
+	struct run r = ukprobe("trace", "p:dw/sc scaled@dsrc.c v f", "--",
+			       target("dsrc-gcc-O2"), NULL);
+	expect_caret(&r, "Variable v optimized out at scaled", "p:dw/sc scaled@dsrc.c v f", 22);
+	run_free(&r);
+}
+
+UKT_CASE(a_constant_location_is_an_immediate)
+{
+	/* gcc -O2: res is the constant 0 before the loop (DW_OP_lit0;
+	 * DW_OP_stack_value), then work's first result in %ax (20) */
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O2"), "-D",
+			       "p:dw/c main;*res*+=* res", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " res=\\0:s32") == 1 &&
+		   count_lines(r.out, " res=%ax:s32") == 1);
+	run_free(&r);
+	r = ukprobe("trace", "p:dw/c main;*res*+=* res", "--", target("dsrc-gcc-O2"), NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, " c: (main+0x") &&
+		   strstr(r.out, ") res=0\n") && strstr(r.out, ") res=20\n"));
+	run_free(&r);
+}
