@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -137,6 +138,17 @@ enum ukpev_errcode {
 	UKPEV_E_FILTER_EXPECT_DIGIT,	/* "Expecting numeric field" */
 	UKPEV_E_BAD_TRIGGER,		/* "Invalid trigger" */
 	UKPEV_E_TRIGGER_COUNT,		/* "Invalid trigger count" */
+	/* hist triggers (trace_events_hist.c's messages where it has one) */
+	UKPEV_E_HIST_FIELD,		/* "Couldn't find field" */
+	UKPEV_E_HIST_MODIFIER,		/* "Invalid field modifier" */
+	UKPEV_E_HIST_FIELD_TYPE,	/* "Field of this type can't be used here" */
+	UKPEV_E_HIST_TOO_MANY,		/* "Too many fields" */
+	UKPEV_E_HIST_NO_KEYS,		/* "No keys given" */
+	UKPEV_E_HIST_SORT,		/* "Sort field not found" */
+	UKPEV_E_HIST_SIZE,		/* "Invalid size" */
+	UKPEV_E_HIST_ATTR,		/* "Unknown hist attribute" */
+	UKPEV_E_HIST_TOO_MANY_HISTS,	/* "Too many histograms" */
+	UKPEV_E_TRIGGER_NO_STACKS,	/* "Stack traces need an event created with UKPEV_F_STACKS" */
 	UKPEV_E__MAX
 };
 
@@ -279,6 +291,10 @@ UKPEV_API int ukpev_area_sync(struct ukpev_area *a);
 
 #define UKPEV_F_DISABLED	1	/* create it disabled (then enable
 					   every event at once) */
+#define UKPEV_F_STACKS		2	/* it will have stacktrace triggers or
+					   a common_stacktrace hist key: its
+					   handler walks stacks (so is never
+					   lean: docs/events.md) */
 
 /*
  * Parses definition, resolves its place and memory symbols in this
@@ -319,13 +335,24 @@ UKPEV_API int ukpev_event_soft_enable(struct ukpev_event *ev, int on);
  * Adds an event trigger (events.rst "Event triggers") that runs in the
  * probed thread at every hit of ev, whether it records or not:
  *   traceon | traceoff | enable_event:GRP:EVENT | disable_event:GRP:EVENT
- * then optionally ":COUNT" (it fires COUNT times) and " if EXPR" (a filter
- * of ev's fields, evaluated on the hit's values).  GRP:EVENT names an event
- * of ev's area; removing that event removes the trigger.  traceon and
- * traceoff set the area's tracing (ukpev_area_tracing()).
+ *   | stacktrace | hist:keys=...[:vals=...][:sort=...][:size=N][:name=H]
+ * then optionally ":COUNT" (it fires COUNT times; not for hist) and
+ * " if EXPR" (a filter of ev's fields, evaluated on the hit's values).
+ * GRP:EVENT names an event of ev's area; removing that event removes the
+ * trigger.  traceon and traceoff set the area's tracing
+ * (ukpev_area_tracing()).  stacktrace writes, after the hit's record (or
+ * alone when the event does not record), a UKPEV_EVENT_STACK record of
+ * the probed code's return addresses.  hist aggregates the hit into a
+ * table of the hit's thread (histogram.rst: keys with .hex .sym
+ * .sym-offset .execname .log2 .buckets=N .usecs, common_pid,
+ * common_timestamp, common_stacktrace), merged and printed by a reader
+ * (ukpev_reader_hist_print()); it writes no record: an event whose only
+ * purpose is a histogram is soft-disabled (ukpev_event_soft_enable()).
  *   -EINVAL  a bad trigger: err's offset into the text
- *   -EOPNOTSUPP  a kernel trigger that is not for the target (stacktrace,
- *            hist, snapshot: the reader's)
+ *   -ENOSPC  32 histograms in the area already
+ *   -EOPNOTSUPP  a kernel trigger that has no meaning here (snapshot,
+ *            enable_hist, disable_hist), or stacks on an event created
+ *            without UKPEV_F_STACKS (UKPEV_E_TRIGGER_NO_STACKS)
  */
 UKPEV_API int ukpev_event_add_trigger(struct ukpev_event *ev, const char *trigger,
 				      struct ukpev_error *err);
@@ -353,6 +380,11 @@ UKPEV_API int ukpev_thread_mute(int on);
 
 /* A record as delivered (the raw layout is in docs/events.md). */
 #define UKPEV_EVENT_LOST	0xffffu	/* record.event of a lost marker */
+#define UKPEV_EVENT_STACK	0xfffeu	/* record.event of a stacktrace
+					   trigger's stack: payload_size / 8
+					   addresses (uint64_t), innermost
+					   first; stack_of the event it
+					   follows */
 struct ukpev_record {
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC, ns */
 	pid_t pid, tid;		/* the thread that recorded it */
@@ -369,6 +401,8 @@ struct ukpev_record {
 	const char *comm;	/* the thread's name, as the reader last saw
 				   it (at most a second old), or at its
 				   first event if it is gone */
+	unsigned stack_of;	/* UKPEV_EVENT_STACK: the event whose
+				   trigger took it */
 };
 
 /*
@@ -471,6 +505,30 @@ UKPEV_API int ukpev_value_str(const struct ukpev_event_info *ev, const struct uk
 UKPEV_API int ukpev_value_str_at(const struct ukpev_event_info *ev,
 				 const struct ukpev_record *rec, unsigned arg, unsigned idx,
 				 const char **s, size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Histograms                                                          */
+
+/*
+ * Histograms of hist triggers (histogram.rst), merged from every thread's
+ * table at the call: ids 0 .. ukpev_reader_nhists() - 1, in the order
+ * the triggers were added.  UKPEV_HIST_KERNEL writes the kernel's `hist`
+ * file: "# event histogram", the trigger, one "{ KEYS } hitcount: N
+ * VAL: M" line per entry in sort order, then Totals (Hits, Entries,
+ * Dropped).  UKPEV_HIST_FOLDED writes each entry with a common_stacktrace
+ * key as "outer;...;inner HITCOUNT" (function names, for flame graphs).
+ * sym formats an address as %pS does ("sym+0xOFF/0xSIZE [object]", or ""
+ * for none); .sym and folded stacks keep the name before '+'.
+ * Returns the number of entries, or -EINVAL.  Safe to call while the
+ * target runs (entries being added may or may not be counted).
+ */
+#define UKPEV_HIST_KERNEL	0
+#define UKPEV_HIST_FOLDED	1
+UKPEV_API unsigned ukpev_reader_nhists(struct ukpev_reader *r);
+/* the event id the histogram belongs to, or -EINVAL */
+UKPEV_API int ukpev_reader_hist_event(struct ukpev_reader *r, unsigned h);
+UKPEV_API int ukpev_reader_hist_print(struct ukpev_reader *r, unsigned h, FILE *f, int format,
+				      ukpev_symbolize_fn sym, void *arg);
 
 #ifdef __cplusplus
 }

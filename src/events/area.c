@@ -183,6 +183,11 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	off = page_up(off + heap_size);
 	uint64_t threads_off = off;
 	off = page_up(off + (uint64_t)tmax * sizeof(struct ev_tblock));
+	/* histogram descriptions, then their tables' pool: an eighth */
+	uint64_t hists_off = off;
+	off = page_up(off + EV_MAX_HISTS * sizeof(struct ev_hist_meta));
+	uint64_t hpool_off = off, hpool_size = page_up(size / 8);
+	off += hpool_size;
 	uint64_t pool_off = (off + UKPEV_SUBBUF_SIZE - 1) & ~(uint64_t)(UKPEV_SUBBUF_SIZE - 1);
 	if (pool_off + 2 * UKPEV_SUBBUF_SIZE > size) {
 		pthread_mutex_lock(&area_lock);
@@ -225,6 +230,9 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	h->pool_off = pool_off;
 	h->threads_max = tmax;
 	h->nsubbufs = nsub;
+	h->hists_off = hists_off;
+	h->hpool_off = hpool_off;
+	h->hpool_size = hpool_size;
 	h->subbuf_size = UKPEV_SUBBUF_SIZE;
 	/* two at least: a thread writes one while the reader drains the other */
 	h->buffer_subbufs = (uint32_t)(buffer_kb * 1024 / UKPEV_SUBBUF_SIZE);
@@ -283,20 +291,6 @@ void ukpev_area_destroy(struct ukpev_area *a)
 /* ------------------------------------------------------------------ */
 /* Reader                                                              */
 
-struct ukpev_reader {
-	struct ev_area_hdr *h;
-	size_t size;
-	bool own_map;
-	/* TSC -> ns: ns = ns0 + (ts - tsc0) * mult >> 32, with (tsc0, ns0)
-	 * the latest clock pair and mult the rate since an anchor pair a
-	 * second or two older (the clock's own rate lately, NTP included) */
-	uint64_t tsc0, ns0, mult, last_cal_ns;
-	uint64_t anchor_tsc, anchor_ns, prev_tsc, prev_ns;
-	uint64_t last_sweep_ns;		/* threads last asked if alive */
-	unsigned nev;
-	struct ukpev_event_info *ev;		/* cached descriptions */
-	struct ukpev_arg_info **args;
-};
 
 static int reader_init(struct ukpev_reader *r)
 {
@@ -308,6 +302,7 @@ static int reader_init(struct ukpev_reader *r)
 	r->tsc0 = r->anchor_tsc = r->prev_tsc = h->tsc0;
 	r->ns0 = r->anchor_ns = r->prev_ns = h->ns0;
 	r->mult = h->mult;
+	pthread_mutex_init(&r->hist_mu, NULL);
 	return 0;
 }
 
@@ -329,7 +324,9 @@ int ukpev_reader_open(int fd, struct ukpev_reader **out)
 	    hh.events_off + (uint64_t)UKPEV_MAX_EVENTS * sizeof(struct ev_meta) > hh.size ||
 	    hh.heap_off + hh.heap_size > hh.size ||
 	    hh.threads_off + (uint64_t)hh.threads_max * sizeof(struct ev_tblock) > hh.size ||
-	    hh.pool_off + (uint64_t)hh.nsubbufs * UKPEV_SUBBUF_SIZE > hh.size)
+	    hh.pool_off + (uint64_t)hh.nsubbufs * UKPEV_SUBBUF_SIZE > hh.size ||
+	    hh.hists_off + EV_MAX_HISTS * sizeof(struct ev_hist_meta) > hh.size ||
+	    hh.hpool_off + hh.hpool_size > hh.size)
 		return -EINVAL;
 	void *m = mmap(NULL, hh.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (m == MAP_FAILED)
@@ -379,6 +376,7 @@ void ukpev_reader_close(struct ukpev_reader *r)
 			free(r->args[i]);
 	free(r->args);
 	free(r->ev);
+	ev_hist_reader_free(r);
 	if (r->own_map)
 		munmap(r->h, r->size);
 	free(r);
@@ -566,6 +564,7 @@ static void retire(struct ukpev_reader *r, struct ev_tblock *tb, uint32_t ti,
 		tb->rd = 0;
 	}
 	*done += (unsigned)tell_lost(tb, fn, arg);
+	ev_hist_retire(r, tb);
 	unsigned nev = ukpev_reader_nevents(r);
 	for (unsigned i = 0; i < nev; i++) {
 		struct ev_count *c = &tb->cnt[i];
@@ -634,6 +633,9 @@ int ukpev_reader_poll(struct ukpev_reader *r, ukpev_record_fn fn, void *arg, uns
 					out.lost = tb->lost_marked - tb->lost_told;
 					tb->lost_told = tb->lost_marked;
 					out.ts_ns = 0;
+				} else if (rec->event == UKPEV_EVENT_STACK) {
+					out.ts_ns = ts_ns(r, rec->ts);
+					out.stack_of = rec->flags;
 				} else {
 					out.ts_ns = ts_ns(r, rec->ts);
 					const struct ukpev_event_info *ev = ukpev_reader_event(r, rec->event);

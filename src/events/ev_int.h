@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <ukprobes.h>
 
 #define EV_HIDDEN __attribute__((visibility("hidden")))
@@ -149,16 +150,20 @@ struct ev_filter {
 	char *strtab;
 };
 
+#define EV_MAX_HISTS	32		/* histograms per area */
+
 /* ukpev_event.gate: what sends a hit the slow way */
 #define EV_GATE_SOFT_OFF	1	/* ukpev_event_soft_enable(0) */
 #define EV_GATE_TRIGGERS	2	/* it has triggers */
 
 /* Triggers: an immutable set, swapped whole (ukpev_event_add_trigger) */
-enum ev_trig_type { T_TRACEON = 1, T_TRACEOFF, T_ENABLE, T_DISABLE };
+enum ev_trig_type { T_TRACEON = 1, T_TRACEOFF, T_ENABLE, T_DISABLE, T_STACKTRACE, T_HIST };
+struct ev_hist;
 struct ev_trigger {
 	int type;
 	_Atomic int64_t count;		/* < 0: no limit */
 	struct ukpev_event *target;	/* T_ENABLE, T_DISABLE */
+	struct ev_hist *hist;		/* T_HIST */
 	struct ev_filter *filter;	/* NULL: always */
 	char *text;
 };
@@ -189,7 +194,7 @@ EV_HIDDEN void ev_filter_free(struct ev_filter *f);
  *	+----------------------+ size
  */
 #define EV_MAGIC	0x31766570756b75ULL	/* "ukupev1" */
-#define EV_VERSION	1
+#define EV_VERSION	2
 #define EV_CLOCK_TSC	0	/* ts: rdtsc, converted by the reader */
 #define EV_CLOCK_MONO	1	/* ts: CLOCK_MONOTONIC ns */
 #define EV_CPU_RSEQ	0
@@ -213,6 +218,11 @@ struct ev_area_hdr {
 	_Atomic uint64_t retired_lost;		/* lost of thread blocks retired */
 	uint64_t tsc0, ns0;		/* calibration at creation */
 	uint64_t mult;			/* ns = ns0 + ((tsc - tsc0) * mult >> 32) */
+	/* histograms: descriptions, and the pool their tables come from */
+	uint64_t hists_off, hpool_off, hpool_size;
+	_Atomic uint64_t hpool_used;
+	_Atomic uint32_t nhists;
+	uint32_t pad_h;
 };
 
 /* An event's description, published by its creator (state last). */
@@ -269,7 +279,34 @@ struct ev_tblock {
 	uint64_t lost_told;		/* lost events delivered as markers */
 	char rcomm[16];			/* the name as the reader last saw it */
 	uint64_t rcomm_ns;		/* when (0: not yet) */
+	/* this thread's table of each histogram (offsets into the area,
+	 * 0: none yet); kept, emptied, for the next thread of the block */
+	uint64_t hist_off[EV_MAX_HISTS];
 	struct ev_count cnt[UKPEV_MAX_EVENTS];
+};
+
+/*
+ * Histograms (hist triggers).  Each is described in the area by the
+ * trigger's text and its event; both sides parse the text into the same
+ * struct ev_hspec, so the layout of the tables needs no more.  Every
+ * thread block has its own table per histogram, written only by its
+ * thread, merged by the reader:
+ *
+ *	struct ev_htable, then spec.size entries of spec.entry_words words:
+ *	[0] tag (hash | 1; 0: empty, published last), [1..key_words] the
+ *	key, then hitcount, then one sum per val
+ */
+#define EV_HIST_META_LIVE 1
+struct ev_hist_meta {
+	_Atomic uint32_t state;
+	uint32_t event;
+	uint64_t text_off;		/* "hist:keys=..." (heap) */
+	_Atomic uint64_t nomem;		/* hits with no table (pool full) */
+	_Atomic uint64_t retired_drops;	/* drops of tables merged (reader) */
+};
+struct ev_htable {
+	uint64_t drops;			/* hits that found the table full */
+	uint64_t used;			/* entries */
 };
 
 /* A sub-buffer: its header, then data. */
@@ -293,6 +330,9 @@ struct ev_rec {
 	 * (8 * ((nargs + 63) / 64) bytes), fixed slots, dynamic data */
 };
 #define EV_REC_LOST_SIZE (sizeof(struct ev_rec) + 8)
+/* A stacktrace trigger's record: event UKPEV_EVENT_STACK, flags the
+ * event id it follows, the payload its return addresses */
+#define EV_STACK_MAX 64
 
 /* ------------------------------------------------------------------ */
 /* Areas and events in this process                                     */
@@ -322,6 +362,7 @@ struct ukpev_event {
 	unsigned max_size;		/* with the dynamic part, rounded */
 	unsigned nsaved;		/* $argN saved at entry */
 	bool ret;
+	bool stacks;			/* UKPEV_F_STACKS: a handler that walks stacks */
 	_Atomic uint8_t gate;		/* EV_GATE_*: 0, the common case */
 	_Atomic(struct ev_trigset *) trig;	/* NULL: none */
 	/* the probe (the handlers find the event from it) */
@@ -376,10 +417,91 @@ EV_HIDDEN int ev_pre_handler(struct kprobe *p, struct pt_regs *regs);
 EV_HIDDEN int ev_pre_handler_clk(struct kprobe *p, struct pt_regs *regs);
 EV_HIDDEN int ev_ret_handler(struct kretprobe_instance *ri, struct pt_regs *regs);
 EV_HIDDEN int ev_ret_handler_clk(struct kretprobe_instance *ri, struct pt_regs *regs);
+EV_HIDDEN int ev_pre_handler_stk(struct kprobe *p, struct pt_regs *regs);
+EV_HIDDEN int ev_ret_handler_stk(struct kretprobe_instance *ri, struct pt_regs *regs);
 EV_HIDDEN int ev_entry_handler(struct kretprobe_instance *ri, struct pt_regs *regs);
 /* evaluates f over a record's payload (tid: common_pid) */
 EV_HIDDEN bool ev_filter_match(const struct ev_filter *f, const uint8_t *payload,
 			       const char *strtab, int32_t tid);
 
+/* ------------------------------------------------------------------ */
+/* Histograms (hist.c)                                                  */
+
+#define EV_HIST_MAX_KEYS	3	/* the kernel's TRACING_MAP_KEYS_MAX */
+#define EV_HIST_MAX_VALS	8	/* sums besides hitcount */
+#define EV_HIST_MAX_SORT	2
+#define EV_HIST_STACK_WORDS	32	/* frames of a common_stacktrace key */
+#define EV_HIST_STR_WORDS	(UKPEV_STRING_MAX / 8)
+#define EV_HIST_DEFAULT_SIZE	2048
+#define EV_HIST_MAX_SIZE	131072	/* the kernel's 2^17 */
+
+enum ev_hkind { HF_ARG = 1, HF_STR, HF_PID, HF_TS, HF_STACK, HF_CPU };
+enum ev_hmod { HM_NONE = 0, HM_HEX, HM_SYM, HM_SYMOFF, HM_EXEC, HM_LOG2, HM_BUCKETS, HM_USECS };
+
+struct ev_hfield {
+	uint8_t kind, mod;	/* enum ev_hkind, ev_hmod */
+	bool sign;
+	uint8_t size;		/* HF_ARG: bytes of the value in the payload */
+	uint16_t arg, slot;	/* HF_ARG, HF_STR: the fetcharg and its slot */
+	uint8_t bf_width, bf_shift;
+	uint16_t words, off;	/* keys: words in the key, first word */
+	uint64_t buckets;
+	char name[UKPEV_NAME_MAX];
+};
+
+struct ev_hspec {
+	unsigned nkeys, nvals, nsort;
+	struct ev_hfield keys[EV_HIST_MAX_KEYS];
+	struct ev_hfield vals[EV_HIST_MAX_VALS];
+	struct { int field; bool desc; } sort[EV_HIST_MAX_SORT];	/* field: -1
+				   hitcount, 0.. a val, 100 + k key k */
+	unsigned size;		/* entries: a power of 2 */
+	unsigned key_words, entry_words;
+	bool stack;		/* a key is the stack */
+	char name[UKPEV_NAME_MAX];
+	const char *filter;	/* " if ..." of the text, or NULL */
+};
+
+/* A trigger's command length (without " if EXPR", blanks trimmed); *ifp:
+ * the "if", or NULL */
+EV_HIDDEN size_t ev_trigger_split(const char *text, const char **ifp);
+/* Parses "hist:..." (len bytes: without " if EXPR") against ev's fields.
+ * -EINVAL with err's offset into text. */
+EV_HIDDEN int ev_hist_parse(const struct ukpev_event_info *ev, const char *text, size_t len,
+			    struct ev_hspec *out, struct ukpev_error *err);
+
+/* In the target: a histogram trigger */
+struct ev_hist {
+	unsigned id;			/* its ev_hist_meta */
+	struct ev_hspec spec;
+};
+EV_HIDDEN int ev_hist_create(struct ukpev_event *ev, const char *text, size_t len,
+			     struct ev_hist **out, struct ukpev_error *err);
+/* Reader */
+struct ev_hreader;
+struct ukpev_reader {
+	struct ev_area_hdr *h;
+	size_t size;
+	bool own_map;
+	/* TSC -> ns: ns = ns0 + (ts - tsc0) * mult >> 32, with (tsc0, ns0)
+	 * the latest clock pair and mult the rate since an anchor pair a
+	 * second or two older (the clock's own rate lately, NTP included) */
+	uint64_t tsc0, ns0, mult, last_cal_ns;
+	uint64_t anchor_tsc, anchor_ns, prev_tsc, prev_ns;
+	uint64_t last_sweep_ns;		/* threads last asked if alive */
+	unsigned nev;
+	struct ukpev_event_info *ev;		/* cached descriptions */
+	struct ukpev_arg_info **args;
+	/* histograms: what retired threads left, merged (hist.c) */
+	pthread_mutex_t hist_mu;
+	struct ev_hreader *hists[EV_MAX_HISTS];
+};
+/* reader: fold the tables of a thread block being retired into r */
+EV_HIDDEN void ev_hist_retire(struct ukpev_reader *r, struct ev_tblock *tb);
+EV_HIDDEN void ev_hist_reader_free(struct ukpev_reader *r);
+static inline struct ev_hist_meta *ev_hmeta(const struct ev_area_hdr *h, unsigned i)
+{
+	return (struct ev_hist_meta *)((char *)h + h->hists_off) + i;
+}
 
 #endif

@@ -469,14 +469,17 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	}
 	if (flags & UKPEV_F_DISABLED)
 		kp->flags = KPROBE_FLAG_DISABLED;
+	e->stacks = (flags & UKPEV_F_STACKS) != 0;
 	if (e->ret) {
-		e->u.rp.handler = clk ? ev_ret_handler_clk : ev_ret_handler;
+		e->u.rp.handler = (flags & UKPEV_F_STACKS) ? ev_ret_handler_stk :
+				  clk ? ev_ret_handler_clk : ev_ret_handler;
 		e->u.rp.entry_handler = e->nsaved ? ev_entry_handler : NULL;
 		e->u.rp.data_size = e->nsaved * sizeof(unsigned long);
 		e->u.rp.maxactive = d->maxactive;
 		r = register_kretprobe(&e->u.rp);
 	} else {
-		kp->pre_handler = clk ? ev_pre_handler_clk : ev_pre_handler;
+		kp->pre_handler = (flags & UKPEV_F_STACKS) ? ev_pre_handler_stk :
+				  clk ? ev_pre_handler_clk : ev_pre_handler;
 		r = register_kprobe(kp);
 	}
 	if (r) {
@@ -547,6 +550,7 @@ static void trigger_free(struct ev_trigger *t)
 	if (!t)
 		return;
 	ev_filter_free(t->filter);
+	free(t->hist);
 	free(t->text);
 	free(t);
 }
@@ -604,17 +608,8 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 	if (!ev || !text)
 		return -EINVAL;
 	/* COMMAND[:ARGS...][:COUNT] [if EXPR] */
-	size_t len = strlen(text), cmd_end = len;
-	const char *ifp = NULL;
-	for (size_t i = 0; i + 2 <= len; i++)
-		if ((i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t') && !strncmp(text + i, "if", 2) &&
-		    (text[i + 2] == ' ' || text[i + 2] == '\t' || text[i + 2] == 0)) {
-			ifp = text + i;
-			cmd_end = i;
-			break;
-		}
-	while (cmd_end && (text[cmd_end - 1] == ' ' || text[cmd_end - 1] == '\t'))
-		cmd_end--;
+	const char *ifp;
+	size_t cmd_end = ev_trigger_split(text, &ifp);
 	/* the words of the command */
 	const char *w[6];
 	size_t wl[6];
@@ -640,8 +635,30 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 	} else if (IS(0, "enable_event") || IS(0, "disable_event")) {
 		t->type = IS(0, "enable_event") ? T_ENABLE : T_DISABLE;
 		need = 3;
-	} else if (IS(0, "stacktrace") || IS(0, "hist") || IS(0, "snapshot") ||
-		   IS(0, "enable_hist") || IS(0, "disable_hist")) {
+	} else if (IS(0, "stacktrace")) {
+		t->type = T_STACKTRACE;
+		if (!ev->stacks) {
+			ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
+			trigger_free(t);
+			return -EOPNOTSUPP;
+		}
+	} else if (IS(0, "hist")) {
+		t->type = T_HIST;
+		struct ev_hspec *sp = malloc(sizeof(*sp));
+		int r = sp ? ev_hist_parse(&ev->info, text, cmd_end, sp, err) : -ENOMEM;
+		bool stack = !r && sp->stack;
+		free(sp);
+		if (r) {
+			trigger_free(t);
+			return r;
+		}
+		if (stack && !ev->stacks) {
+			ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
+			trigger_free(t);
+			return -EOPNOTSUPP;
+		}
+		nw = need;	/* the words are the histogram's */
+	} else if (IS(0, "snapshot") || IS(0, "enable_hist") || IS(0, "disable_hist")) {
 		ev_set_err(err, UKPEV_E_BAD_TRIGGER, 0);
 		trigger_free(t);
 		return -EOPNOTSUPP;
@@ -681,6 +698,13 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 	if (!t->text) {
 		trigger_free(t);
 		return -ENOMEM;
+	}
+	if (t->type == T_HIST) {	/* last: it takes one of the area's histograms */
+		int r = ev_hist_create(ev, text, cmd_end, &t->hist, err);
+		if (r) {
+			trigger_free(t);
+			return r;
+		}
 	}
 	pthread_mutex_lock(&ev_lock);
 	if (need == 3) {

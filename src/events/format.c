@@ -79,6 +79,16 @@ static const char *const messages[UKPEV_E__MAX] = {
 	[UKPEV_E_FILTER_EXPECT_DIGIT] = "Expecting numeric field",
 	[UKPEV_E_BAD_TRIGGER] = "Invalid trigger",
 	[UKPEV_E_TRIGGER_COUNT] = "Invalid trigger count",
+	[UKPEV_E_HIST_FIELD] = "Couldn't find field",
+	[UKPEV_E_HIST_MODIFIER] = "Invalid field modifier",
+	[UKPEV_E_HIST_FIELD_TYPE] = "Field of this type can't be used here",
+	[UKPEV_E_HIST_TOO_MANY] = "Too many fields",
+	[UKPEV_E_HIST_NO_KEYS] = "No keys given",
+	[UKPEV_E_HIST_SORT] = "Sort field not found",
+	[UKPEV_E_HIST_SIZE] = "Invalid size",
+	[UKPEV_E_HIST_ATTR] = "Unknown hist attribute",
+	[UKPEV_E_HIST_TOO_MANY_HISTS] = "Too many histograms",
+	[UKPEV_E_TRIGGER_NO_STACKS] = "Stack traces need an event created with UKPEV_F_STACKS",
 };
 
 const char *ukpev_strerror(int code)

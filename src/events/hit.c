@@ -24,6 +24,7 @@
 #include <sys/rseq.h>
 #include <time.h>
 #include "internal.h"
+#include <ukprobes/stacktrace.h>
 #include "ev_int.h"
 
 __thread struct ev_tls ev_tls __attribute__((tls_model("initial-exec")));
@@ -592,34 +593,260 @@ bool ev_filter_match(const struct ev_filter *f, const uint8_t *pl, const char *s
 	return stack & 1;
 }
 
+/* ---- histograms --------------------------------------------------------------- */
+
+static inline uint64_t ev_hash_key(const uint64_t *k, unsigned n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	for (unsigned i = 0; i < n; i++) {
+		h = (h ^ k[i]) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 29;
+	}
+	return h | 1;	/* 0: an empty entry */
+}
+
+static inline uint64_t ev_hload(const struct ev_hfield *f, const uint8_t *pl)
+{
+	if ((((const uint64_t *)(const void *)pl)[f->arg / 64] >> (f->arg % 64)) & 1)
+		return 0;	/* (fault) */
+	const uint8_t *p = pl + f->slot;
+	uint64_t v;
+	switch (f->size) {
+	case 1: v = f->sign ? (uint64_t)(int64_t)*(const int8_t *)p : *p; break;
+	case 2: v = f->sign ? (uint64_t)(int64_t)*(const int16_t *)(const void *)p
+			    : *(const uint16_t *)(const void *)p; break;
+	case 4: v = f->sign ? (uint64_t)(int64_t)*(const int32_t *)(const void *)p
+			    : *(const uint32_t *)(const void *)p; break;
+	default: v = *(const uint64_t *)(const void *)p; break;
+	}
+	if (f->bf_width) {
+		v >>= f->bf_shift;
+		if (f->bf_width < 64)
+			v &= (1ULL << f->bf_width) - 1;
+	}
+	return v;
+}
+
+static inline uint64_t ev_hval(const struct ev_hfield *f, const uint8_t *pl,
+			       const struct ev_tblock *tb)
+{
+	return f->kind == HF_ARG ? ev_hload(f, pl) :
+	       f->kind == HF_PID ? (uint64_t)(uint32_t)tb->tid : 0;
+}
+
+/*
+ * A hit of histogram hs in this thread's table (the kernel's
+ * event_hist_trigger): the key built from the hit's values, then the
+ * entry found or added, its hitcount and sums bumped.  The table is this
+ * thread's alone: plain stores, the tag of a new entry published last for
+ * a reader.  full: a stack key is walked (not lean).
+ */
+static inline __attribute__((always_inline)) void
+ev_hist_hit(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb,
+	    const uint8_t *pl, const struct pt_regs *regs, uint64_t ts, bool full)
+{
+	const struct ev_hspec *sp = &hs->spec;
+	struct ev_area_hdr *h = a->hdr;
+	uint64_t key[EV_HIST_MAX_KEYS * EV_HIST_STR_WORDS];
+	_Static_assert(EV_HIST_STR_WORDS >= EV_HIST_STACK_WORDS, "key room");
+	for (unsigned k = 0; k < sp->nkeys; k++) {
+		const struct ev_hfield *f = &sp->keys[k];
+		uint64_t *kp = key + f->off;
+		uint64_t v = 0;
+		if (f->kind == HF_ARG) {
+			v = ev_hload(f, pl);
+		} else if (f->kind == HF_PID) {
+			v = (uint64_t)(uint32_t)tb->tid;
+		} else if (f->kind == HF_TS) {
+			v = h->clock == EV_CLOCK_TSC ? h->ns0 + (uint64_t)(((unsigned __int128)
+				(ts - h->tsc0) * h->mult) >> 32) : ts;
+			if (f->mod == HM_USECS)
+				v /= 1000;
+		} else if (f->kind == HF_STR) {
+			ev_bzero(kp, f->words * 8u);
+			uint32_t dl = *(const uint32_t *)(const void *)(pl + f->slot);
+			unsigned len = dl >> 16, off = dl & 0xffff;
+			bool bad = ((((const uint64_t *)(const void *)pl)[f->arg / 64] >>
+				     (f->arg % 64)) & 1) || !len;
+			if (bad) {
+				ev_bcopy(kp, "(fault)", 8);
+			} else {
+				if (len > f->words * 8u)
+					len = f->words * 8u;
+				ev_bcopy(kp, pl + off, len - 1);	/* without the NUL */
+			}
+			continue;
+		} else {	/* HF_STACK */
+			unsigned n = 0;
+			if (full)
+				n = stack_trace_save_regs((struct pt_regs *)(uintptr_t)regs,
+							  (unsigned long *)kp, f->words, 0);
+			for (unsigned w = n; w < f->words; w++)
+				kp[w] = 0;
+			continue;
+		}
+		if (f->mod == HM_LOG2)	/* ilog2(roundup_pow_of_two(v)) */
+			v = v <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(v - 1);
+		else if (f->mod == HM_BUCKETS)
+			v = v / f->buckets * f->buckets;
+		*kp = v;
+	}
+	uint64_t off = tb->hist_off[hs->id];
+	if (unlikely(!off)) {
+		/* this thread's table: from the pool, once per thread block */
+		uint64_t bytes = sizeof(struct ev_htable) + (uint64_t)sp->size * sp->entry_words * 8;
+		bytes = (bytes + 63) & ~(uint64_t)63;
+		uint64_t at = atomic_fetch_add_explicit(&h->hpool_used, bytes, memory_order_relaxed);
+		if (at + bytes > h->hpool_size) {
+			atomic_fetch_add_explicit(&ev_hmeta(h, hs->id)->nomem, 1,
+						  memory_order_relaxed);
+			return;
+		}
+		off = h->hpool_off + at;
+		tb->hist_off[hs->id] = off;
+	}
+	struct ev_htable *t = ev_at(h, off);
+	uint64_t *ents = (uint64_t *)(t + 1);
+	unsigned kw = sp->key_words, ew = sp->entry_words, mask = sp->size - 1;
+	uint64_t tag = ev_hash_key(key, kw);
+	for (unsigned i = (unsigned)(tag >> 7) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t *e = ents + (uint64_t)i * ew;
+		uint64_t et = e[0];
+		if (et == tag) {
+			unsigned w = 0;
+			while (w < kw && e[1 + w] == key[w])
+				w++;
+			if (w < kw)
+				continue;
+			uint64_t *c = e + 1 + kw;
+			__atomic_store_n(&c[0], c[0] + 1, __ATOMIC_RELAXED);
+			for (unsigned v = 0; v < sp->nvals; v++)
+				__atomic_store_n(&c[1 + v], c[1 + v] + ev_hval(&sp->vals[v], pl, tb),
+						 __ATOMIC_RELAXED);
+			return;
+		}
+		if (!et) {
+			for (unsigned w = 0; w < kw; w++)
+				e[1 + w] = key[w];
+			uint64_t *c = e + 1 + kw;
+			c[0] = 1;
+			for (unsigned v = 0; v < sp->nvals; v++)
+				c[1 + v] = ev_hval(&sp->vals[v], pl, tb);
+			__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&e[0], tag, __ATOMIC_RELEASE);	/* publish */
+			return;
+		}
+	}
+	__atomic_store_n(&t->drops, t->drops + 1, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline)) static void
+ev_hist_hit_lean(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb,
+		 const uint8_t *pl, const struct pt_regs *regs, uint64_t ts)
+{
+	ev_hist_hit(hs, a, tb, pl, regs, ts, false);
+}
+
+__attribute__((noinline)) static void
+ev_hist_hit_full(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb,
+		 const uint8_t *pl, const struct pt_regs *regs, uint64_t ts)
+{
+	ev_hist_hit(hs, a, tb, pl, regs, ts, true);
+}
+
 /* ---- handlers ------------------------------------------------------------------ */
 
-/* A hit's triggers (events.rst): each with its filter and count */
-__attribute__((noinline)) static void ev_triggers(const struct ev_trigset *ts, const uint8_t *pl,
-						  int32_t tid, struct ukpev_area *a)
+/* A hit's triggers (events.rst): each with its filter and count.  true:
+ * a stacktrace trigger fired (its record follows the event's). */
+static inline __attribute__((always_inline)) bool
+ev_triggers(const struct ev_trigset *ts, const uint8_t *pl, struct ev_tblock *tb,
+	    struct ukpev_area *a, const struct pt_regs *regs, uint64_t t, bool full)
 {
+	bool stack = false;
 	for (unsigned i = 0; i < ts->n; i++) {
-		struct ev_trigger *t = ts->t[i];
-		if (t->filter && !ev_filter_match(t->filter, pl, t->filter->strtab, tid))
+		struct ev_trigger *tr = ts->t[i];
+		if (tr->filter && !ev_filter_match(tr->filter, pl, tr->filter->strtab, tb->tid))
 			continue;
-		int64_t c = atomic_load_explicit(&t->count, memory_order_relaxed);
-		while (c > 0 && !atomic_compare_exchange_weak_explicit(&t->count, &c, c - 1,
+		int64_t c = atomic_load_explicit(&tr->count, memory_order_relaxed);
+		while (c > 0 && !atomic_compare_exchange_weak_explicit(&tr->count, &c, c - 1,
 								       memory_order_relaxed,
 								       memory_order_relaxed))
 			;
 		if (c == 0)
 			continue;	/* used up */
-		if (t->type == T_TRACEON)
+		switch (tr->type) {
+		case T_TRACEON:
 			atomic_store_explicit(&a->tracing_off, 0, memory_order_relaxed);
-		else if (t->type == T_TRACEOFF)
+			break;
+		case T_TRACEOFF:
 			atomic_store_explicit(&a->tracing_off, 1, memory_order_relaxed);
-		else if (t->type == T_ENABLE)
-			atomic_fetch_and_explicit(&t->target->gate, (uint8_t)~EV_GATE_SOFT_OFF,
+			break;
+		case T_ENABLE:
+			atomic_fetch_and_explicit(&tr->target->gate, (uint8_t)~EV_GATE_SOFT_OFF,
 						  memory_order_relaxed);
-		else
-			atomic_fetch_or_explicit(&t->target->gate, EV_GATE_SOFT_OFF,
+			break;
+		case T_DISABLE:
+			atomic_fetch_or_explicit(&tr->target->gate, EV_GATE_SOFT_OFF,
 						 memory_order_relaxed);
+			break;
+		case T_STACKTRACE:
+			stack = full;
+			break;
+		case T_HIST:
+			if (full)
+				ev_hist_hit_full(tr->hist, a, tb, pl, regs, t);
+			else
+				ev_hist_hit_lean(tr->hist, a, tb, pl, regs, t);
+			break;
+		}
 	}
+	return stack;
+}
+
+/* A stacktrace trigger's record, after the event's: the probed code's
+ * return addresses (event UKPEV_EVENT_STACK, flags: the event's id). */
+__attribute__((noinline)) static void ev_stack(const struct ukpev_event *e,
+					       const struct pt_regs *regs, uint64_t ts,
+					       uint64_t cpu, struct ev_tblock *tb,
+					       struct ev_count *cnt)
+{
+	unsigned long fr[EV_STACK_MAX];
+	unsigned n = stack_trace_save_regs((struct pt_regs *)(uintptr_t)regs, fr, EV_STACK_MAX, 0);
+	unsigned size = (unsigned)sizeof(struct ev_rec) + 8 * n;
+	uint8_t *p = tb->wp;
+	if (p + size > tb->wlimit) {
+		p = ev_reserve_slow(e->area->hdr, tb, size);
+		if (!p) {
+			ev_lost(tb, cnt);
+			return;
+		}
+	}
+	struct ev_rec *r = (struct ev_rec *)(void *)p;
+	r->ts = ts;
+	r->size = (uint16_t)size;
+	r->event = UKPEV_EVENT_STACK;
+	r->cpu = (uint16_t)cpu;
+	r->flags = (uint16_t)e->id;
+	ev_bcopy(r + 1, fr, 8 * n);
+	ev_commit(tb, size);
+}
+
+/* A hit of a quiet event (soft-disabled: a histogram's) that found no
+ * room in the buffer: its triggers still see its values, fetched here */
+static inline __attribute__((always_inline)) void
+ev_quiet_scratch(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+		 unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb,
+		 const struct ev_trigset *trig, bool full)
+{
+	uint64_t buf[2048 / 8];
+	uint8_t *pl = (uint8_t *)buf;
+	if (e->ret) {
+		*(uint64_t *)(void *)pl = ret_ip;
+		pl += 8;
+	}
+	if (e->nargs)
+		ev_run(e, regs, saved, pl, tb);
+	ev_triggers(trig, pl, tb, e->area, regs, ts, full);
 }
 
 static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
@@ -639,7 +866,7 @@ static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
 static inline __attribute__((always_inline)) int
 ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
 	  unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt,
-	  bool gated)
+	  bool gated, bool full)
 {
 	struct ukpev_area *a = e->area;
 	bool quiet = false;
@@ -654,6 +881,11 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 	}
 	uint8_t *p = tb->wp;
 	if (unlikely(p + e->max_size > tb->wlimit)) {
+		if (gated && quiet && e->max_size <= 2048 - 8) {
+			/* nothing to write: only the triggers need the values */
+			ev_quiet_scratch(e, regs, saved, ret_ip, ts, tb, trig, full);
+			return 0;
+		}
 		p = ev_reserve_slow(a->hdr, tb, e->max_size);
 		if (!p) {
 			ev_lost(tb, cnt);
@@ -676,16 +908,22 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 		       "the record header");
 	*(uint64_t *)(void *)&r->size = size | (uint64_t)(uint16_t)e->id << 16 |
 					(uint64_t)(uint16_t)cpu << 32;
+	bool stack = false;
 	if (gated) {
 		if (trig) {
-			ev_triggers(trig, pl, tb->tid, a);
+			stack = ev_triggers(trig, pl, tb, a, regs, ts, full);
 			/* a trigger may have turned this event or tracing on or off */
 			quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) &
 				 EV_GATE_SOFT_OFF) ||
 				atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
 		}
-		if (quiet)
+		if (quiet) {
+			/* a soft-disabled event's stacktrace trigger still writes */
+			if (full && stack &&
+			    !atomic_load_explicit(&a->tracing_off, memory_order_relaxed))
+				ev_stack(e, regs, ts, cpu, tb, cnt);
 			return 0;
+		}
 	}
 	const struct ev_filter *f = atomic_load_explicit(&e->filter, memory_order_acquire);
 	if (f && !ev_filter_match(f, pl, f->strtab, tb->tid)) {
@@ -697,6 +935,8 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 	uint8_t *end = p + size;
 	tb->wp = end;
 	atomic_store_explicit(&sb->head, (uint32_t)(end - sb->data), memory_order_release);
+	if (full && unlikely(stack))
+		ev_stack(e, regs, ts, cpu, tb, cnt);
 	return 0;
 }
 
@@ -704,12 +944,20 @@ __attribute__((noinline)) static int
 ev_record_gated(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
 		unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
 {
-	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true);
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true, false);
+}
+
+/* The same for events whose triggers walk stacks (UKPEV_F_STACKS) */
+__attribute__((noinline)) static int
+ev_record_gated_full(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
+		     unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
+{
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true, true);
 }
 
 static inline __attribute__((always_inline)) int
 ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
-       unsigned long ret_ip, bool clk)
+       unsigned long ret_ip, bool clk, bool full)
 {
 	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
 	struct ukpev_area *a = e->area;
@@ -728,33 +976,54 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
 	if (unlikely(atomic_load_explicit(&e->gate, memory_order_relaxed) |
 		     atomic_load_explicit(&a->tracing_off, memory_order_relaxed)))
-		return ev_record_gated(e, regs, saved, ret_ip, ts, tb, cnt);
-	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false);
+		return full ? ev_record_gated_full(e, regs, saved, ret_ip, ts, tb, cnt)
+			    : ev_record_gated(e, regs, saved, ret_ip, ts, tb, cnt);
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false, full);
 }
 
 #define EV_OF_KP(p) ((struct ukpev_event *)(void *)((char *)(p) - offsetof(struct ukpev_event, u)))
 
 int ev_pre_handler(struct kprobe *p, struct pt_regs *regs)
 {
-	return ev_hit(EV_OF_KP(p), regs, NULL, 0, false);
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, false, false);
 }
 
 int ev_ret_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
-		      (unsigned long)ri->ret_addr, false);
+		      (unsigned long)ri->ret_addr, false, false);
 }
 
 /* Without a usable TSC: the clock from the vDSO (not a lean handler) */
 int ev_pre_handler_clk(struct kprobe *p, struct pt_regs *regs)
 {
-	return ev_hit(EV_OF_KP(p), regs, NULL, 0, true);
+	return ev_hit(EV_OF_KP(p), regs, NULL, 0, true, false);
 }
 
 int ev_ret_handler_clk(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	return ev_hit(EV_OF_KP(ri->rp), regs, (const unsigned long *)(void *)ri->data,
-		      (unsigned long)ri->ret_addr, true);
+		      (unsigned long)ri->ret_addr, true, false);
+}
+
+/* Events whose triggers walk the stack (stacktrace, a common_stacktrace
+ * key): the walker looks objects up in the C library, so these handlers
+ * are never lean. */
+int ev_pre_handler_stk(struct kprobe *p, struct pt_regs *regs)
+{
+	struct ukpev_event *e = EV_OF_KP(p);
+	if (e->area->hdr->clock == EV_CLOCK_MONO)
+		return ev_hit(e, regs, NULL, 0, true, true);
+	return ev_hit(e, regs, NULL, 0, false, true);
+}
+
+int ev_ret_handler_stk(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ukpev_event *e = EV_OF_KP(ri->rp);
+	const unsigned long *saved = (const unsigned long *)(void *)ri->data;
+	if (e->area->hdr->clock == EV_CLOCK_MONO)
+		return ev_hit(e, regs, saved, (unsigned long)ri->ret_addr, true, true);
+	return ev_hit(e, regs, saved, (unsigned long)ri->ret_addr, false, true);
 }
 
 /* A return probe whose fetchargs use $argN: they are saved at the entry. */

@@ -877,7 +877,22 @@ UKT_CASE(bad_triggers)
 		{ "enable_event:g:nope", -EINVAL, UKPEV_E_FILTER_NO_EVENT, 13 },
 		{ "traceoff if nofield == 1", -EINVAL, UKPEV_E_FILTER_FIELD, 12 },
 		{ "traceon if i ==", -EINVAL, UKPEV_E_FILTER_MISSING_VAL, 15 },
-		{ "stacktrace", -EOPNOTSUPP, UKPEV_E_BAD_TRIGGER, 0 },
+		{ "stacktrace", -EOPNOTSUPP, UKPEV_E_TRIGGER_NO_STACKS, 0 },
+		{ "hist:keys=common_stacktrace", -EOPNOTSUPP, UKPEV_E_TRIGGER_NO_STACKS, 0 },
+		{ "snapshot", -EOPNOTSUPP, UKPEV_E_BAD_TRIGGER, 0 },
+		{ "hist", -EINVAL, UKPEV_E_HIST_NO_KEYS, 4 },
+		{ "hist:vals=i", -EINVAL, UKPEV_E_HIST_NO_KEYS, 5 },
+		{ "hist:keys=nofield", -EINVAL, UKPEV_E_HIST_FIELD, 10 },
+		{ "hist:keys=i.bogus", -EINVAL, UKPEV_E_HIST_MODIFIER, 12 },
+		{ "hist:keys=i.buckets", -EINVAL, UKPEV_E_HIST_MODIFIER, 12 },
+		{ "hist:keys=i.buckets=0", -EINVAL, UKPEV_E_HIST_MODIFIER, 12 },
+		{ "hist:keys=i:vals=common_stacktrace", -EINVAL, UKPEV_E_HIST_FIELD_TYPE, 17 },
+		{ "hist:keys=i:sort=x", -EINVAL, UKPEV_E_HIST_SORT, 17 },
+		{ "hist:keys=i:size=0", -EINVAL, UKPEV_E_HIST_SIZE, 17 },
+		{ "hist:keys=i:size=1000000", -EINVAL, UKPEV_E_HIST_SIZE, 17 },
+		{ "hist:keys=i:frob=1", -EINVAL, UKPEV_E_HIST_ATTR, 12 },
+		{ "hist:keys=i,i,i,i", -EINVAL, UKPEV_E_HIST_TOO_MANY, 16 },
+		{ "hist:keys=i if nofield == 1", -EINVAL, UKPEV_E_FILTER_FIELD, 15 },
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct ukpev_error err;
