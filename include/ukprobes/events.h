@@ -356,6 +356,14 @@ UKPEV_API int ukpev_event_soft_enable(struct ukpev_event *ev, int on);
  */
 UKPEV_API int ukpev_event_add_trigger(struct ukpev_event *ev, const char *trigger,
 				      struct ukpev_error *err);
+/*
+ * Checks a trigger against a definition's fields, as
+ * ukpev_event_add_trigger() would (an enable_event's GRP:EVENT is not
+ * looked up).  Returns 1 when the trigger walks stacks (its event then
+ * needs UKPEV_F_STACKS), 0 when not, or a negative errno with err set.
+ */
+UKPEV_API int ukpev_trigger_check(const struct ukpev_def *d, const char *trigger,
+				  struct ukpev_error *err);
 /* Removes every trigger of ev. */
 UKPEV_API void ukpev_event_clear_triggers(struct ukpev_event *ev);
 

@@ -598,18 +598,27 @@ static bool trig_count(const char *s, size_t n, int64_t *v)
 	return true;
 }
 
-int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukpev_error *err)
+/*
+ * A trigger's text parsed against d's fields: the trigger (no target
+ * resolved, no histogram taken), the end of its command, the event it
+ * switches (tgrp, tev: enable_event/disable_event), whether it walks
+ * stacks.  stacks_ok: the event's handler may walk stacks.
+ */
+struct trig_parsed {
+	size_t cmd_end;
+	const char *tgrp, *tev;
+	size_t tgl, tel;
+	bool stacks;
+};
+
+static int trigger_parse(const struct ukpev_def *d, bool stacks_ok, const char *text,
+			 struct ev_trigger **out, struct trig_parsed *tp, struct ukpev_error *err)
 {
-	struct ukpev_error dummy;
-	if (!err)
-		err = &dummy;
-	err->code = UKPEV_E_NONE;
-	err->offset = 0;
-	if (!ev || !text)
-		return -EINVAL;
 	/* COMMAND[:ARGS...][:COUNT] [if EXPR] */
 	const char *ifp;
 	size_t cmd_end = ev_trigger_split(text, &ifp);
+	memset(tp, 0, sizeof(*tp));
+	tp->cmd_end = cmd_end;
 	/* the words of the command */
 	const char *w[6];
 	size_t wl[6];
@@ -637,25 +646,16 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 		need = 3;
 	} else if (IS(0, "stacktrace")) {
 		t->type = T_STACKTRACE;
-		if (!ev->stacks) {
-			ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
-			trigger_free(t);
-			return -EOPNOTSUPP;
-		}
+		tp->stacks = true;
 	} else if (IS(0, "hist")) {
 		t->type = T_HIST;
 		struct ev_hspec *sp = malloc(sizeof(*sp));
-		int r = sp ? ev_hist_parse(&ev->info, text, cmd_end, sp, err) : -ENOMEM;
-		bool stack = !r && sp->stack;
+		int r = sp ? ev_hist_parse(&d->info, text, cmd_end, sp, err) : -ENOMEM;
+		tp->stacks = !r && sp->stack;
 		free(sp);
 		if (r) {
 			trigger_free(t);
 			return r;
-		}
-		if (stack && !ev->stacks) {
-			ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
-			trigger_free(t);
-			return -EOPNOTSUPP;
 		}
 		nw = need;	/* the words are the histogram's */
 	} else if (IS(0, "snapshot") || IS(0, "enable_hist") || IS(0, "disable_hist")) {
@@ -668,12 +668,23 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 		return -EINVAL;
 	}
 #undef IS
+	if (tp->stacks && !stacks_ok) {
+		ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
+		trigger_free(t);
+		return -EOPNOTSUPP;
+	}
 	if (nw < need || nw > need + 1 || (need == 3 && (!wl[1] || !wl[2]))) {
 		ev_set_err(err, UKPEV_E_BAD_TRIGGER, nw < need ? (int)cmd_end :
 			   need == 3 && !wl[1] ? (int)(w[1] - text) :
 			   need == 3 && !wl[2] ? (int)(w[2] - text) : (int)(w[need + 1] - text));
 		trigger_free(t);
 		return -EINVAL;
+	}
+	if (need == 3) {
+		tp->tgrp = w[1];
+		tp->tgl = wl[1];
+		tp->tev = w[2];
+		tp->tel = wl[2];
 	}
 	if (nw == need + 1) {
 		int64_t c;
@@ -686,7 +697,7 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 	}
 	if (ifp) {
 		const char *expr = ifp + 2;
-		int r = ev_filter_compile(ev->def, expr, &t->filter, err);
+		int r = ev_filter_compile(d, expr, &t->filter, err);
 		if (r) {
 			if (err->code != UKPEV_E_NONE)
 				err->offset += (int)(expr - text);
@@ -694,31 +705,67 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 			return r;
 		}
 	}
+	*out = t;
+	return 0;
+}
+
+int ukpev_trigger_check(const struct ukpev_def *d, const char *text, struct ukpev_error *err)
+{
+	struct ukpev_error dummy;
+	if (!err)
+		err = &dummy;
+	err->code = UKPEV_E_NONE;
+	err->offset = 0;
+	if (!d || !text)
+		return -EINVAL;
+	struct ev_trigger *t;
+	struct trig_parsed tp;
+	int r = trigger_parse(d, true, text, &t, &tp, err);
+	if (r)
+		return r;
+	trigger_free(t);
+	return tp.stacks;
+}
+
+int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukpev_error *err)
+{
+	struct ukpev_error dummy;
+	if (!err)
+		err = &dummy;
+	err->code = UKPEV_E_NONE;
+	err->offset = 0;
+	if (!ev || !text)
+		return -EINVAL;
+	struct ev_trigger *t;
+	struct trig_parsed tp;
+	int r = trigger_parse(ev->def, ev->stacks, text, &t, &tp, err);
+	if (r)
+		return r;
+	size_t cmd_end = tp.cmd_end;
 	t->text = strdup(text);
 	if (!t->text) {
 		trigger_free(t);
 		return -ENOMEM;
 	}
 	if (t->type == T_HIST) {	/* last: it takes one of the area's histograms */
-		int r = ev_hist_create(ev, text, cmd_end, &t->hist, err);
+		r = ev_hist_create(ev, text, cmd_end, &t->hist, err);
 		if (r) {
 			trigger_free(t);
 			return r;
 		}
 	}
 	pthread_mutex_lock(&ev_lock);
-	if (need == 3) {
-		char name[2 * UKPEV_NAME_MAX + 2];
-		snprintf(name, sizeof(name), "%.*s/%.*s", (int)wl[1], w[1], (int)wl[2], w[2]);
+	if (tp.tgrp) {
 		for (unsigned i = 0; i < UKPEV_MAX_EVENTS && !t->target; i++) {
 			struct ukpev_event *o = ev->area->events[i];
-			if (o && strlen(o->def->group) == wl[1] && !strncmp(o->def->group, w[1], wl[1]) &&
-			    strlen(o->def->event) == wl[2] && !strncmp(o->def->event, w[2], wl[2]))
+			if (o && strlen(o->def->group) == tp.tgl &&
+			    !strncmp(o->def->group, tp.tgrp, tp.tgl) &&
+			    strlen(o->def->event) == tp.tel && !strncmp(o->def->event, tp.tev, tp.tel))
 				t->target = o;
 		}
 		if (!t->target) {
 			pthread_mutex_unlock(&ev_lock);
-			ev_set_err(err, UKPEV_E_FILTER_NO_EVENT, (int)(w[1] - text));
+			ev_set_err(err, UKPEV_E_FILTER_NO_EVENT, (int)(tp.tgrp - text));
 			trigger_free(t);
 			return -EINVAL;
 		}
