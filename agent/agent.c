@@ -110,6 +110,23 @@ static void session_end(struct session *s)
 	s->nev = 0;
 }
 
+/* "EVENT:..." or "GRP/EVENT:..." names the event of definition def */
+static int name_matches(const char *spec, const char *def)
+{
+	struct ukpev_def *pd;
+	struct ukpev_error pe;
+	const char *colon = strchr(spec, ':');
+	if (!colon || ukpev_def_parse(def, &pd, &pe) < 0)
+		return 0;
+	const struct ukpev_event_info *in = ukpev_def_info(pd);
+	size_t nl = (size_t)(colon - spec), gl = strlen(in->group), el = strlen(in->event);
+	int m = (nl == el && !strncmp(spec, in->event, el)) ||
+		(nl == gl + 1 + el && !strncmp(spec, in->group, gl) && spec[gl] == '/' &&
+		 !strncmp(spec + gl + 1, in->event, el));
+	ukpev_def_free(pd);
+	return m;
+}
+
 /*
  * DEFINE: every definition created (disabled), every filter set, then all
  * enabled at once.  Replies ARMED with the area's memfd, or ERROR (and
@@ -122,21 +139,37 @@ static int define(struct session *s, const char *buf, uint32_t len)
 		return -1;
 	memcpy(&d, buf, sizeof d);
 	const char *p = buf + sizeof d, *end = buf + len;
-	const char **defs = calloc(d.ndefs + d.nfilters + 1, sizeof *defs);
+	unsigned nstr = d.ndefs + d.nfilters + d.ntriggers;
+	const char **defs = calloc(nstr + 1, sizeof *defs);
+	bool *stacks = calloc(d.ndefs + 1, sizeof *stacks);
 	s->ev = calloc(d.ndefs + 1, sizeof *s->ev);
-	if (!defs || !s->ev) {
+	if (!defs || !s->ev || !stacks) {
 		free(defs);
+		free(stacks);
 		return -1;
 	}
-	for (unsigned k = 0; k < d.ndefs + d.nfilters; k++) {
+	for (unsigned k = 0; k < nstr; k++) {
 		const char *z = memchr(p, 0, (size_t)(end - p));
 		if (!z) {
 			free(defs);
+			free(stacks);
 			return -1;
 		}
 		defs[k] = p;
 		p = z + 1;
 	}
+	const char **trig = defs + d.ndefs + d.nfilters;
+	/* events whose triggers walk stacks get a handler that can */
+	for (unsigned k = 0; k < d.ntriggers; k++)
+		for (unsigned j = 0; j < d.ndefs; j++) {
+			struct ukpev_def *pd;
+			struct ukpev_error pe;
+			if (!name_matches(trig[k], defs[j]) || ukpev_def_parse(defs[j], &pd, &pe) < 0)
+				continue;
+			if (ukpev_trigger_check(pd, strchr(trig[k], ':') + 1, &pe) == 1)
+				stacks[j] = true;
+			ukpev_def_free(pd);
+		}
 	struct ukpev_area_opts o = { sizeof o, d.buffer_kb, 0 };
 	struct ukpev_error e = { 0, 0 };
 	int r = ukpev_area_create(&o, &s->area);
@@ -145,7 +178,8 @@ static int define(struct session *s, const char *buf, uint32_t len)
 		goto fail;
 	}
 	for (unsigned k = 0; k < d.ndefs; k++) {
-		r = ukpev_event_create(s->area, defs[k], UKPEV_F_DISABLED, &s->ev[k], &e);
+		r = ukpev_event_create(s->area, defs[k],
+				       UKPEV_F_DISABLED | (stacks[k] ? UKPEV_F_STACKS : 0), &s->ev[k], &e);
 		if (r < 0) {
 			send_error(s->fd, 0, k, &e, r);
 			goto fail;
@@ -186,10 +220,35 @@ static int define(struct session *s, const char *buf, uint32_t len)
 			goto fail;
 		}
 	}
+	for (unsigned k = 0; k < d.ntriggers; k++) {
+		const char *cmd = strchr(trig[k], ':') + 1;
+		int found = 0;
+		for (unsigned j = 0; j < s->nev; j++) {
+			if (!name_matches(trig[k], defs[j]))
+				continue;
+			found = 1;
+			r = ukpev_event_add_trigger(s->ev[j], cmd, &e);
+			if (r < 0) {
+				send_error(s->fd, 3, k, &e, r);
+				goto fail;
+			}
+			/* a histogram's event writes no lines of its own (the
+			 * kernel's hist trigger on a disabled event) */
+			if (!strncmp(cmd, "hist", 4) && (cmd[4] == ':' || cmd[4] == ' ' || !cmd[4]))
+				ukpev_event_soft_enable(s->ev[j], 0);
+		}
+		if (!found) {
+			e = (struct ukpev_error){ UKPEV_E_FILTER_NO_EVENT, 0 };
+			send_error(s->fd, 3, k, &e, -EINVAL);
+			goto fail;
+		}
+	}
 	free(defs);
+	free(stacks);
 	return send_msg(s->fd, UKPA_ARMED, NULL, 0, NULL, 0, ukpev_area_fd(s->area));
 fail:
 	free(defs);
+	free(stacks);
 	session_end(s);
 	return 1;
 }

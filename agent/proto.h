@@ -13,7 +13,7 @@
 
 #define UKPA_ENV_FD	"UKPROBE_AGENT_FD"
 #define UKPA_SONAME	"libukprobe-agent.so"
-#define UKPA_VERSION	1
+#define UKPA_VERSION	2
 #define UKPA_MAX_MSG	(1u << 20)
 
 enum ukpa_type {
@@ -42,15 +42,19 @@ struct ukpa_hello {
 	int32_t pid;
 };
 
-/* definitions then filters, each a NUL-terminated string, in order */
+/* definitions, then filters, then triggers, each a NUL-terminated
+ * string, in order */
 struct ukpa_define {
 	uint32_t buffer_kb;
 	uint32_t ndefs;
 	uint32_t nfilters;
 	uint32_t flags;
+	uint32_t ntriggers;	/* EVENT:COMMAND each */
+	uint32_t pad;
 };
 
-/* what failed: index into the definitions (kind 0) or filters (kind 1),
+/* what failed: index into the definitions (kind 0), filters (kind 1) or
+ * triggers (kind 3; kind 2: the area),
  * the byte offset of the offending word, then the message text */
 struct ukpa_error {
 	uint32_t kind;

@@ -10,7 +10,7 @@
 
 #define UKP_DEFAULT_BUFFER_KB 65536	/* sparse: used only as it fills */
 
-enum ukp_format { FMT_FTRACE, FMT_JSON };
+enum ukp_format { FMT_FTRACE, FMT_JSON, FMT_FOLDED };
 
 struct trace_opts {
 	pid_t pid;			/* -p: attach; 0: launch */
@@ -24,6 +24,8 @@ struct trace_opts {
 	int ndefs;
 	const char **filters;		/* --filter=EVENT:EXPR, as given */
 	int nfilters;
+	const char **triggers;		/* --trigger=EVENT:COMMAND, as given */
+	int ntriggers;
 	char **command;			/* after --: launch */
 };
 

@@ -60,6 +60,8 @@ static void unpack(const struct qrec *q, struct ukpev_record *r)
 	r->event = q->event;
 	if (q->event == UKPEV_EVENT_LOST)
 		r->lost = q->x;
+	else if (q->event == UKPEV_EVENT_STACK)
+		r->stack_of = (unsigned)q->x;
 	else
 		r->ret_ip = q->x;
 	r->payload = q->payload;
@@ -112,7 +114,7 @@ void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
 	c->round_tail = &c->round;
 	if (format == FMT_JSON)
 		fmt_json_header(&c->w);
-	else
+	else if (format == FMT_FTRACE)
 		fmt_ftrace_header(&c->w);
 	fflush(out);
 }
@@ -171,7 +173,8 @@ static int collect(const struct ukpev_record *rec, void *arg)
 	struct qrec *q = alloc_rec(c, rec->payload_size);
 	q->ts_ns = rec->ts_ns;
 	q->comm = intern(c, rec->tid, rec->comm);
-	q->x = rec->event == UKPEV_EVENT_LOST ? rec->lost : rec->ret_ip;
+	q->x = rec->event == UKPEV_EVENT_LOST ? rec->lost :
+	       rec->event == UKPEV_EVENT_STACK ? rec->stack_of : rec->ret_ip;
 	q->pid = rec->pid;
 	q->tid = rec->tid;
 	q->cpu = rec->cpu;
@@ -275,6 +278,88 @@ void consumer_start(struct consumer *c)
 }
 
 /* ---- the writer ------------------------------------------------------ */
+
+/*
+ * --format=folded: the stacks of stacktrace triggers, counted by their
+ * folded form ("outer;...;inner": function names, the probed one last).
+ */
+static uint64_t fold_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void fold_add(struct consumer *c, const struct ukpev_record *rec)
+{
+	const uint64_t *fr = rec->payload;
+	unsigned n = rec->payload_size / 8;
+	if (!n)
+		return;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	if (!f)
+		abort();
+	char name[512];
+	for (unsigned i = n; i-- > 0;) {
+		/* a return address names the call before it */
+		sym_format(c->w.sym, (unsigned long)fr[i] - (i ? 1 : 0), 0, 0, name, sizeof name);
+		name[strcspn(name, " ;")] = 0;
+		fprintf(f, "%s%s", name, i ? ";" : "");
+	}
+	fclose(f);
+	if (c->nfold * 2 >= c->capfold) {
+		size_t cap = c->capfold ? 2 * c->capfold : 1024;
+		struct fold *nf = calloc(cap, sizeof *nf);
+		if (!nf)
+			abort();
+		for (size_t k = 0; k < c->capfold; k++)
+			if (c->folds[k].line) {
+				size_t j = fold_hash(c->folds[k].line) & (cap - 1);
+				while (nf[j].line)
+					j = (j + 1) & (cap - 1);
+				nf[j] = c->folds[k];
+			}
+		free(c->folds);
+		c->folds = nf;
+		c->capfold = cap;
+	}
+	size_t j = fold_hash(line) & (c->capfold - 1);
+	while (c->folds[j].line && strcmp(c->folds[j].line, line))
+		j = (j + 1) & (c->capfold - 1);
+	if (c->folds[j].line) {
+		free(line);
+	} else {
+		c->folds[j].line = line;
+		c->nfold++;
+	}
+	c->folds[j].count++;
+}
+
+static int fold_cmp(const void *a, const void *b)
+{
+	const struct fold *x = a, *y = b;
+	if (!x->line || !y->line)
+		return !x->line - !y->line;
+	return strcmp(x->line, y->line);
+}
+
+static void fold_write(struct consumer *c)
+{
+	if (!c->folds)
+		return;
+	qsort(c->folds, c->capfold, sizeof *c->folds, fold_cmp);
+	for (size_t k = 0; k < c->capfold && c->folds[k].line; k++) {
+		fprintf(c->w.f, "%s %llu\n", c->folds[k].line,
+			(unsigned long long)c->folds[k].count);
+		free(c->folds[k].line);
+	}
+	free(c->folds);
+	c->folds = NULL;
+	c->capfold = c->nfold = 0;
+}
 
 #define MAX_SPARE 16	/* chunks kept: 64 MiB */
 
@@ -390,16 +475,25 @@ void consumer_drain(struct consumer *c, int final)
 		struct ukpev_record rec;
 		unpack(q, &rec);
 		if (q->event != UKPEV_EVENT_LOST) {
-			ev = ukpev_reader_event(c->r, q->event);
+			ev = ukpev_reader_event(c->r, q->event == UKPEV_EVENT_STACK ?
+						rec.stack_of : q->event);
 			if (!ev) {
 				release(c, q);
 				continue;
 			}
 		}
-		if (c->format == FMT_JSON)
+		if (q->event == UKPEV_EVENT_STACK) {
+			if (c->format == FMT_FOLDED)
+				fold_add(c, &rec);
+			else if (c->format == FMT_JSON)
+				fmt_json_stack(&c->w, ev, &rec);
+			else
+				fmt_ftrace_stack(&c->w, &rec);
+		} else if (c->format == FMT_JSON) {
 			fmt_json_record(&c->w, ev, &rec);
-		else
+		} else if (c->format == FMT_FTRACE) {
 			fmt_ftrace_record(&c->w, ev, &rec);
+		}
 		c->written++;
 		release(c, q);
 	}
@@ -421,10 +515,14 @@ void consumer_end(struct consumer *c)
 	}
 	c->running = 0;
 	consumer_drain(c, 1);
-	if (c->format == FMT_JSON)
+	if (c->format == FMT_JSON) {
 		fmt_json_end(&c->w);
-	else
+	} else if (c->format == FMT_FOLDED) {
+		fold_write(c);
+		fflush(c->w.f);
+	} else {
 		fmt_ftrace_end(&c->w);
+	}
 	free(c->pend);
 	free(c->tmp);
 	while (c->names) {

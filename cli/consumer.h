@@ -9,6 +9,7 @@
 
 struct chunk;
 struct qrec;
+struct fold { char *line; uint64_t count; };
 
 struct consumer {
 	struct ukpev_reader *r;
@@ -39,6 +40,9 @@ struct consumer {
 	 * a page fault a page */
 	struct chunk *spare;
 	int nspare;
+	/* --format=folded: stacks counted (open addressing) */
+	struct fold *folds;
+	size_t nfold, capfold;
 };
 
 void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,

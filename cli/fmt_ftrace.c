@@ -71,6 +71,8 @@ static char *pad(char *p, const char *s, size_t n, size_t w, int right)
 	return p;
 }
 
+static char *context(char *head, const struct ukpev_record *rec);
+
 void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 		       const struct ukpev_record *rec)
 {
@@ -101,7 +103,22 @@ void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 	}
 	/* "%16s-%-7d [%03u] %5llu.%06llu: %s: (%s)%s\n", written by hand:
 	 * printf and stdio's locking were most of the writer's time */
-	char head[128], num[24], *p = head;
+	char head[128];
+	char *p = context(head, rec);
+	FILE *f = w->f;
+	fwrite_unlocked(head, 1, (size_t)(p - head), f);
+	fputs_unlocked(ev->event, f);
+	fwrite_unlocked(": (", 1, 3, f);
+	fputs_unlocked(place, f);
+	putc_unlocked(')', f);
+	fputs_unlocked(fmt_args(w, ev, rec, UKPEV_FMT_FTRACE), f);
+	putc_unlocked('\n', f);
+}
+
+/* trace_print_context(): "%16s-%-7d [%03u] %5llu.%06llu: " into head; its end */
+static char *context(char *head, const struct ukpev_record *rec)
+{
+	char num[24], *p = head;
 	const char *comm = rec->comm ? rec->comm : "<...>";
 	size_t cl = strnlen(comm, 64);
 	p = pad(p, comm, cl, 16, 1);
@@ -120,15 +137,23 @@ void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 	p = dec(p, rec->ts_ns % 1000000000ull / 1000, 6);
 	*p++ = ':';
 	*p++ = ' ';
-	/* one line, one write: the writer is the only thread on w->f */
+	return p;
+}
+
+void fmt_ftrace_stack(struct writer *w, const struct ukpev_record *rec)
+{
+	char head[128], name[1024];
+	char *p = context(head, rec);
 	FILE *f = w->f;
 	fwrite_unlocked(head, 1, (size_t)(p - head), f);
-	fputs_unlocked(ev->event, f);
-	fwrite_unlocked(": (", 1, 3, f);
-	fputs_unlocked(place, f);
-	putc_unlocked(')', f);
-	fputs_unlocked(fmt_args(w, ev, rec, UKPEV_FMT_FTRACE), f);
-	putc_unlocked('\n', f);
+	fputs_unlocked("<stack trace>\n", f);
+	const uint64_t *fr = rec->payload;
+	for (unsigned i = 0; i < rec->payload_size / 8; i++) {
+		sym_format(w->sym, (unsigned long)fr[i], 1, 1, name, sizeof name);
+		fputs_unlocked(" => ", f);
+		fputs_unlocked(name, f);
+		putc_unlocked('\n', f);
+	}
 }
 
 void fmt_ftrace_end(struct writer *w)

@@ -102,3 +102,26 @@ void fmt_json_end(struct writer *w)
 	fputs("\n]}\n", w->f);
 	fflush(w->f);
 }
+
+void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
+		    const struct ukpev_record *rec)
+{
+	char name[1024];
+	name_thread(w, rec);
+	sep(w);
+	fputs("{\"name\":\"<stack trace>\",\"cat\":", w->f);
+	json_str(w->f, ev->group);
+	fprintf(w->f, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,"
+		"\"args\":{\"event\":", (unsigned long long)(rec->ts_ns / 1000),
+		(unsigned long long)(rec->ts_ns % 1000), (int)rec->pid, (int)rec->tid);
+	json_str(w->f, ev->event);
+	fputs(",\"stack\":[", w->f);
+	const uint64_t *fr = rec->payload;
+	for (unsigned i = 0; i < rec->payload_size / 8; i++) {
+		sym_format(w->sym, (unsigned long)fr[i], 1, 1, name, sizeof name);
+		if (i)
+			fputc(',', w->f);
+		json_str(w->f, name);
+	}
+	fputs("]}}", w->f);
+}

@@ -13,7 +13,7 @@
 #include "opts.h"
 #include <ukprobes/events.h>
 
-enum { O_PROFILE = 256, O_FORMAT, O_FILTER, O_HELP };
+enum { O_PROFILE = 256, O_FORMAT, O_FILTER, O_TRIGGER, O_HELP };
 
 static const struct opt_def {
 	int val;		/* short option letter or O_* */
@@ -27,8 +27,9 @@ static const struct opt_def {
 	{ 'o', "output", "FILE", "write the events to FILE instead of stdout" },
 	{ 'b', "buffer-size", "KB", "each thread's record buffer, in KiB (default " UKP_STR(UKP_DEFAULT_BUFFER_KB) ")" },
 	{ O_PROFILE, "profile", NULL, "at the end, write 'GRP/EVENT HITS MISSES' per event to stderr (uprobe_profile)" },
-	{ O_FORMAT, "format", "ftrace|json", "output format: the kernel's trace lines (default) or Chrome trace events" },
+	{ O_FORMAT, "format", "ftrace|json|folded", "output: the kernel's trace lines (default), Chrome trace events, or folded stacks (flame graphs)" },
 	{ O_FILTER, "filter", "EVENT:EXPR", "keep only EVENT's records for which EXPR holds (repeatable)" },
+	{ O_TRIGGER, "trigger", "EVENT:CMD", "an event trigger (repeatable): CMD[:COUNT] [if EXPR], CMD one of stacktrace, traceon, traceoff, enable_event:GRP:EVENT, disable_event:GRP:EVENT, hist:keys=...[:vals=...][:sort=...][:size=N]" },
 	{ 'h', "help", NULL, "this text" },
 };
 #define NOPTS (sizeof opt_table / sizeof *opt_table)
@@ -73,7 +74,12 @@ void trace_usage(FILE *f)
 	fprintf(f,
 "\n"
 "Output: one line per event, as the kernel's trace file, on stdout (or -o);\n"
-"'ukprobe: N events lost' on stderr at the end, always.\n"
+"a stacktrace trigger's stack after its event's line; each histogram (hist\n"
+"triggers) after the events, as the kernel's hist file, and on SIGUSR1.\n"
+"An event with a hist trigger writes no lines of its own (an enable_event\n"
+"trigger may switch them on).  --format=folded writes only stacks:\n"
+"'outer;...;inner COUNT' lines of stacktrace triggers and common_stacktrace\n"
+"keys.  'ukprobe: N events lost' on stderr at the end, always.\n"
 "SIGINT/SIGTERM/SIGHUP: in launch mode COMMAND gets them (from a terminal\n"
 "directly, from kill through ukprobe) and decides; ukprobe goes on until\n"
 "COMMAND exits.  In attach mode they end the trace.\n"
@@ -116,8 +122,9 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 	memset(&lopts[NOPTS], 0, sizeof lopts[NOPTS]);
 
 	t->filters = calloc((size_t)argc + 1, sizeof *t->filters);
+	t->triggers = calloc((size_t)argc + 1, sizeof *t->triggers);
 	t->defs = calloc((size_t)argc + 1, sizeof *t->defs);
-	if (!t->filters || !t->defs)
+	if (!t->filters || !t->defs || !t->triggers)
 		return 2;
 	opterr = 0;
 	optind = 1;
@@ -176,8 +183,10 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 				t->format = FMT_FTRACE;
 			else if (!strcmp(optarg, "json"))
 				t->format = FMT_JSON;
+			else if (!strcmp(optarg, "folded"))
+				t->format = FMT_FOLDED;
 			else {
-				ukp_err("unknown format '%s' (ftrace or json)", optarg);
+				ukp_err("unknown format '%s' (ftrace, json or folded)", optarg);
 				return 2;
 			}
 			break;
@@ -187,6 +196,13 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 				return 2;
 			}
 			t->filters[t->nfilters++] = optarg;
+			break;
+		case O_TRIGGER:
+			if (!strchr(optarg, ':')) {
+				ukp_err("bad trigger '%s' (EVENT:COMMAND)", optarg);
+				return 2;
+			}
+			t->triggers[t->ntriggers++] = optarg;
 			break;
 		case 'h':
 			trace_usage(stdout);

@@ -27,11 +27,17 @@ void fmt_ftrace_header(struct writer *w);
 void fmt_ftrace_record(struct writer *w, const struct ukpev_event_info *ev,
 		       const struct ukpev_record *rec);
 void fmt_ftrace_end(struct writer *w);
+/* a stacktrace trigger's record: "<stack trace>" and " => " frames */
+void fmt_ftrace_stack(struct writer *w, const struct ukpev_record *rec);
 
 void fmt_json_header(struct writer *w);
 void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
 		     const struct ukpev_record *rec);
 void fmt_json_end(struct writer *w);
+/* a stacktrace trigger's record: an instant event "<stack trace>" of
+ * the event's group, its frames in args.stack, innermost first */
+void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
+		    const struct ukpev_record *rec);
 
 /* the arguments of rec, formatted (in w->buf) */
 const char *fmt_args(struct writer *w, const struct ukpev_event_info *ev,

@@ -26,6 +26,36 @@
 #include "../agent/proto.h"
 
 static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t hist_asked;	/* SIGUSR1 */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	hist_asked = 1;
+}
+
+/* %pS for histograms: sym+0xOFF/0xSIZE [object] */
+static int hist_sym(unsigned long addr, char *buf, size_t n, void *arg)
+{
+	int len = sym_format(arg, addr, 1, 1, buf, n);
+	if (len > 0 && !strncmp(buf, "0x", 2))
+		buf[0] = 0;	/* no symbol: the caller prints the address */
+	return len;
+}
+
+/* every histogram: the kernel's hist files (folded: their stacks) */
+static void write_hists(struct ukpev_reader *rd, FILE *out, struct symbolizer *sym,
+			enum ukp_format format)
+{
+	unsigned n = ukpev_reader_nhists(rd);
+	for (unsigned h = 0; h < n; h++) {
+		if (format != FMT_FOLDED)
+			fputc('\n', out);
+		ukpev_reader_hist_print(rd, h, out, format == FMT_FOLDED ? UKPEV_HIST_FOLDED :
+					UKPEV_HIST_KERNEL, hist_sym, sym);
+	}
+	fflush(out);
+}
 static volatile sig_atomic_t child_pid;
 
 static double now_s(void)
@@ -59,7 +89,16 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	stop_sig = sig;
 }
 
-/* definitions and filters checked: 0, or 2 with the error written */
+/* "EVENT:..." or "GRP/EVENT:..." names in */
+static int names_event(const char *spec, const struct ukpev_event_info *in)
+{
+	size_t nl = strcspn(spec, ":"), gl = strlen(in->group), el = strlen(in->event);
+	return (nl == el && !strncmp(spec, in->event, el)) ||
+	       (nl == gl + 1 + el && !strncmp(spec, in->group, gl) && spec[gl] == '/' &&
+		!strncmp(spec + gl + 1, in->event, el));
+}
+
+/* definitions, filters and triggers checked: 0, or 2 with the error written */
 static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 {
 	struct ukpev_def **d = calloc((size_t)t->ndefs + 1, sizeof *d);
@@ -113,6 +152,45 @@ static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 			return 2;
 		}
 	}
+	for (int k = 0; k < t->ntriggers; k++) {
+		const char *f = t->triggers[k], *cmd = strchr(f, ':') + 1;
+		int found = 0;
+		for (int j = 0; j < t->ndefs; j++) {
+			if (!names_event(f, ukpev_def_info(d[j])))
+				continue;
+			found = 1;
+			memset(&e, 0, sizeof e);
+			if (ukpev_trigger_check(d[j], cmd, &e) < 0) {
+				print_error(cmd, &e);
+				return 2;
+			}
+		}
+		if (!found) {
+			e.code = UKPEV_E_FILTER_NO_EVENT;
+			e.offset = 0;
+			print_error(f, &e);
+			return 2;
+		}
+		/* enable_event:GRP:EVENT / disable_event: an event defined here */
+		const char *what = !strncmp(cmd, "enable_event:", 13) ? cmd + 13 :
+				   !strncmp(cmd, "disable_event:", 14) ? cmd + 14 : NULL;
+		if (what) {
+			const char *c2 = strchr(what, ':');
+			size_t gl = (size_t)(c2 - what), el = strcspn(c2 + 1, ": \t");
+			int ok = 0;
+			for (int j = 0; j < t->ndefs && !ok; j++) {
+				const struct ukpev_event_info *in = ukpev_def_info(d[j]);
+				ok = strlen(in->group) == gl && !strncmp(in->group, what, gl) &&
+				     strlen(in->event) == el && !strncmp(in->event, c2 + 1, el);
+			}
+			if (!ok) {
+				e.code = UKPEV_E_FILTER_NO_EVENT;
+				e.offset = (int)(what - cmd);
+				print_error(cmd, &e);
+				return 2;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -123,6 +201,8 @@ static int send_define(int fd, const struct trace_opts *t)
 		n += strlen(t->defs[k]) + 1;
 	for (int k = 0; k < t->nfilters; k++)
 		n += strlen(t->filters[k]) + 1;
+	for (int k = 0; k < t->ntriggers; k++)
+		n += strlen(t->triggers[k]) + 1;
 	char *s = malloc(n + 1), *p = s;
 	if (!s)
 		return -1;
@@ -130,7 +210,10 @@ static int send_define(int fd, const struct trace_opts *t)
 		p = stpcpy(p, t->defs[k]) + 1;
 	for (int k = 0; k < t->nfilters; k++)
 		p = stpcpy(p, t->filters[k]) + 1;
-	struct ukpa_define d = { t->buffer_kb, (uint32_t)t->ndefs, (uint32_t)t->nfilters, 0 };
+	for (int k = 0; k < t->ntriggers; k++)
+		p = stpcpy(p, t->triggers[k]) + 1;
+	struct ukpa_define d = { t->buffer_kb, (uint32_t)t->ndefs, (uint32_t)t->nfilters, 0,
+				 (uint32_t)t->ntriggers, 0 };
 	int r = chan_send(fd, UKPA_DEFINE, &d, sizeof d, s, n);
 	free(s);
 	return r;
@@ -154,9 +237,12 @@ static int await_armed(int fd, const struct trace_opts *t, int *refused)
 			memcpy(&pe, pl, sizeof pe);
 			const char *msg = (const char *)pl + sizeof pe;
 			const char *text = pe.kind == 0 && pe.index < (unsigned)t->ndefs ? t->defs[pe.index]
-				: pe.kind == 1 && pe.index < (unsigned)t->nfilters ? t->filters[pe.index] : NULL;
-			/* a filter: EXPR, after "EVENT:", unless the event is what is wrong */
-			if (pe.kind == 1 && text && strstr(msg, "Unknown event") == NULL)
+				: pe.kind == 1 && pe.index < (unsigned)t->nfilters ? t->filters[pe.index]
+				: pe.kind == 3 && pe.index < (unsigned)t->ntriggers ? t->triggers[pe.index]
+				: NULL;
+			/* a filter (trigger): EXPR (COMMAND), after "EVENT:", unless the
+			 * event is what is wrong */
+			if ((pe.kind == 1 || pe.kind == 3) && text && strstr(msg, "Unknown event") == NULL)
 				text = strchr(text, ':') + 1;
 			if (text)
 				ukp_error_log(msg, text, pe.offset);
@@ -339,6 +425,9 @@ int cmd_trace(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction su = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	sigemptyset(&su.sa_mask);
+	sigaction(SIGUSR1, &su, NULL);
 
 	pid_t apid = 0;
 	r = await_hello(ctl, &apid);
@@ -438,6 +527,10 @@ int cmd_trace(int argc, char **argv)
 			}
 		}
 		consumer_drain(&c, 0);
+		if (hist_asked && t.format == FMT_FTRACE) {
+			hist_asked = 0;
+			write_hists(rd, out, sym, t.format);
+		}
 	}
 	if (!child && !exited) {
 		/* every probe removed before the last drain: nothing is
@@ -459,6 +552,8 @@ int cmd_trace(int argc, char **argv)
 	if (exited)
 		sym_set_dead(sym);	/* its objects are known; no maps to read */
 	consumer_end(&c);
+	if (t.format != FMT_JSON)
+		write_hists(rd, out, sym, t.format);
 	if (out != stdout)
 		fclose(out);
 	else

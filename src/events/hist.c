@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ukprobes/events.h>
 #include "ev_int.h"
 
 /* ---- parsing --------------------------------------------------------------- */

@@ -293,3 +293,105 @@ UKT_CASE_T(gzip_and_sort_mallocs_match_the_kernel, 180)
 	compare("read", "dx", so, "/dev/null", 1);
 	unlink(in);
 }
+
+/*
+ * A histogram of fn's sizes by ukprobe's hist trigger (aggregated in the
+ * target, no record written) against the same calls the kernel's uprobe
+ * event recorded, bucketed here: bucket for bucket, counts and sums.
+ */
+static void compare_hist(const char *fn, const char *reg, char *const *cmd, const char *in_path,
+			 int min_calls)
+{
+	int nk = 0, startup = 0;
+	long *k = kernel_run(fn, reg, cmd, in_path, &nk, &startup);
+	unsigned long long cnt[65] = { 0 }, sum[65] = { 0 };
+	for (int j = 0; j < nk; j++) {
+		unsigned long v = (unsigned long)k[j];
+		unsigned b = 0;
+		while (b < 64 && (1UL << b) < v)	/* ilog2(roundup_pow_of_two(v)) */
+			b++;
+		cnt[b]++;
+		sum[b] += v;
+	}
+	char def[128], trig[128];
+	snprintf(def, sizeof def, "p:t/%s libc.so.6:%s size=%%%s:u64", fn, fn, reg);
+	snprintf(trig, sizeof trig, "--trigger=%s:hist:keys=size.log2:vals=size:sort=size", fn);
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)ukprobe_path();
+	argv[n++] = (char *)"trace";
+	argv[n++] = trig;
+	argv[n++] = def;
+	argv[n++] = (char *)"-o";
+	char outp[] = "/tmp/ukt-cli-hXXXXXX";
+	int ofd = mkstemp(outp);
+	UKT_ASSERT(ofd >= 0);
+	close(ofd);
+	argv[n++] = outp;
+	argv[n++] = (char *)"--";
+	for (int j = 0; cmd[j]; j++)
+		argv[n++] = cmd[j];
+	argv[n] = NULL;
+	int in = open(in_path, O_RDONLY);
+	struct run r = run_argv_in(argv, in);
+	close(in);
+	RUN_EXPECT(r, r.status == 0);
+	char *out = slurp_file(outp);
+	unlink(outp);
+	/* a histogram's event writes no lines of its own */
+	char needle[128];
+	snprintf(needle, sizeof needle, " %s: (%s+0x0/", fn, fn);
+	UKT_ASSERT(!strstr(out, needle));
+	const char *h = strstr(out, "# event histogram\n");
+	if (!h)
+		UKT_FAIL("no histogram in:\n%.2000s", out);
+	unsigned entries = 0;
+	unsigned long long hits = 0;
+	for (const char *p = strstr(h, "\n{ "); p; p = strstr(p + 1, "\n{ ")) {
+		unsigned b;
+		unsigned long long c, s;
+		if (sscanf(p, "\n{ size: ~ 2^%u } hitcount: %llu  size: %llu", &b, &c, &s) != 3)
+			UKT_FAIL("bad line: %.100s", p + 1);
+		UKT_ASSERT(b <= 64);
+		if (c != cnt[b] || s != sum[b])
+			UKT_FAIL("%s %s 2^%u: ukprobe %llu calls, sum %llu; kernel %llu, %llu",
+				 cmd[0], fn, b, c, s, cnt[b], sum[b]);
+		entries++;
+		hits += c;
+	}
+	unsigned want = 0;
+	for (unsigned b = 0; b <= 64; b++)
+		want += cnt[b] != 0;
+	printf("  %s %s: %d calls in %u buckets, kernel and ukprobe alike\n", cmd[0], fn, nk,
+	       entries);
+	UKT_ASSERT(nk >= min_calls);
+	UKT_EQ(entries, want);
+	UKT_EQ(hits, (unsigned long long)nk);
+	char tot[160];
+	snprintf(tot, sizeof tot, "\nTotals:\n    Hits: %d\n    Entries: %u\n    Dropped: 0\n", nk,
+		 want);
+	UKT_ASSERT(strstr(h, tot));
+	free(out);
+	free(k);
+	run_free(&r);
+}
+
+UKT_CASE_T(malloc_histograms_match_the_kernel, 180)
+{
+	if (!tracefs_ready()) {
+		printf("  tracefs is not available here (%s): kernel comparison not run\n", TRACEFS);
+		return;
+	}
+	char in[] = "/tmp/ukt-cli-inXXXXXX";
+	make_input(in);
+	setenv("LC_ALL", "C", 1);
+	char *so[] = { (char *)"/usr/bin/sort", (char *)"--parallel=1", in, NULL };
+	compare_hist("malloc", "di", so, "/dev/null", 5);
+	char *gz[] = { (char *)"/usr/bin/gzip", (char *)"-c", in, NULL };
+	compare_hist("write", "dx", gz, "/dev/null", 1);
+	/* more sizes: sort merging in a small buffer */
+	char *sm[] = { (char *)"/usr/bin/sort", (char *)"--parallel=1", (char *)"-S", (char *)"64K",
+		       in, NULL };
+	compare_hist("malloc", "di", sm, "/dev/null", 20);
+	unlink(in);
+}
