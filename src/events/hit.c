@@ -756,13 +756,17 @@ ev_hist_hit_full(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tbloc
 
 /* ---- handlers ------------------------------------------------------------------ */
 
-/* A hit's triggers (events.rst): each with its filter and count.  true:
- * a stacktrace trigger fired (its record follows the event's). */
-static inline __attribute__((always_inline)) bool
+/* what a hit's triggers did (ev_triggers' result) */
+#define EV_TF_STACK	1	/* a stacktrace trigger fired */
+#define EV_TF_COND_OFF	2	/* a traceoff with a condition fired */
+#define EV_TF_COND_ON	4	/* a traceon with a condition fired */
+
+/* A hit's triggers (events.rst): each with its filter and count */
+static inline __attribute__((always_inline)) unsigned
 ev_triggers(const struct ev_trigset *ts, const uint8_t *pl, struct ev_tblock *tb,
 	    struct ukpev_area *a, const struct pt_regs *regs, uint64_t t, bool full)
 {
-	bool stack = false;
+	unsigned did = 0;
 	for (unsigned i = 0; i < ts->n; i++) {
 		struct ev_trigger *tr = ts->t[i];
 		if (tr->filter && !ev_filter_match(tr->filter, pl, tr->filter->strtab, tb->tid))
@@ -777,9 +781,11 @@ ev_triggers(const struct ev_trigset *ts, const uint8_t *pl, struct ev_tblock *tb
 		switch (tr->type) {
 		case T_TRACEON:
 			atomic_store_explicit(&a->tracing_off, 0, memory_order_relaxed);
+			did |= tr->filter ? EV_TF_COND_ON : 0;
 			break;
 		case T_TRACEOFF:
 			atomic_store_explicit(&a->tracing_off, 1, memory_order_relaxed);
+			did |= tr->filter ? EV_TF_COND_OFF : 0;
 			break;
 		case T_ENABLE:
 			atomic_fetch_and_explicit(&tr->target->gate, (uint8_t)~EV_GATE_SOFT_OFF,
@@ -790,7 +796,7 @@ ev_triggers(const struct ev_trigset *ts, const uint8_t *pl, struct ev_tblock *tb
 						 memory_order_relaxed);
 			break;
 		case T_STACKTRACE:
-			stack = full;
+			did |= full ? EV_TF_STACK : 0;
 			break;
 		case T_HIST:
 			if (full)
@@ -800,7 +806,7 @@ ev_triggers(const struct ev_trigset *ts, const uint8_t *pl, struct ev_tblock *tb
 			break;
 		}
 	}
-	return stack;
+	return did;
 }
 
 /* A stacktrace trigger's record, after the event's: the probed code's
@@ -911,11 +917,20 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 	bool stack = false;
 	if (gated) {
 		if (trig) {
-			stack = ev_triggers(trig, pl, tb, a, regs, ts, full);
-			/* a trigger may have turned this event or tracing on or off */
-			quiet = (atomic_load_explicit(&e->gate, memory_order_relaxed) &
-				 EV_GATE_SOFT_OFF) ||
-				atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+			bool was_off = atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+			unsigned did = ev_triggers(trig, pl, tb, a, regs, ts, full);
+			stack = did & EV_TF_STACK;
+			/* a trigger may have turned this event or tracing on or
+			 * off: as the kernel, one without a condition before
+			 * this hit records, one with a condition after */
+			bool soft = atomic_load_explicit(&e->gate, memory_order_relaxed) &
+				    EV_GATE_SOFT_OFF;
+			bool off = atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+			if ((did & EV_TF_COND_OFF) && !was_off)
+				off = false;
+			if ((did & EV_TF_COND_ON) && was_off)
+				off = true;
+			quiet = soft || off;
 		}
 		if (quiet) {
 			/* a soft-disabled event's stacktrace trigger still writes */

@@ -841,12 +841,21 @@ UKT_CASE(triggers)
 	t_fs(9, "x");
 	UKT_EQ(evt_drain(r), 2);
 	ukpev_event_clear_triggers(ea);
-	/* traceoff from a hit: that hit and the rest unrecorded */
+	/* traceoff with a condition: that hit recorded (the kernel runs such
+	 * a trigger after the record), the rest not */
 	UKT_EQ(ukpev_event_add_trigger(eb, "traceoff:1 if n == 2", &err), 0);
 	for (long i = 0; i < 4; i++)
 		t_fs(i, "x");
 	UKT_EQ(ukpev_area_tracing(a, -1), 0);
-	UKT_EQ(evt_drain(r), 2);	/* n 0, 1 */
+	UKT_EQ(evt_drain(r), 3);	/* n 0, 1, 2 */
+	/* and one without: before the record, so that hit goes unrecorded */
+	ukpev_event_clear_triggers(eb);
+	UKT_EQ(ukpev_area_tracing(a, 1), 0);
+	UKT_EQ(ukpev_event_add_trigger(eb, "traceoff:1", &err), 0);
+	t_fs(5, "x");
+	t_fs(6, "x");
+	UKT_EQ(evt_drain(r), 0);
+	UKT_EQ(ukpev_area_tracing(a, -1), 0);
 	UKT_EQ(ukpev_event_add_trigger(ea, "traceon", &err), 0);
 	t_fs(7, "x");	/* off */
 	t_count(1);	/* on again (a's hit recorded: triggers run first) */

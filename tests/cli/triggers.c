@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --trigger and --format=folded against a target that counts for itself
+ * (build/cli-targets/trig): histograms equal its own counts, stacks name
+ * its own call chain, the kernel's print forms, bad triggers refused in
+ * the error log's form, a histogram on SIGUSR1 while it runs.
+ */
+#include <regex.h>
+#include "run.h"
+
+#define DEF_C "p:t/tr_c tr_c x=%di:u64"
+#define DEF_S "p:t/tr_s tr_s name=+0(%di):string"
+
+struct counts {
+	unsigned long long cnt[65], sum[65];
+	unsigned long long str[4];
+	unsigned long calls;
+};
+static const char *names[] = { "alpha", "beta", "gamma", "delta" };
+
+/* what the target printed about itself */
+static void self_counts(const char *out, struct counts *c)
+{
+	memset(c, 0, sizeof *c);
+	for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		unsigned b;
+		unsigned long long n, s;
+		char w[16];
+		if (sscanf(p, "log2 %u %llu %llu", &b, &n, &s) == 3 && b <= 64) {
+			c->cnt[b] = n;
+			c->sum[b] = s;
+		} else if (sscanf(p, "str %15s %llu", w, &n) == 2) {
+			for (int k = 0; k < 4; k++)
+				if (!strcmp(w, names[k]))
+					c->str[k] = n;
+		} else if (sscanf(p, "calls %llu", &n) == 1) {
+			c->calls = (unsigned long)n;
+		}
+	}
+	UKT_ASSERT(c->calls > 0);
+}
+
+static char *tmpfile_path(void)
+{
+	static char p[4][64];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof p[k], "/tmp/ukt-trig-XXXXXX");
+	int fd = mkstemp(p[k]);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	return p[k];
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	UKT_ASSERT(f);
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	size_t r;
+	while ((r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+		n += r;
+		if (cap - n < 4096)
+			b = realloc(b, cap *= 2);
+	}
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+/* the k-th histogram of the output (from "# event histogram") */
+static const char *nth_hist(const char *out, int k)
+{
+	const char *p = out;
+	for (int i = 0; i <= k; i++) {
+		p = strstr(p, "# event histogram\n");
+		if (!p)
+			return NULL;
+		if (i < k)
+			p++;
+	}
+	return p;
+}
+
+static void hist_totals(const char *h, unsigned long long *hits, unsigned *entries,
+			unsigned long long *dropped)
+{
+	const char *t = strstr(h, "\nTotals:\n");
+	UKT_ASSERT(t);
+	UKT_ASSERT(sscanf(t, "\nTotals:\n    Hits: %llu\n    Entries: %u\n    Dropped: %llu", hits,
+			  entries, dropped) == 3);
+}
+
+UKT_CASE_T(histograms_equal_the_targets_counts, 60)
+{
+	char *o = tmpfile_path();
+	struct run r = ukprobe("trace", "-o", o,
+			       "--trigger=tr_c:hist:keys=x.log2:vals=x:sort=x.log2",
+			       "--trigger=t/tr_s:hist:keys=name:vals=hitcount:sort=name",
+			       DEF_C, DEF_S, "--", target("trig"), "3000", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n"));
+	struct counts c;
+	self_counts(r.out, &c);
+	char *out = slurp(o);
+	unlink(o);
+	/* the histograms' events write no lines of their own */
+	UKT_ASSERT(!strstr(out, " tr_c: (") && !strstr(out, " tr_s: ("));
+	const char *h = nth_hist(out, 0);
+	UKT_ASSERT(h);
+	const char *info = "# event histogram\n#\n# trigger info: "
+			   "hist:keys=x.log2:vals=hitcount,x:sort=x.log2:size=2048 [active]\n#\n\n";
+	if (strncmp(h, info, strlen(info)))
+		UKT_FAIL("header:\n%.400s", h);
+	unsigned entries = 0, want = 0;
+	for (const char *p = strstr(h, "\n{ "); p && p < strstr(h, "\nTotals:");
+	     p = strstr(p + 1, "\n{ ")) {
+		unsigned b;
+		unsigned long long n, s;
+		if (sscanf(p, "\n{ x: ~ 2^%u } hitcount: %llu  x: %llu", &b, &n, &s) != 3)
+			UKT_FAIL("bad line %.80s", p + 1);
+		UKT_ASSERT(b <= 64);
+		if (n != c.cnt[b] || s != c.sum[b])
+			UKT_FAIL("2^%u: %llu calls, sum %llu; the target counted %llu, %llu", b, n, s,
+				 c.cnt[b], c.sum[b]);
+		entries++;
+	}
+	for (int b = 0; b <= 64; b++)
+		want += c.cnt[b] != 0;
+	UKT_EQ(entries, want);
+	unsigned long long hits, dropped;
+	unsigned ent;
+	hist_totals(h, &hits, &ent, &dropped);
+	UKT_EQ(hits, c.calls);
+	UKT_EQ(ent, want);
+	UKT_EQ(dropped, 0);
+	/* the strings: the kernel's "%-50s" key, sorted by name */
+	const char *h2 = nth_hist(out, 1);
+	UKT_ASSERT(h2);
+	const char *prev = h2;
+	static const int order[] = { 0, 1, 3, 2 };	/* alpha beta delta gamma */
+	for (int k = 0; k < 4; k++) {
+		char line[160];
+		snprintf(line, sizeof line, "{ name: %-50s } hitcount: %10llu\n", names[order[k]],
+			 c.str[order[k]]);
+		const char *at = strstr(h2, line);
+		if (!at || at < prev)
+			UKT_FAIL("no '%s' (in order) in:\n%s", line, h2);
+		prev = at;
+	}
+	free(out);
+	run_free(&r);
+}
+
+UKT_CASE_T(stacktrace_as_the_kernel_prints_it, 60)
+{
+	struct run r = ukprobe("trace", "--trigger=tr_c:stacktrace:3", DEF_C, "--", target("trig"),
+			       "50", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	UKT_EQ(count_lines(r.out, " tr_c: (tr_c+0x0/"), 50);
+	UKT_EQ(count_lines(r.out, ": <stack trace>"), 3);
+	/* each: the event's line, "<stack trace>" with the same context,
+	 * then the probed place and each caller outwards */
+	const char *p = r.out;
+	for (int k = 0; k < 3; k++) {
+		const char *st = strstr(p, ": <stack trace>\n");
+		UKT_ASSERT(st);
+		const char *bol = st;
+		while (bol > r.out && bol[-1] != '\n')
+			bol--;
+		const char *prev = bol - 1;
+		while (prev > r.out && prev[-1] != '\n')
+			prev--;
+		/* "TASK-PID [CPU] TIMESTAMP" of both lines alike */
+		size_t ctx = (size_t)(st - bol);
+		if (strncmp(prev, bol, ctx) || strncmp(prev + ctx, ": tr_c: (tr_c+0x0/", 18))
+			UKT_FAIL("context:\n%.300s", prev);
+		const char *f = st + strlen(": <stack trace>\n");
+		static const char *want[] = { " => tr_c+0x0/0x", " => tr_b+0x", " => tr_a+0x",
+					      " => main+0x", " => __libc_start_call_main+0x" };
+		for (int j = 0; j < 5; j++) {
+			if (strncmp(f, want[j], strlen(want[j])))
+				UKT_FAIL("frame %d: '%.60s', want '%s'", j, f, want[j]);
+			const char *eol = strchr(f, '\n');
+			UKT_ASSERT(eol);
+			/* no [object] for the program's own functions */
+			int in_libc = strstr(want[j], "__libc") != NULL;
+			const char *ob = memmem(f, (size_t)(eol - f), " [libc.so.6]", 12);
+			UKT_ASSERT(in_libc ? ob != NULL : ob == NULL);
+			f = eol + 1;
+		}
+		p = f;
+	}
+	run_free(&r);
+}
+
+/* a line of folded output: frames without blanks, ';' between, a count */
+static int folded_line_ok(const char *line)
+{
+	static regex_t re;
+	static int init;
+	if (!init) {
+		UKT_ASSERT(regcomp(&re, "^([^; ]+;)*[^; ]+ [1-9][0-9]*$", REG_EXTENDED | REG_NOSUB) == 0);
+		init = 1;
+	}
+	return regexec(&re, line, 0, NULL, 0) == 0;
+}
+
+/* the sum of the counts of lines ending in suffix (and holding `has`) */
+static unsigned long long folded_sum(const char *out, const char *has, const char *suffix)
+{
+	unsigned long long total = 0;
+	char *copy = strdup(out), *save;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!folded_line_ok(l))
+			UKT_FAIL("not a folded line: '%s'", l);
+		char *sp = strrchr(l, ' ');
+		*sp = 0;
+		size_t n = strlen(l), sl = strlen(suffix);
+		if (n >= sl && !strcmp(l + n - sl, suffix) && strstr(l, has))
+			total += strtoull(sp + 1, NULL, 10);
+	}
+	free(copy);
+	return total;
+}
+
+UKT_CASE_T(folded_stacks_for_flame_graphs, 60)
+{
+	char *o = tmpfile_path();
+	struct run r = ukprobe("trace", "--format=folded", "-o", o,
+			       "--trigger=tr_c:hist:keys=common_stacktrace",
+			       "--trigger=tr_s:stacktrace", DEF_C, DEF_S, "--", target("trig"), "500",
+			       NULL);
+	RUN_EXPECT(r, r.status == 0);
+	struct counts c;
+	self_counts(r.out, &c);
+	char *out = slurp(o);
+	unlink(o);
+	UKT_ASSERT(out[0]);
+	UKT_ASSERT(!strchr(out, '#'));
+	/* outermost first, the probed function last */
+	UKT_EQ(folded_sum(out, "__libc_start_call_main;main;", ";main;tr_a;tr_b;tr_c"), c.calls);
+	UKT_EQ(folded_sum(out, "__libc_start_call_main;main;", ";main;tr_s"), c.calls);
+	UKT_EQ(folded_sum(out, "", ""), 2 * c.calls);
+	free(out);
+	run_free(&r);
+
+	/* the same stacks as a histogram in the kernel's form */
+	r = ukprobe("trace", "--trigger=tr_c:hist:keys=common_stacktrace", DEF_C, "--",
+		    target("trig"), "200", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	const char *h = nth_hist(r.out, 0);
+	UKT_ASSERT(h);
+	RUN_EXPECT(r, strstr(h, "\n{ common_stacktrace:\n         tr_c+0x0/0x"));
+	RUN_EXPECT(r, strstr(h, "\n         tr_b+0x"));
+	RUN_EXPECT(r, strstr(h, "\n} hitcount:        200\n"));
+	run_free(&r);
+}
+
+UKT_CASE_T(traceoff_and_enable_disable_event, 60)
+{
+	/* tr_c off after a delta, on again after an alpha: each call of tr_c
+	 * comes before its iteration's tr_s */
+	struct run r = ukprobe("trace", "--trigger=tr_s:disable_event:t:tr_c if name == \"delta\"",
+			       "--trigger=tr_s:enable_event:t:tr_c if name == \"alpha\"",
+			       DEF_C, DEF_S, "--", target("trig"), "400", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	/* from the trace itself: the tr_s names in order, the tr_c lines
+	 * between them */
+	int on = 1, bad = 0, nc = 0, expected = 0;
+	for (const char *p = r.out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, "#", 1) || !strstr(p, ": ("))
+			continue;
+		const char *eol = strchr(p, '\n');
+		if (memmem(p, (size_t)(eol - p), " tr_c: (", 8)) {
+			nc++;
+			bad += !on;
+		} else if (memmem(p, (size_t)(eol - p), " tr_s: (", 8)) {
+			expected += on;	/* this iteration's tr_c came before */
+			if (memmem(p, (size_t)(eol - p), "name=\"delta\"", 12))
+				on = 0;
+			else if (memmem(p, (size_t)(eol - p), "name=\"alpha\"", 12))
+				on = 1;
+		}
+	}
+	UKT_EQ(count_lines(r.out, " tr_s: ("), 400);
+	UKT_EQ(bad, 0);
+	UKT_EQ(nc, expected);
+	UKT_ASSERT(nc > 0 && nc < 400);
+	run_free(&r);
+
+	/* traceoff with a condition: that hit recorded, nothing after */
+	r = ukprobe("trace", "--trigger=tr_s:traceoff if name == \"delta\"", DEF_C, DEF_S, "--",
+		    target("trig"), "400", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	const char *last = NULL;
+	for (const char *p = strstr(r.out, ": ("); p; p = strstr(p + 1, ": ("))
+		last = p;
+	UKT_ASSERT(last);
+	const char *eol = strchr(last, '\n');
+	RUN_EXPECT(r, eol && memmem(last, (size_t)(eol - last), "name=\"delta\"", 12));
+	UKT_EQ(count_lines(r.out, "name=\"delta\""), 1);
+	run_free(&r);
+}
+
+UKT_CASE(bad_triggers_are_refused_with_a_caret)
+{
+	static const struct { const char *trig, *msg, *cmd; int caret; } bad[] = {
+		{ "--trigger=tr_c:hist:keys=nope", "Couldn't find field", "hist:keys=nope", 10 },
+		{ "--trigger=tr_c:hist:keys=x.frob", "Invalid field modifier", "hist:keys=x.frob", 12 },
+		{ "--trigger=tr_c:hist:keys=x:sort=y", "Sort field not found", "hist:keys=x:sort=y", 17 },
+		{ "--trigger=tr_c:bogus", "Invalid trigger", "bogus", 0 },
+		{ "--trigger=tr_c:traceoff:0", "Invalid trigger count", "traceoff:0", 9 },
+		{ "--trigger=tr_c:stacktrace if y == 1", "Field not found", "stacktrace if y == 1", 14 },
+		{ "--trigger=nope:stacktrace", "Unknown event", "nope:stacktrace", 0 },
+		{ "--trigger=tr_c:enable_event:t:nope", "Unknown event", "enable_event:t:nope", 13 },
+	};
+	for (unsigned k = 0; k < sizeof bad / sizeof *bad; k++) {
+		struct run r = ukprobe("trace", bad[k].trig, DEF_C, "--", target("trig"), "10", NULL);
+		char want[512];
+		snprintf(want, sizeof want, "ukprobe: error: %s\n  Command: %s\n%*s^\n", bad[k].msg,
+			 bad[k].cmd, 11 + bad[k].caret, "");
+		if (r.status != 2 || strcmp(r.err, want)) {
+			show(&r);
+			UKT_FAIL("%s: want status 2 and\n%s", bad[k].trig, want);
+		}
+		/* the command never ran */
+		UKT_ASSERT(!strstr(r.out, "calls "));
+		run_free(&r);
+	}
+	/* --trigger without EVENT: a usage error */
+	struct run r = ukprobe("trace", "--trigger=stacktrace", DEF_C, "--", target("trig"), NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "bad trigger"));
+	run_free(&r);
+}
+
+UKT_CASE_T(sigusr1_writes_the_histogram_so_far, 90)
+{
+	char *o = tmpfile_path();
+	struct run r = ukprobe("trace", "-o", o, "--trigger=tr_c:hist:keys=x.log2", DEF_C, "--",
+			       target("trig"), "2000", "usr1", o, NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, strstr(r.out, "half 1000\n"));
+	char *out = slurp(o);
+	unlink(o);
+	const char *h1 = nth_hist(out, 0), *h2 = nth_hist(out, 1);
+	UKT_ASSERT(h1 && h2 && !nth_hist(out, 2));
+	unsigned long long hits, dropped;
+	unsigned ent;
+	hist_totals(h1, &hits, &ent, &dropped);
+	UKT_EQ(hits, 1000);
+	hist_totals(h2, &hits, &ent, &dropped);
+	UKT_EQ(hits, 2000);
+	free(out);
+	run_free(&r);
+}
+
+UKT_CASE_T(json_stack_events, 60)
+{
+	struct run r = ukprobe("trace", "--format=json", "--trigger=tr_c:stacktrace:2", DEF_C, "--",
+			       target("trig"), "20", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	UKT_EQ(count_lines(r.out, "\"name\":\"<stack trace>\""), 2);
+	RUN_EXPECT(r, strstr(r.out, "\"args\":{\"event\":\"tr_c\",\"stack\":[\"tr_c+0x0/0x"));
+	run_free(&r);
+}
