@@ -12,6 +12,11 @@
  *	e0	"p bt_e0": no fetchargs
  *	e3	"p bt_e3 a=%di:s64 b=%si:x64 s=+0(%dx):string", a 16-byte string
  *	er	"r bt_er $retval"
+ *	ehist	e3's fetchargs, no record: its one trigger "hist:keys=a.log2"
+ *	estack	e3 with a "stacktrace" trigger, 16 frames deep (the event's
+ *		record and its stack's)
+ *	gbt	beside estack: glibc backtrace() of the same 16 frames, in a
+ *		function called at the same depth instead of the target
  *
  * One run of a row: arm, warm up, then SLICES slices of CALLS calls each,
  * each timed on its own, the records drained (untimed) after each slice
@@ -33,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <execinfo.h>
 #include <unistd.h>
 #include <ukprobes.h>
 
@@ -44,8 +50,10 @@ typedef long (*target_fn)(long, long, const char *);
 		".type " #name ", @function\n"			\
 		".p2align 4\n"					\
 		#name ":\n"					\
+		".cfi_startproc\n"				\
 		"	lea 1(%rdi), %rax\n"			\
 		"	ret\n"					\
+		".cfi_endproc\n"				\
 		".size " #name ", .-" #name "\n")
 /* the same with a 5-byte nop first: where the kernel's uprobes turn
  * their int3 into a call (its best case) */
@@ -67,10 +75,25 @@ TARGET_NOP5(bt_k3n);
 TARGET(bt_e0);
 TARGET(bt_e3);
 TARGET(bt_er);
+TARGET(bt_ehist);
+TARGET(bt_estack);
 long bt_call(long, long, const char *);
 long bt_e0(long, long, const char *);
 long bt_e3(long, long, const char *);
 long bt_er(long, long, const char *);
+long bt_ehist(long, long, const char *);
+long bt_estack(long, long, const char *);
+
+/* glibc's backtrace() where the target would be: the same result */
+static unsigned gbt_frames;
+static __attribute__((noinline)) long bt_gbt(long a, long b, const char *s)
+{
+	void *buf[64];
+	(void)b;
+	(void)s;
+	gbt_frames = (unsigned)backtrace(buf, 64);
+	return a + 1;
+}
 long bt_k3(long, long, const char *);
 long bt_kr(long, long, const char *);
 long bt_b3(long, long, const char *);
@@ -135,49 +158,117 @@ struct row {
 	double goal;
 	double ns[MAXRUNS];
 	int bad;
+	const char *trigger;	/* added to the event */
+	unsigned flags;		/* ukpev_event_create's */
+	int quiet;		/* soft-disabled: no record (a histogram's) */
+	int stack;		/* each call: its record and a stack record */
+	int depth;		/* calls made this many frames deeper */
+	unsigned frames;	/* a stack's frames, as recorded */
 };
 
 static struct row rows[] = {
-	{ "call", "plain call of the target", NULL, bt_call, 0, { 0 }, 0 },
-	{ "e0", "event, no fetchargs", "p:bench/e0 bt_e0", bt_e0, 10, { 0 }, 0 },
-	{ "e3", "event: %di:s64 %si:x64 +0(%dx):string (16 bytes)",
-	  "p:bench/e3 bt_e3 a=%di:s64 b=%si:x64 s=+0(%dx):string", bt_e3, 25, { 0 }, 0 },
-	{ "er", "return event with $retval", "r:bench/er bt_er ret=$retval", bt_er, 30, { 0 }, 0 },
+	{ .name = "call", .what = "plain call of the target", .fn = bt_call },
+	{ .name = "e0", .what = "event, no fetchargs", .def = "p:bench/e0 bt_e0", .fn = bt_e0,
+	  .goal = 10 },
+	{ .name = "e3", .what = "event: %di:s64 %si:x64 +0(%dx):string (16 bytes)",
+	  .def = "p:bench/e3 bt_e3 a=%di:s64 b=%si:x64 s=+0(%dx):string", .fn = bt_e3, .goal = 25 },
+	{ .name = "er", .what = "return event with $retval", .def = "r:bench/er bt_er ret=$retval",
+	  .fn = bt_er, .goal = 30 },
+	{ .name = "ehist", .what = "e3's fetchargs, only a hist trigger (keys=a.log2), no record",
+	  .def = "p:bench/ehist bt_ehist a=%di:s64 b=%si:x64 s=+0(%dx):string", .fn = bt_ehist,
+	  .goal = 15, .trigger = "hist:keys=a.log2", .quiet = 1 },
+	{ .name = "estack", .what = "e3 and a stacktrace trigger", .goal = 1500,
+	  .def = "p:bench/estack bt_estack a=%di:s64 b=%si:x64 s=+0(%dx):string", .fn = bt_estack,
+	  .trigger = "stacktrace", .flags = UKPEV_F_STACKS, .stack = 1, .depth = 10 },
+	{ .name = "gbt", .what = "glibc backtrace() at the same depth, no probe", .fn = bt_gbt,
+	  .depth = 10 },
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
 static struct ukpev_area *area;
 static struct ukpev_reader *reader;
 
+/* run_loop, depth frames deeper */
+static __attribute__((noinline)) long deep_loop(int depth, target_fn fn, long n)
+{
+	if (depth <= 0)
+		return run_loop(fn, n);
+	long r = deep_loop(depth - 1, fn, n);
+	__asm__ volatile("" : "+r"(r));	/* not a tail call */
+	return r;
+}
+
+/* the records of a drain, and the frames of a stack record */
+struct tally { long n; unsigned frames; };
+static int tally_cb(const struct ukpev_record *rec, void *arg)
+{
+	struct tally *t = arg;
+	t->n++;
+	if (rec->event == UKPEV_EVENT_STACK)
+		t->frames = rec->payload_size / 8;
+	return 0;
+}
+
+/* the histogram's Totals: Hits */
+static unsigned long long hist_hits(unsigned h)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	unsigned long long hits = 0;
+	ukpev_reader_hist_print(reader, h, f, UKPEV_HIST_KERNEL, NULL, NULL);
+	fclose(f);
+	const char *t = buf ? strstr(buf, "Hits: ") : NULL;
+	if (t)
+		hits = strtoull(t + 6, NULL, 10);
+	free(buf);
+	return hits;
+}
+
 static double run_row(struct row *rw, long calls)
 {
 	struct ukpev_event *ev = NULL;
+	unsigned hist = 0;
 	if (rw->def) {
 		struct ukpev_error err;
-		if (ukpev_event_create(area, rw->def, 0, &ev, &err)) {
+		if (ukpev_event_create(area, rw->def, rw->flags, &ev, &err) ||
+		    (rw->trigger && (hist = ukpev_reader_nhists(reader),
+				     ukpev_event_add_trigger(ev, rw->trigger, &err)))) {
 			char buf[1024];
-			ukpev_error_format(buf, sizeof(buf), rw->def, &err);
+			ukpev_error_format(buf, sizeof(buf), rw->trigger ? rw->trigger : rw->def, &err);
 			fputs(buf, stderr);
 			exit(1);
 		}
+		if (rw->quiet)
+			ukpev_event_soft_enable(ev, 0);
 		wait_for_kprobe_optimizer();
 		if (!optimized(ukpev_event_info(ev)->addr))
 			rw->bad |= 2;
 	}
-	run_loop(rw->fn, calls / 4);
+	deep_loop(rw->depth, rw->fn, calls / 4);
 	drain(reader);
 	double best = 1e30;
+	long want = rw->quiet ? 0 : rw->stack ? 2 * calls : calls;
 	for (int s = 0; s < SLICES; s++) {
 		double t0 = now_ns();
-		long sum = run_loop(rw->fn, calls);
+		long sum = deep_loop(rw->depth, rw->fn, calls);
 		double t = now_ns() - t0;
 		if (sum != calls * (calls - 1) / 2 + calls)
 			rw->bad |= 1;
-		if (ev && drain(reader) != calls)
+		struct tally ta = { 0, 0 };
+		while (ukpev_reader_poll(reader, tally_cb, &ta, 0) > 0)
+			;
+		if (ev && ta.n != want)
 			rw->bad |= 1;
+		if (rw->stack)
+			rw->frames = ta.frames;
 		if (t / calls < best)
 			best = t / calls;
 	}
+	if (rw->fn == bt_gbt)
+		rw->frames = gbt_frames;
+	if (rw->quiet && hist_hits(hist) != (unsigned long long)(calls / 4 + SLICES * calls))
+		rw->bad |= 1;
 	if (ev)
 		ukpev_event_remove(ev);
 	return best;
@@ -380,7 +471,17 @@ static double brun(long calls, char *why, size_t wn, int *bad)
 		}
 		usleep(300000);		/* its reader catches up */
 		kill(pid, SIGINT);
-		waitpid(pid, NULL, 0);
+		/* at most 20 s to exit (a loaded machine), then killed */
+		int waited = 0;
+		while (waitpid(pid, NULL, WNOHANG) == 0) {
+			if (++waited > 2000) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				*bad = 1;
+				break;
+			}
+			usleep(10000);
+		}
 		FILE *f = fopen(out, "re");
 		long lines = 0;
 		int c;
@@ -570,7 +671,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < NROWS; i++) {
 		struct row *rw = &rows[i];
 		double m = median(rw->ns, runs);
-		if (!rw->def) {
+		if (!rw->def && !rw->depth) {
 			printf("| %s | %s | %.2f | | |\n", rw->name, rw->what, m);
 			continue;
 		}
@@ -579,7 +680,18 @@ int main(int argc, char **argv)
 				 rw->bad & 2 ? "not optimised" : net <= rw->goal ? "met" : "missed";
 		if (rw->bad & 1)
 			fail = 1;
-		printf("| %s | %s | %.2f | <= %.0f | %s |\n", rw->name, rw->what, net, rw->goal, st);
+		if (!rw->def) {
+			printf("| %s | %s (%u frames) | %.2f | | |\n", rw->name, rw->what, rw->frames,
+			       net);
+			continue;
+		}
+		if (rw->stack)
+			printf("| %s | %s (%u frames) | %.2f | <= %.0f | %s; %.2f x gbt |\n", rw->name,
+			       rw->what, rw->frames, net, rw->goal, st,
+			       net / (median(rows[NROWS - 1].ns, runs) - call));
+		else
+			printf("| %s | %s | %.2f | <= %.0f | %s |\n", rw->name, rw->what, net,
+			       rw->goal, st);
 	}
 	double e3 = median(rows[2].ns, runs) - call, er = median(rows[3].ns, runs) - call;
 	for (unsigned i = 0; i < NKROWS; i++) {

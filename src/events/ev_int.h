@@ -169,6 +169,13 @@ struct ev_trigger {
 };
 struct ev_trigset {
 	unsigned n;
+	bool clock;			/* a trigger needs the hit's time (a
+					   stack record, a timestamp key) */
+	bool hist_only;			/* every trigger a hist without stacks:
+					   nothing they do changes what the
+					   hit records */
+	bool direct;			/* and without conditions, every field a
+					   register: nothing to fetch */
 	struct ev_trigger *t[];
 };
 
@@ -365,6 +372,9 @@ struct ukpev_event {
 	bool stacks;			/* UKPEV_F_STACKS: a handler that walks stacks */
 	_Atomic uint8_t gate;		/* EV_GATE_*: 0, the common case */
 	_Atomic(struct ev_trigset *) trig;	/* NULL: none */
+	_Atomic(struct ev_insn *) prog_need;	/* the fetches the triggers need,
+						   for a hit that records
+						   nothing (NULL: prog) */
 	/* the probe (the handlers find the event from it) */
 	union {
 		struct kprobe kp;
@@ -445,6 +455,8 @@ struct ev_hfield {
 	uint16_t arg, slot;	/* HF_ARG, HF_STR: the fetcharg and its slot */
 	uint8_t bf_width, bf_shift;
 	uint16_t words, off;	/* keys: words in the key, first word */
+	int16_t reg;		/* HF_ARG in the target: the pt_regs word the
+				   value is (a plain %REG fetcharg), or -1 */
 	uint64_t buckets;
 	char name[UKPEV_NAME_MAX];
 };

@@ -233,7 +233,7 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 		bool strtype = a->type == UKPEV_T_STRING || a->type == UKPEV_T_USTRING;
 		if (a->base == B_REG && a->ndepth == 0) {
 			EMIT(.op = OP_REG_VAL, .param = (uint16_t)a->reg, .dst = (uint16_t)a->offset,
-			     .size = (uint8_t)a->elem_size);
+			     .size = (uint8_t)a->elem_size, .count = (uint16_t)i);
 			continue;
 		}
 		if (a->base == B_REG && a->ndepth == 1 && strtype && !a->count) {
@@ -579,6 +579,29 @@ static struct ev_trigset *trigset_with(const struct ev_trigset *old, const struc
 		free(s);
 		return NULL;
 	}
+	s->clock = false;
+	s->hist_only = true;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct ev_trigger *t = s->t[i];
+		s->clock |= t->type == T_STACKTRACE;
+		s->hist_only &= t->type == T_HIST && !t->hist->spec.stack;
+	}
+	s->direct = s->hist_only;
+	for (unsigned i = 0; i < s->n && s->direct; i++) {
+		const struct ev_trigger *t = s->t[i];
+		const struct ev_hspec *sp = &t->hist->spec;
+		s->direct &= !t->filter;
+		for (unsigned k = 0; k < sp->nkeys; k++)
+			s->direct &= sp->keys[k].kind != HF_STR &&
+				     (sp->keys[k].kind != HF_ARG || sp->keys[k].reg >= 0);
+		for (unsigned k = 0; k < sp->nvals; k++)
+			s->direct &= sp->vals[k].kind != HF_ARG || sp->vals[k].reg >= 0;
+	}
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct ev_trigger *t = s->t[i];
+		for (unsigned k = 0; t->hist && k < t->hist->spec.nkeys; k++)
+			s->clock |= t->hist->spec.keys[k].kind == HF_TS;
+	}
 	return s;
 }
 
@@ -596,6 +619,60 @@ static bool trig_count(const char *s, size_t n, int64_t *v)
 		return false;
 	*v = (int64_t)c;
 	return true;
+}
+
+/*
+ * The fetches the triggers of a soft-disabled event need (the fields of
+ * its histograms and of its triggers' conditions): the hit of an event
+ * that records nothing runs only these.  NULL: every fetch (or none is
+ * left out).
+ */
+static struct ev_insn *need_prog(const struct ukpev_event *e, const struct ev_trigset *ts)
+{
+	unsigned n = e->nargs;
+	if (!ts || !n)
+		return NULL;
+	bool *need = calloc(n, sizeof(*need));
+	if (!need)
+		return NULL;
+	for (unsigned i = 0; i < ts->n; i++) {
+		const struct ev_trigger *t = ts->t[i];
+		for (unsigned k = 0; t->filter && k < t->filter->n; k++) {
+			const struct ev_fpred *p = &t->filter->p[k];
+			if ((p->op == F_NUM || p->op == F_STR) && p->arg < n)
+				need[p->arg] = true;
+		}
+		if (t->hist) {
+			const struct ev_hspec *sp = &t->hist->spec;
+			for (unsigned k = 0; k < sp->nkeys; k++)
+				if (sp->keys[k].kind == HF_ARG || sp->keys[k].kind == HF_STR)
+					need[sp->keys[k].arg] = true;
+			for (unsigned k = 0; k < sp->nvals; k++)
+				if (sp->vals[k].kind == HF_ARG)
+					need[sp->vals[k].arg] = true;
+		}
+	}
+	unsigned all = 0, len = 0;
+	for (unsigned i = 0; i < n; i++)
+		all += need[i];
+	while (e->prog[len].op != OP_END)
+		len++;
+	struct ev_insn *p = all < n ? calloc(len + 1, sizeof(*p)) : NULL;
+	if (p) {
+		unsigned arg = 0, m = 0;
+		for (unsigned k = 0; k < len; k++) {
+			const struct ev_insn *in = &e->prog[k];
+			if (in->op == OP_ARG)
+				arg = in->param;
+			else if (in->op == OP_REG_VAL || in->op == OP_REG_STR)
+				arg = in->count;
+			if (arg < n && need[arg])
+				p[m++] = *in;
+		}
+		p[m].op = OP_END;
+	}
+	free(need);
+	return p;
 }
 
 /*
@@ -778,12 +855,15 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 		trigger_free(t);
 		return -ENOMEM;
 	}
+	struct ev_insn *np = need_prog(ev, s);
+	struct ev_insn *oldp = atomic_exchange_explicit(&ev->prog_need, np, memory_order_acq_rel);
 	atomic_store_explicit(&ev->trig, s, memory_order_release);
 	atomic_fetch_or(&ev->gate, EV_GATE_TRIGGERS);
 	pthread_mutex_unlock(&ev_lock);
-	if (old) {
+	if (old || oldp) {
 		ukp_synchronize();	/* no hit reads the old set any more */
 		free(old);
+		free(oldp);
 	}
 	return 0;
 }
@@ -794,11 +874,15 @@ void ukpev_event_clear_triggers(struct ukpev_event *ev)
 		return;
 	pthread_mutex_lock(&ev_lock);
 	struct ev_trigset *old = atomic_exchange(&ev->trig, NULL);
+	struct ev_insn *oldp = atomic_exchange(&ev->prog_need, NULL);
 	atomic_fetch_and(&ev->gate, (uint8_t)~EV_GATE_TRIGGERS);
 	pthread_mutex_unlock(&ev_lock);
-	if (!old)
+	if (!old && !oldp)
 		return;
 	ukp_synchronize();
+	free(oldp);
+	if (!old)
+		return;
 	for (unsigned i = 0; i < old->n; i++)
 		trigger_free(old->t[i]);
 	free(old);
@@ -889,6 +973,7 @@ void ukpev_event_remove(struct ukpev_event *ev)
 		trigger_free(own->t[k]);
 	free(own);
 	ev_filter_free(atomic_load(&ev->filter));
+	free(atomic_load(&ev->prog_need));
 	free(ev->prog);
 	free(ev->strtab);
 	free(ev->symspec);

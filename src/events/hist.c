@@ -54,6 +54,7 @@ static int parse_field(const struct ukpev_event_info *ev, const char *text, size
 {
 	const char *s = text + at;
 	memset(f, 0, sizeof(*f));
+	f->reg = -1;
 	size_t nl = 0;
 	while (nl < n && s[nl] != '.')
 		nl++;
@@ -331,6 +332,20 @@ int ev_hist_create(struct ukpev_event *ev, const char *text, size_t len, struct 
 	if (r) {
 		free(hs);
 		return r;
+	}
+	/* fields that are a register as it is: read from the registers */
+	struct ev_hfield *fs[EV_HIST_MAX_KEYS + EV_HIST_MAX_VALS];
+	unsigned nf = 0;
+	for (unsigned k = 0; k < hs->spec.nkeys; k++)
+		fs[nf++] = &hs->spec.keys[k];
+	for (unsigned k = 0; k < hs->spec.nvals; k++)
+		fs[nf++] = &hs->spec.vals[k];
+	for (unsigned k = 0; k < nf; k++) {
+		fs[k]->reg = -1;
+		for (const struct ev_insn *in = ev->prog; fs[k]->kind == HF_ARG && in->op != OP_END;
+		     in++)
+			if (in->op == OP_REG_VAL && in->count == fs[k]->arg && !fs[k]->bf_width)
+				fs[k]->reg = (int16_t)in->param;
 	}
 	struct ev_area_hdr *h = ev->area->hdr;
 	uint32_t id = atomic_fetch_add(&h->nhists, 1);

@@ -341,11 +341,10 @@ static inline void ev_store_val(uint8_t *slot, unsigned size, unsigned long v)
  * payload_size bytes; strings go after it).  Returns the bytes of
  * dynamic data used.
  */
-static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs *regs,
-			      const unsigned long *saved, uint8_t *pl,
-			      const struct ev_tblock *tb)
+static inline unsigned ev_run_prog(const struct ukpev_event *e, const struct ev_insn *in,
+				   const struct pt_regs *regs, const unsigned long *saved,
+				   uint8_t *pl, const struct ev_tblock *tb)
 {
-	const struct ev_insn *in = e->prog;
 	unsigned long val = 0;
 	uint8_t *slot = pl;
 	unsigned arg = 0, dyn = e->payload_size, dyn0 = dyn;
@@ -455,6 +454,13 @@ static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs 
 		}
 	}
 	return dyn - dyn0;
+}
+
+static inline unsigned ev_run(const struct ukpev_event *e, const struct pt_regs *regs,
+			      const unsigned long *saved, uint8_t *pl,
+			      const struct ev_tblock *tb)
+{
+	return ev_run_prog(e, e->prog, regs, saved, pl, tb);
 }
 
 /* ---- filters ------------------------------------------------------------------ */
@@ -605,11 +611,17 @@ static inline uint64_t ev_hash_key(const uint64_t *k, unsigned n)
 	return h | 1;	/* 0: an empty entry */
 }
 
-static inline uint64_t ev_hload(const struct ev_hfield *f, const uint8_t *pl)
+static inline uint64_t ev_hload(const struct ev_hfield *f, const uint8_t *pl,
+				const struct pt_regs *regs)
 {
-	if ((((const uint64_t *)(const void *)pl)[f->arg / 64] >> (f->arg % 64)) & 1)
-		return 0;	/* (fault) */
-	const uint8_t *p = pl + f->slot;
+	const uint8_t *p;
+	if (f->reg >= 0) {	/* the register itself, as its fetch would store it */
+		p = (const uint8_t *)&((const unsigned long *)(const void *)regs)[f->reg];
+	} else {
+		if ((((const uint64_t *)(const void *)pl)[f->arg / 64] >> (f->arg % 64)) & 1)
+			return 0;	/* (fault) */
+		p = pl + f->slot;
+	}
 	uint64_t v;
 	switch (f->size) {
 	case 1: v = f->sign ? (uint64_t)(int64_t)*(const int8_t *)p : *p; break;
@@ -628,9 +640,9 @@ static inline uint64_t ev_hload(const struct ev_hfield *f, const uint8_t *pl)
 }
 
 static inline uint64_t ev_hval(const struct ev_hfield *f, const uint8_t *pl,
-			       const struct ev_tblock *tb)
+			       const struct pt_regs *regs, const struct ev_tblock *tb)
 {
-	return f->kind == HF_ARG ? ev_hload(f, pl) :
+	return f->kind == HF_ARG ? ev_hload(f, pl, regs) :
 	       f->kind == HF_PID ? (uint64_t)(uint32_t)tb->tid : 0;
 }
 
@@ -654,7 +666,7 @@ ev_hist_hit(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb
 		uint64_t *kp = key + f->off;
 		uint64_t v = 0;
 		if (f->kind == HF_ARG) {
-			v = ev_hload(f, pl);
+			v = ev_hload(f, pl, regs);
 		} else if (f->kind == HF_PID) {
 			v = (uint64_t)(uint32_t)tb->tid;
 		} else if (f->kind == HF_TS) {
@@ -721,7 +733,7 @@ ev_hist_hit(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb
 			uint64_t *c = e + 1 + kw;
 			__atomic_store_n(&c[0], c[0] + 1, __ATOMIC_RELAXED);
 			for (unsigned v = 0; v < sp->nvals; v++)
-				__atomic_store_n(&c[1 + v], c[1 + v] + ev_hval(&sp->vals[v], pl, tb),
+				__atomic_store_n(&c[1 + v], c[1 + v] + ev_hval(&sp->vals[v], pl, regs, tb),
 						 __ATOMIC_RELAXED);
 			return;
 		}
@@ -731,7 +743,7 @@ ev_hist_hit(const struct ev_hist *hs, struct ukpev_area *a, struct ev_tblock *tb
 			uint64_t *c = e + 1 + kw;
 			c[0] = 1;
 			for (unsigned v = 0; v < sp->nvals; v++)
-				c[1 + v] = ev_hval(&sp->vals[v], pl, tb);
+				c[1 + v] = ev_hval(&sp->vals[v], pl, regs, tb);
 			__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&e[0], tag, __ATOMIC_RELEASE);	/* publish */
 			return;
@@ -850,8 +862,9 @@ ev_quiet_scratch(struct ukpev_event *e, const struct pt_regs *regs, const unsign
 		*(uint64_t *)(void *)pl = ret_ip;
 		pl += 8;
 	}
+	const struct ev_insn *need = atomic_load_explicit(&e->prog_need, memory_order_acquire);
 	if (e->nargs)
-		ev_run(e, regs, saved, pl, tb);
+		ev_run_prog(e, need ? need : e->prog, regs, saved, pl, tb);
 	ev_triggers(trig, pl, tb, e->area, regs, ts, full);
 }
 
@@ -872,7 +885,7 @@ static inline __attribute__((always_inline)) uint64_t ev_clock(bool clk)
 static inline __attribute__((always_inline)) int
 ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
 	  unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt,
-	  bool gated, bool full)
+	  bool gated, bool full, bool clk)
 {
 	struct ukpev_area *a = e->area;
 	bool quiet = false;
@@ -884,6 +897,9 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 		trig = atomic_load_explicit(&e->trig, memory_order_acquire);
 		if (quiet && !trig)
 			return 0;
+		/* the time: for a record, or a trigger that needs it */
+		if (!quiet || trig->clock)
+			ts = ev_clock(clk);
 	}
 	uint8_t *p = tb->wp;
 	if (unlikely(p + e->max_size > tb->wlimit)) {
@@ -906,7 +922,11 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 		*(uint64_t *)(void *)pl = ret_ip;
 		pl += 8;
 	}
-	unsigned dyn = e->nargs ? ev_run(e, regs, saved, pl, tb) : 0;
+	/* an event that records nothing fetches only what its triggers need */
+	const struct ev_insn *need = gated && quiet ?
+		atomic_load_explicit(&e->prog_need, memory_order_acquire) : NULL;
+	unsigned dyn = !e->nargs ? 0 : need ? ev_run_prog(e, need, regs, saved, pl, tb)
+					    : ev_run(e, regs, saved, pl, tb);
 	unsigned size = (e->rec_size + dyn + 7) & ~7u;
 	/* size, event, cpu, flags (0): one store */
 	_Static_assert(offsetof(struct ev_rec, size) == 8 && offsetof(struct ev_rec, event) == 10 &&
@@ -931,6 +951,16 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 			if ((did & EV_TF_COND_ON) && was_off)
 				off = true;
 			quiet = soft || off;
+			if (!quiet && !ts) {	/* turned on by its own trigger */
+				ts = ev_clock(clk);
+				r->ts = ts;
+			}
+			if (!quiet && need) {	/* turned on by its own trigger: all of it */
+				dyn = ev_run(e, regs, saved, pl, tb);
+				size = (e->rec_size + dyn + 7) & ~7u;
+				*(uint64_t *)(void *)&r->size = size |
+					(uint64_t)(uint16_t)e->id << 16 | (uint64_t)(uint16_t)cpu << 32;
+			}
 		}
 		if (quiet) {
 			/* a soft-disabled event's stacktrace trigger still writes */
@@ -955,27 +985,77 @@ ev_record(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long
 	return 0;
 }
 
-__attribute__((noinline)) static int
-ev_record_gated(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
-		unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
+/* The slow way: the event is soft-disabled, has triggers, or tracing is
+ * off.  The time is read only when something needs it.  One function per
+ * kind of handler: a lean one must not reach the vDSO's clock. */
+#define EV_GATED(name, full, clk)							\
+__attribute__((noinline)) static int							\
+name(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,	\
+     unsigned long ret_ip, struct ev_tblock *tb, struct ev_count *cnt)			\
+{											\
+	return ev_record(e, regs, saved, ret_ip, 0, tb, cnt, true, full, clk);		\
+}
+EV_GATED(ev_record_gated, false, false)
+EV_GATED(ev_record_gated_clk, false, true)
+EV_GATED(ev_record_gated_full, true, false)
+EV_GATED(ev_record_gated_full_clk, true, true)
+
+/*
+ * A soft-disabled event whose triggers are all histograms (of values,
+ * not stacks): its hits record nothing and no trigger can change that,
+ * so only the fetches the histograms need, then the histograms.  The
+ * values are fetched into the thread's buffer without taking it (or, when
+ * it is full, the general way).
+ */
+static inline __attribute__((always_inline)) int
+ev_hist_only(struct ukpev_event *e, const struct ev_trigset *ts, const struct pt_regs *regs,
+	     const unsigned long *saved, unsigned long ret_ip, struct ev_tblock *tb,
+	     struct ev_count *cnt, bool clk)
 {
-	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true, false);
+	uint8_t *p = tb->wp;
+	if (unlikely(p + e->max_size > tb->wlimit))
+		return (clk ? ev_record_gated_clk : ev_record_gated)(e, regs, saved, ret_ip, tb, cnt);
+	uint8_t *pl = p + sizeof(struct ev_rec);
+	if (e->ret) {
+		*(uint64_t *)(void *)pl = ret_ip;
+		pl += 8;
+	}
+	if (e->nargs && !ts->direct) {
+		const struct ev_insn *need = atomic_load_explicit(&e->prog_need,
+								  memory_order_acquire);
+		ev_run_prog(e, need ? need : e->prog, regs, saved, pl, tb);
+	}
+	uint64_t t = ts->clock ? ev_clock(clk) : 0;
+	struct ukpev_area *a = e->area;
+	for (unsigned i = 0; i < ts->n; i++) {
+		struct ev_trigger *tr = ts->t[i];
+		if (tr->filter && !ev_filter_match(tr->filter, pl, tr->filter->strtab, tb->tid))
+			continue;
+		ev_hist_hit(tr->hist, a, tb, pl, regs, t, false);
+	}
+	return 0;
 }
 
-/* The same for events whose triggers walk stacks (UKPEV_F_STACKS) */
-__attribute__((noinline)) static int
-ev_record_gated_full(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
-		     unsigned long ret_ip, uint64_t ts, struct ev_tblock *tb, struct ev_count *cnt)
-{
-	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, true, true);
+#define EV_HIST_ONLY(name, clk)								\
+__attribute__((noinline)) static int							\
+name(struct ukpev_event *e, const struct ev_trigset *ts, const struct pt_regs *regs,	\
+     const unsigned long *saved, unsigned long ret_ip, struct ev_tblock *tb,		\
+     struct ev_count *cnt)								\
+{											\
+	return ev_hist_only(e, ts, regs, saved, ret_ip, tb, cnt, clk);			\
 }
+EV_HIST_ONLY(ev_hist_only_lean, false)
+EV_HIST_ONLY(ev_hist_only_clk, true)
 
 static inline __attribute__((always_inline)) int
 ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *saved,
        unsigned long ret_ip, bool clk, bool full)
 {
-	uint64_t ts = ev_clock(clk);	/* first: its latency under the rest */
 	struct ukpev_area *a = e->area;
+	bool gated = atomic_load_explicit(&e->gate, memory_order_relaxed) |
+		     atomic_load_explicit(&a->tracing_off, memory_order_relaxed);
+	/* first: its latency under the rest */
+	uint64_t ts = likely(!gated) ? ev_clock(clk) : 0;
 	struct ev_tblock *tb = ev_tls.tb[a->slot];
 	if (unlikely(!tb || ev_tls.key[a->slot] != a->key ||
 		     ev_tls.gen != atomic_load_explicit(&ev_fork_gen, memory_order_relaxed))) {
@@ -989,11 +1069,21 @@ ev_hit(struct ukpev_event *e, const struct pt_regs *regs, const unsigned long *s
 	}
 	struct ev_count *cnt = &tb->cnt[e->id];
 	__atomic_store_n(&cnt->hits, cnt->hits + 1, __ATOMIC_RELAXED);
-	if (unlikely(atomic_load_explicit(&e->gate, memory_order_relaxed) |
-		     atomic_load_explicit(&a->tracing_off, memory_order_relaxed)))
-		return full ? ev_record_gated_full(e, regs, saved, ret_ip, ts, tb, cnt)
-			    : ev_record_gated(e, regs, saved, ret_ip, ts, tb, cnt);
-	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false, full);
+	if (unlikely(gated)) {
+		const struct ev_trigset *ts = atomic_load_explicit(&e->trig, memory_order_acquire);
+		if (ts && ts->hist_only && !full &&
+		    atomic_load_explicit(&e->gate, memory_order_relaxed) ==
+		    (EV_GATE_SOFT_OFF | EV_GATE_TRIGGERS) &&
+		    !atomic_load_explicit(&a->tracing_off, memory_order_relaxed))
+			return (clk ? ev_hist_only_clk : ev_hist_only_lean)(e, ts, regs, saved, ret_ip,
+									    tb, cnt);
+	}
+	if (unlikely(gated))
+		return full ? (clk ? ev_record_gated_full_clk : ev_record_gated_full)
+				(e, regs, saved, ret_ip, tb, cnt)
+			    : (clk ? ev_record_gated_clk : ev_record_gated)
+				(e, regs, saved, ret_ip, tb, cnt);
+	return ev_record(e, regs, saved, ret_ip, ts, tb, cnt, false, full, clk);
 }
 
 #define EV_OF_KP(p) ((struct ukpev_event *)(void *)((char *)(p) - offsetof(struct ukpev_event, u)))
