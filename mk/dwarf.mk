@@ -13,3 +13,10 @@ $(B)/cli-targets/dsrc-clang-%: tests/cli/targets/dsrc.c
 dwarf-targets: $(DWARF_TARGETS)
 tests: $(DWARF_TARGETS)
 $(B)/tests/cli-dwarf: $(DWARF_TARGETS)
+
+# bench/ukp-dwarf-bench.c: e3 written with variable names (translated by
+# cli/dwarf.c) against e3 written with registers, same function, same run
+$(B)/bench/ukp-dwarf-bench: bench/ukp-dwarf-bench.c $(B)/cli/dwarf.o $(B)/cli/elf.o $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Icli -rdynamic -o $@ $< $(B)/cli/dwarf.o $(B)/cli/elf.o \
+		$(USER_LINK) -ldw -lelf
