@@ -640,12 +640,26 @@ static const char *const regname[16] = {
 /* where a value is: in a register, or in memory at an address given as
  * base fetch (a register's value, or a pointer fetch) plus offset, or at a
  * symbol plus offset */
-enum vkind { V_REG, V_MEM, V_SYM, V_IMM };
+enum vkind { V_REG, V_MEM, V_SYM, V_IMM, V_PIECES };
+/* a piece of a value (DW_OP_piece): SIZE bytes at OFF of the value, in a
+ * register, in memory, or a constant; or optimized out */
+struct piece {
+	long off, size;
+	int present;
+	struct {
+		enum vkind k;
+		char base[1024];
+		long off;
+	} v;
+};
+#define MAXPIECES 8
 struct val {
 	enum vkind k;
-	char base[1024];	/* V_REG: the register; V_MEM: what holds the
-				 * address; V_SYM: @OBJ:SYM */
+	char base[1024];	/* V_REG: the register or $argN; V_MEM: what
+				 * holds the address; V_SYM: @OBJ:SYM */
 	long off;
+	int npieces;		/* V_PIECES: the pieces */
+	struct piece pieces[MAXPIECES];
 };
 
 static void render(const struct val *v, char *out, size_t n)
@@ -735,42 +749,80 @@ static int global_val(struct dw_obj *o, uint64_t a, struct val *v)
 	return 0;
 }
 
-static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
-		    int ns, uint64_t pc, struct val *v, char *why, size_t wn)
+static int type_of(Dwarf_Die *die, Dwarf_Die *t);
+
+/* the DWARF numbers of the registers of the first six integer arguments
+ * (SysV x86-64): $arg1..$arg6 of the raw grammar */
+static const int argreg[6] = { 5, 4, 1, 2, 8, 9 };
+
+static int arg_of_reg(int r)
 {
-	Dwarf_Attribute at;
-	Dwarf_Op *ops;
-	size_t nops;
-	if (!dwarf_attr(var, DW_AT_location, &at)) {
-		snprintf(why, wn, "optimized out");
+	for (int k = 0; k < 6; k++)
+		if (argreg[k] == r)
+			return k + 1;
+	return 0;
+}
+
+/* the concrete function whose code holds the probe (the innermost
+ * DW_TAG_subprogram of the scopes) */
+static Dwarf_Die *subprogram_of(Dwarf_Die *scopes, int ns)
+{
+	for (int i = 0; i < ns; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			return &scopes[i];
+	return NULL;
+}
+
+/* DW_OP_entry_value's operand when it is one register: its number, else -1 */
+static int entry_value_reg(Dwarf_Attribute *at, Dwarf_Op *op)
+{
+	Dwarf_Attribute ea;
+	Dwarf_Op *e;
+	size_t en;
+	if (dwarf_getlocation_attr(at, op, &ea) != 0 || dwarf_getlocation(&ea, &e, &en) != 0 ||
+	    en != 1)
 		return -1;
-	}
-	int r = dwarf_getlocation_addr(&at, pc, &ops, &nops, 1);
-	if (r <= 0 || nops == 0) {
-		snprintf(why, wn, "optimized out");
-		return -1;
-	}
-	/* a first piece stands for the whole when it is the only one */
-	if (nops > 1 && ops[1].atom == DW_OP_piece) {
-		Dwarf_Die t;
-		Dwarf_Word sz = 0;
-		if (dwarf_attr_integrate(var, DW_AT_type, &at) &&
-		    dwarf_formref_die(&at, &t) && dwarf_aggregate_size(&t, &sz) == 0 &&
-		    ops[1].number >= sz)
-			nops = 1;
-	}
+	if (e[0].atom >= DW_OP_reg0 && e[0].atom <= DW_OP_reg31)
+		return e[0].atom - DW_OP_reg0;
+	if (e[0].atom == DW_OP_regx)
+		return (int)e[0].number;
+	return -1;
+}
+
+/* where a probe reads its fetches: its address, and whether at the
+ * function's return (the address is then the entry: parameters are read
+ * as they were there, through $argN, saved at the entry) */
+struct where {
+	uint64_t pc;
+	int ret;
+};
+
+static void set_reg(struct val *v, int r)
+{
+	v->k = V_REG;
+	v->npieces = 0;
+	v->off = 0;
+	snprintf(v->base, sizeof v->base, "%s", regname[r]);
+}
+
+/* one location expression without pieces, ops[0..nops) */
+static int eval_ops(struct dw_obj *o, Dwarf_Attribute *at, Dwarf_Op *ops, size_t nops,
+		    Dwarf_Die *scopes, int ns, const struct where *w, struct val *v,
+		    char *why, size_t wn)
+{
+	v->npieces = 0;
+	uint8_t a = ops[0].atom;
 	/* a value computed in place: a constant, or a register's value */
 	if (nops == 2 && ops[1].atom == DW_OP_stack_value) {
-		uint8_t c = ops[0].atom;
 		long long k;
 		int is_k = 1;
-		if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
-			k = c - DW_OP_lit0;
-		else if (c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
-			 c == DW_OP_const8u || c == DW_OP_constu)
+		if (a >= DW_OP_lit0 && a <= DW_OP_lit31)
+			k = a - DW_OP_lit0;
+		else if (a == DW_OP_const1u || a == DW_OP_const2u || a == DW_OP_const4u ||
+			 a == DW_OP_const8u || a == DW_OP_constu)
 			k = (long long)ops[0].number;
-		else if (c == DW_OP_const1s || c == DW_OP_const2s || c == DW_OP_const4s ||
-			 c == DW_OP_const8s || c == DW_OP_consts)
+		else if (a == DW_OP_const1s || a == DW_OP_const2s || a == DW_OP_const4s ||
+			 a == DW_OP_const8s || a == DW_OP_consts)
 			k = (long long)(int64_t)ops[0].number;
 		else
 			is_k = 0;
@@ -780,25 +832,45 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 			v->off = 0;
 			return 0;
 		}
-		if (c >= DW_OP_breg0 && c <= DW_OP_breg15 && ops[0].number == 0) {
-			v->k = V_REG;
-			snprintf(v->base, sizeof v->base, "%s", regname[c - DW_OP_breg0]);
-			v->off = 0;
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg15 && ops[0].number == 0) {
+			set_reg(v, a - DW_OP_breg0);
 			return 0;
 		}
 	}
-	if (nops != 1) {
-		if (ops[0].atom == DW_OP_entry_value || ops[0].atom == DW_OP_GNU_entry_value)
-			snprintf(why, wn, "only known by its entry value");
-		else
-			snprintf(why, wn, "has an unsupported location expression");
+	/* the value a register had at the entry of the function: that
+	 * register at the entry itself, $argN at a return probe */
+	if ((a == DW_OP_entry_value || a == DW_OP_GNU_entry_value) &&
+	    (nops == 1 || (nops == 2 && ops[1].atom == DW_OP_stack_value))) {
+		int r = entry_value_reg(at, &ops[0]);
+		Dwarf_Die *fn = subprogram_of(scopes, ns);
+		Dwarf_Addr entry;
+		const char *fname = fn ? dwarf_diename(fn) : NULL;
+		if (r < 0 || r > 15) {
+			snprintf(why, wn, "is only known by an entry value that cannot be expressed");
+			return -1;
+		}
+		if (w->ret && arg_of_reg(r)) {
+			v->k = V_REG;
+			v->off = 0;
+			snprintf(v->base, sizeof v->base, "$arg%d", arg_of_reg(r));
+			return 0;
+		}
+		if (fn && dwarf_entrypc(fn, &entry) == 0 && entry == w->pc) {
+			set_reg(v, r);
+			return 0;
+		}
+		snprintf(why, wn, "is only known by its entry value (%s at the entry of %s%s%s%s)",
+			 regname[r], fname ? fname : "its function",
+			 arg_of_reg(r) && fname ? "; " : "", arg_of_reg(r) && fname ? fname : "",
+			 arg_of_reg(r) && fname ? "%return reads it" : "");
 		return -1;
 	}
-	uint8_t a = ops[0].atom;
+	if (nops != 1) {
+		snprintf(why, wn, "has an unsupported location expression");
+		return -1;
+	}
 	if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {
-		v->k = V_REG;
-		snprintf(v->base, sizeof v->base, "%s", regname[a - DW_OP_reg0]);
-		v->off = 0;
+		set_reg(v, a - DW_OP_reg0);
 		return 0;
 	}
 	if (a >= DW_OP_breg0 && a <= DW_OP_breg15) {
@@ -810,7 +882,7 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	if (a == DW_OP_fbreg) {
 		int reg;
 		long off;
-		if (frame_base(o, scopes, ns, pc, &reg, &off) != 0 || reg > 15) {
+		if (frame_base(o, scopes, ns, w->pc, &reg, &off) != 0 || reg > 15) {
 			snprintf(why, wn, "has a frame base that cannot be expressed");
 			return -1;
 		}
@@ -822,7 +894,7 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
 		Dwarf_Attribute ia;
 		Dwarf_Addr ad;
-		if (dwarf_getlocation_attr(&at, &ops[0], &ia) == 0 &&
+		if (dwarf_getlocation_attr(at, &ops[0], &ia) == 0 &&
 		    dwarf_formaddr(&ia, &ad) == 0 && global_val(o, ad, v) == 0)
 			return 0;
 		snprintf(why, wn, "is at an address no symbol covers");
@@ -834,11 +906,173 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 		snprintf(why, wn, "is at an address no symbol covers");
 		return -1;
 	}
-	if (a == DW_OP_entry_value || a == DW_OP_GNU_entry_value)
-		snprintf(why, wn, "only known by its entry value");
-	else
-		snprintf(why, wn, "has an unsupported location expression");
+	snprintf(why, wn, "has an unsupported location expression");
 	return -1;
+}
+
+/* a register value as the argument it is at the entry ($argN); -1 if
+ * the register carries no argument */
+static int reg_to_arg(struct val *v)
+{
+	for (int r = 0; r < 16; r++)
+		if (!strcmp(v->base, regname[r]) && arg_of_reg(r)) {
+			v->k = V_REG;
+			v->npieces = 0;
+			v->off = 0;
+			snprintf(v->base, sizeof v->base, "$arg%d", arg_of_reg(r));
+			return 0;
+		}
+	return -1;
+}
+
+/* is T (peeled) passed in one integer register (SysV class INTEGER, at
+ * most 8 bytes: integers, enums, pointers)? */
+static int integer_class(Dwarf_Die *var)
+{
+	Dwarf_Die t;
+	Dwarf_Attribute at;
+	Dwarf_Word sz = 0, enc = 0;
+	if (type_of(var, &t) != 0)
+		return 0;
+	int tag = dwarf_tag(&t);
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type || tag == DW_TAG_enumeration_type)
+		return 1;
+	if (tag != DW_TAG_base_type || dwarf_aggregate_size(&t, &sz) != 0 || sz > 8)
+		return 0;
+	dwarf_formudata(dwarf_attr(&t, DW_AT_encoding, &at), &enc);
+	return enc != DW_ATE_float && enc != DW_ATE_complex_float;
+}
+
+/* a parameter at a return probe: $argN, the register it came in, saved at
+ * the entry.  From its location at the entry where that is an argument
+ * register, else by the calling convention (the N-th of parameters that
+ * each take one integer register, no hidden struct return) */
+static int param_at_return(Dwarf_Die *var, Dwarf_Die *scopes, int ns, const struct val *at_entry,
+			   int entry_ok, struct val *v, char *why, size_t wn)
+{
+	Dwarf_Die *fn = subprogram_of(scopes, ns);
+	if (entry_ok && at_entry->k == V_REG && at_entry->base[0] == '$') {
+		*v = *at_entry;
+		return 0;
+	}
+	if (entry_ok && at_entry->k == V_REG) {
+		struct val a = *at_entry;
+		if (reg_to_arg(&a) == 0) {
+			*v = a;
+			return 0;
+		}
+	}
+	Dwarf_Die c, rt;
+	int n = 0;
+	if (fn && type_of(fn, &rt) == 0) {
+		int tag = dwarf_tag(&rt);
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+		    tag == DW_TAG_class_type || tag == DW_TAG_array_type)
+			fn = NULL;	/* a struct returned: maybe a hidden first argument */
+	}
+	if (fn && dwarf_child(fn, &c) == 0)
+		do {
+			if (dwarf_tag(&c) != DW_TAG_formal_parameter)
+				continue;
+			if (!integer_class(&c) || n == 6)
+				break;
+			n++;
+			if (dwarf_dieoffset(&c) == dwarf_dieoffset(var)) {
+				v->k = V_REG;
+				v->npieces = 0;
+				v->off = 0;
+				snprintf(v->base, sizeof v->base, "$arg%d", n);
+				return 0;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+	snprintf(why, wn, "is not in an argument register at the entry: a return probe cannot read it");
+	return -1;
+}
+
+static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
+		    int ns, const struct where *w, struct val *v, char *why, size_t wn)
+{
+	Dwarf_Attribute at;
+	Dwarf_Op *ops;
+	size_t nops;
+	int tag = dwarf_tag(var);
+	int ok = dwarf_attr(var, DW_AT_location, &at) != NULL;
+	int r = ok ? dwarf_getlocation_addr(&at, w->pc, &ops, &nops, 1) : 0;
+	static const char local_at_ret[] =
+		"is a local: a return probe reads parameters (as at the entry) and globals";
+	if (r <= 0 || nops == 0) {
+		if (w->ret && tag == DW_TAG_formal_parameter)
+			return param_at_return(var, scopes, ns, v, 0, v, why, wn);
+		snprintf(why, wn, "%s", w->ret ? local_at_ret : "optimized out");
+		return -1;
+	}
+	/* pieces: each a simple location and its size */
+	size_t start = 0;
+	int np = 0;
+	long poff = 0;
+	struct piece pcs[MAXPIECES];
+	for (size_t i = 0; i < nops; i++) {
+		if (ops[i].atom != DW_OP_piece && ops[i].atom != DW_OP_bit_piece)
+			continue;
+		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES) {
+			snprintf(why, wn, "has an unsupported location expression");
+			return -1;
+		}
+		struct piece *p = &pcs[np++];
+		p->off = poff;
+		p->size = (long)ops[i].number;
+		poff += p->size;
+		p->present = i > start;	/* an empty piece is optimized out */
+		if (p->present) {
+			struct val pv;
+			if (eval_ops(o, &at, ops + start, i - start, scopes, ns, w, &pv, why, wn) != 0)
+				return -1;
+			/* at a return: the argument registers, saved at the entry */
+			if (w->ret && pv.k == V_REG && pv.base[0] != '$' && reg_to_arg(&pv) != 0) {
+				snprintf(why, wn, "is partly in %.8s at the entry: a return probe "
+					 "cannot read it", pv.base);
+				return -1;
+			}
+			if (w->ret && pv.k == V_MEM) {
+				snprintf(why, wn, "is partly in memory at the entry: a return "
+					 "probe cannot read it");
+				return -1;
+			}
+			p->v.k = pv.k;
+			p->v.off = pv.off;
+			snprintf(p->v.base, sizeof p->v.base, "%s", pv.base);
+		}
+		start = i + 1;
+	}
+	if (np) {
+		/* one piece standing for the whole is the whole */
+		Dwarf_Die t;
+		Dwarf_Word sz = 0;
+		if (np == 1 && pcs[0].present && type_of(var, &t) == 0 &&
+		    dwarf_aggregate_size(&t, &sz) == 0 && (Dwarf_Word)pcs[0].size >= sz) {
+			v->k = pcs[0].v.k;
+			v->off = pcs[0].v.off;
+			snprintf(v->base, sizeof v->base, "%s", pcs[0].v.base);
+			v->npieces = 0;
+		} else {
+			v->k = V_PIECES;
+			v->npieces = np;
+			memcpy(v->pieces, pcs, sizeof pcs[0] * (size_t)np);
+			v->off = 0;
+			v->base[0] = 0;
+			return 0;
+		}
+	} else if (eval_ops(o, &at, ops, nops, scopes, ns, w, v, why, wn) != 0) {
+		return -1;
+	}
+	if (!w->ret || v->k == V_SYM || v->k == V_IMM)
+		return 0;
+	if (tag != DW_TAG_formal_parameter) {
+		snprintf(why, wn, "%s", local_at_ret);
+		return -1;
+	}
+	return param_at_return(var, scopes, ns, v, 1, v, why, wn);
 }
 
 /* the type of DIE, typedefs and qualifiers peeled */
@@ -1006,10 +1240,42 @@ static void sanitize(char *s)
 	*w = 0;
 }
 
+/* the part of a value in pieces SIZE bytes at OFF: the location of the
+ * piece holding it whole (at the piece's start when in a register or a
+ * constant); why set otherwise */
+static int piece_part(struct val *v, long off, long size, char *why, size_t wn)
+{
+	for (int i = 0; i < v->npieces; i++) {
+		const struct piece *p = &v->pieces[i];
+		if (off < p->off || off >= p->off + p->size)
+			continue;
+		if (off + size > p->off + p->size) {
+			snprintf(why, wn, "is split over two pieces");
+			return -1;
+		}
+		if (!p->present) {
+			snprintf(why, wn, "is optimized out");
+			return -1;
+		}
+		if (p->v.k != V_MEM && p->v.k != V_SYM && off != p->off) {
+			snprintf(why, wn, "is in the upper bytes of %s",
+				 p->v.k == V_REG ? "a register" : "a constant");
+			return -1;
+		}
+		v->k = p->v.k;
+		snprintf(v->base, sizeof v->base, "%s", p->v.base);
+		v->off = p->v.off + (p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0);
+		v->npieces = 1;	/* the caller's sign that the offset is applied */
+		return 0;
+	}
+	snprintf(why, wn, "is not in the pieces");
+	return -1;
+}
+
 /* translates a variable FETCH (NAME, ->, ., [IDX]) with optional :TYPE
  * at PC; pos: its offset in the definition for errors */
 static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
-			 uint64_t pc, const char *expr, const char *type,
+			 const struct where *w, const char *expr, const char *type,
 			 struct fetch_out *fo, struct dw_error *err, int pos,
 			 const char *placename)
 {
@@ -1029,13 +1295,13 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		return -1;
 	}
 	struct val v;
-	char why[128];
-	if (eval_loc(o, &var, scopes, ns, pc, &v, why, sizeof why) != 0) {
+	char why[256];
+	if (eval_loc(o, &var, scopes, ns, w, &v, why, sizeof why) != 0) {
 		seterr(err, pos, "Variable %s %s at %s", name, why, placename);
 		return -1;
 	}
 	Dwarf_Die t, member;
-	int has_member = 0;
+	int has_member = 0, whole = 0;	/* whole: a piece is the value */
 	long bitbase = 0;
 	if (type_of(&var, &t) != 0) {
 		seterr(err, pos, "Variable %s has no type", name);
@@ -1065,7 +1331,18 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s is a constant", (int)i, expr);
 				return -1;
 			}
-			if (tag == DW_TAG_pointer_type)
+			if (v.k == V_PIECES && (tag == DW_TAG_pointer_type ||
+			    piece_part(&v, idx * (long)esz, (long)esz, why, sizeof why) != 0)) {
+				seterr(err, p, "%.*s %s at %s", (int)i, expr,
+				       tag == DW_TAG_pointer_type ? "is in pieces" : why, placename);
+				return -1;
+			}
+			whole = 0;
+			if (v.npieces) {	/* the piece holding the element */
+				v.npieces = 0;
+				whole = v.k != V_MEM && v.k != V_SYM;
+			}
+			else if (tag == DW_TAG_pointer_type)
 				deref(&v, idx * (long)esz);
 			else if (v.k == V_REG) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
@@ -1130,7 +1407,24 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			seterr(err, p, "%.*s is a constant", (int)i, expr);
 			return -1;
 		}
-		if (arrow)
+		if (v.k == V_PIECES) {
+			/* the piece holding the member, if one holds it whole */
+			Dwarf_Die mt;
+			Dwarf_Word msz = 0;
+			if (arrow || dwarf_hasattr(&member, DW_AT_bit_size) ||
+			    type_of(&member, &mt) != 0 ||
+			    dwarf_aggregate_size(&mt, &msz) != 0) {
+				seterr(err, p, "%.*s is in pieces at %s", (int)i, expr, placename);
+				return -1;
+			}
+			if (piece_part(&v, moff, (long)msz, why, sizeof why) != 0) {
+				seterr(err, (int)(pos + f), "%.*s %s at %s", (int)e, expr, why,
+				       placename);
+				return -1;
+			}
+			v.npieces = 0;
+			whole = v.k != V_MEM && v.k != V_SYM;
+		} else if (arrow)
 			deref(&v, moff);
 		else if (v.k == V_REG) {
 			seterr(err, p, "%.*s is in a register", (int)i, expr);
@@ -1143,6 +1437,11 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			return -1;
 		}
 		i = e;
+	}
+	if (v.k == V_PIECES) {
+		seterr(err, pos, "Variable %s is in %d pieces at %s: give a member that one "
+		       "piece holds", name, v.npieces, placename);
+		return -1;
 	}
 	char ty[64] = "";
 	int want_string = type && (!strcmp(type, "string") || !strcmp(type, "ustring"));
@@ -1205,7 +1504,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
 		}
 	}
-	if (v.k == V_REG && has_member) {
+	if (v.k == V_REG && has_member && !whole) {
 		seterr(err, pos, "%s is in a register", expr);
 		return -1;
 	}
@@ -1226,7 +1525,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 }
 
 /* every parameter ($params) or every visible variable ($vars) at PC */
-static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
+static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
 		    int params_only, struct fetch_out **fo, int *nfo, int *cap)
 {
 	for (int s = 0; s < ns; s++) {
@@ -1245,7 +1544,7 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
 				continue;
 			struct fetch_out f;
 			struct dw_error e;
-			if (translate_var(o, scopes, ns, pc, nm, NULL, &f, &e, 0, "") != 0)
+			if (translate_var(o, scopes, ns, w, nm, NULL, &f, &e, 0, "") != 0)
 				continue;	/* perf skips what cannot be fetched */
 			if (*nfo == *cap) {
 				*cap = *cap ? 2 * *cap : 16;
@@ -1366,7 +1665,7 @@ static char *place_name(const struct place *pl, char *out, size_t n)
 	} else if (pl->func[0] && pl->has_line)
 		snprintf(out, n, "%s:%ld", pl->func, pl->line);
 	else if (pl->func[0])
-		snprintf(out, n, "%s", pl->func);
+		snprintf(out, n, "%s%s", pl->func, pl->ret ? "%return" : "");
 	else
 		snprintf(out, n, "%s:%ld", pl->src, pl->line);
 	return out;
@@ -1429,6 +1728,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 	for (int s = 0; s < nsites; s++) {
 		uint64_t pc = sites[s].addr;
 		uint64_t foff = elf_vaddr_to_off(o->path, pc);
+		struct where wh = { pc, pl.ret };
 		Dwarf_Die *scopes = NULL;
 		int ns = scopes_at(&sites[s].in, pc, &scopes);
 		size_t cap = 4096, len = 0;
@@ -1461,7 +1761,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 			int nfo = 0, fcap = 0;
 			if (!strcmp(f, "$params") || !strcmp(f, "$vars")) {
 				if (ns > 0)
-					all_vars(o, scopes, ns, pc, f[1] == 'p', &fo, &nfo, &fcap);
+					all_vars(o, scopes, ns, &wh, f[1] == 'p', &fo, &nfo, &fcap);
 			} else if (is_raw_fetch(f)) {
 				fo = calloc(1, sizeof *fo);
 				nfo = 1;
@@ -1474,7 +1774,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 				if (ty)
 					*ty++ = 0;
 				fo = calloc(1, sizeof *fo);
-				if (ns <= 0 || translate_var(o, scopes, ns, pc, expr, ty, fo,
+				if (ns <= 0 || translate_var(o, scopes, ns, &wh, expr, ty, fo,
 							   err, fpos, pn) != 0) {
 					if (ns <= 0)
 						seterr(err, fpos, "No scope at %s", pn);
@@ -1674,7 +1974,8 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 					const char *nm = dwarf_diename(&c);
 					struct val v;
 					char why[128], tn[512], line[1024];
-					if (!nm || eval_loc(o, &c, scopes, ns, sites[i].addr, &v,
+					struct where wh = { sites[i].addr, 0 };
+					if (!nm || eval_loc(o, &c, scopes, ns, &wh, &v,
 							    why, sizeof why) != 0)
 						continue;
 					type_name(&c, tn, sizeof tn);

@@ -490,3 +490,94 @@ UKT_CASE(a_constant_location_is_an_immediate)
 		   strstr(r.out, ") res=0\n") && strstr(r.out, ") res=20\n"));
 	run_free(&r);
 }
+
+static const char *const dent_builds[] = {
+	"dent-gcc-O0", "dent-gcc-O2", "dent-clang-O0", "dent-clang-O2",
+};
+
+/* at a return, parameters are what they were at the entry ($argN, saved
+ * there), whatever their location at the return: the values printed */
+UKT_CASE(parameters_at_a_return_probe)
+{
+	for (size_t b = 0; b < sizeof dent_builds / sizeof *dent_builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/r after_call%return x y",
+				       "r:dw/q after_call $params", "--",
+				       target(dent_builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "r", "after_call ", 1, 2);
+		same_values(&r, "q", "after_call ", 1, 2);
+		run_free(&r);
+	}
+	/* through a pointer parameter, and its fields as they are at the return */
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/wr work%return id=r->id k", "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "wr", "work ", 2, 2);
+		run_free(&r);
+	}
+	struct run r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D",
+			       "p:dw/r after_call%return x y", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " x=$arg1:s64 y=$arg2:s64") == 1);
+	run_free(&r);
+}
+
+UKT_CASE(entry_values_and_locals_where_they_cannot_be_read)
+{
+	/* gcc -O2: x is dead once printf is called, DW_OP_entry_value(reg5) */
+	const char *def = "p:dw/a after_call:3 x";
+	struct run r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "Variable x is only known by its entry value (%di at the entry of "
+		     "after_call; after_call%return reads it) at after_call:3", def, 20);
+	run_free(&r);
+	/* a return probe reads no local (its value at the entry is none) */
+	def = "p:dw/w work%return sum";
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		r = ukprobe("trace", def, "--", target(builds[b]), NULL);
+		expect_caret(&r, "Variable sum is a local: a return probe reads parameters "
+			     "(as at the entry) and globals at work%return", def, 19);
+		run_free(&r);
+	}
+}
+
+/* a struct passed in two registers: each member from its piece */
+UKT_CASE(members_of_a_value_in_pieces)
+{
+	for (size_t b = 0; b < sizeof dent_builds / sizeof *dent_builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/p pair_sum p.lo p.hi",
+				       "p:dw/m mixed_sum m.a m.c", "--",
+				       target(dent_builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "p", "pair_sum ", 1, 2);
+		same_values(&r, "m", "mixed_sum ", 1, 2);
+		run_free(&r);
+		/* m.b: where a piece holds it whole, its value; else refused */
+		r = ukprobe("trace", "p:dw/b mixed_sum m.b", "--", target(dent_builds[b]), NULL);
+		if (r.status == 0)
+			same_values(&r, "b", "mixed_sum ", 1, 1);
+		else
+			RUN_EXPECT(r, r.status == 2 && strstr(r.err, "error: m.b ") &&
+				   strstr(r.err, " at mixed_sum\n"));
+		run_free(&r);
+	}
+	/* gcc -O2: the pieces are %di and %si, at the entry and at the return */
+	struct run r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D",
+			       "p:dw/p pair_sum p.lo p.hi", "p:dw/q pair_sum%return p.lo p.hi", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " lo=%di:s64 hi=%si:s64") == 1 &&
+		   count_lines(r.out, " lo=$arg1:s64 hi=$arg2:s64") == 1);
+	run_free(&r);
+	r = ukprobe("trace", "r:dw/q pair_sum p.lo p.hi", "--", target("dent-gcc-O2"), NULL);
+	RUN_EXPECT(r, r.status == 0);
+	same_values(&r, "q", "pair_sum ", 1, 2);
+	run_free(&r);
+	/* b shares a register with a, in its upper half; p is two pieces */
+	const char *def = "p:dw/b mixed_sum m.b";
+	r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "m.b is in the upper bytes of a register at mixed_sum", def, 19);
+	run_free(&r);
+	def = "p:dw/p pair_sum p";
+	r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "Variable p is in 2 pieces at pair_sum: give a member that one "
+		     "piece holds", def, 16);
+	run_free(&r);
+}
