@@ -188,6 +188,84 @@ static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
 	}
 }
 
+/* ---- C++ names -------------------------------------------------------- */
+
+/* the first ':' of S that is not part of a "::" (C++ scope) */
+static char *find_colon(const char *s)
+{
+	for (const char *p = s; (p = strchr(p, ':')) != NULL; p += 2) {
+		if (p[1] != ':')
+			return (char *)p;
+	}
+	return NULL;
+}
+
+static int is_cxx(Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word lang = 0;
+	if (dwarf_formudata(dwarf_attr(cu, DW_AT_language, &at), &lang) != 0)
+		return 0;
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+/* the scopes (namespaces, classes) from PARENT down to the DIE at WANT,
+ * each "NAME::", appended to out; 1 when found */
+static int scope_path(Dwarf_Die *parent, Dwarf_Off want, char *out, size_t n)
+{
+	Dwarf_Die c, next;
+	if (dwarf_child(parent, &c) != 0)
+		return 0;
+	for (;;) {
+		int more = dwarf_siblingof(&c, &next) == 0;
+		Dwarf_Off co = dwarf_dieoffset(&c);
+		if (co == want)
+			return 1;
+		int t = dwarf_tag(&c);
+		if (want > co && (!more || want < dwarf_dieoffset(&next)) &&
+		    (t == DW_TAG_namespace || t == DW_TAG_structure_type ||
+		     t == DW_TAG_class_type || t == DW_TAG_union_type)) {
+			const char *nm = dwarf_diename(&c);
+			size_t l = strlen(out);
+			snprintf(out + l, n - l, "%s::", nm ? nm : "(anonymous namespace)");
+			return scope_path(&c, want, out, n);
+		}
+		if (!more)
+			return 0;
+		c = next;
+	}
+}
+
+/* a function's name with its namespaces and classes (ns::Cls::method),
+ * through its declaration (DW_AT_specification, DW_AT_abstract_origin);
+ * the plain name outside C++ */
+static const char *qual_name(Dwarf_Die *die, Dwarf_Die *cu, char *out, size_t n)
+{
+	const char *nm = dwarf_diename(die);
+	out[0] = 0;
+	if (!nm || !is_cxx(cu))
+		return nm;
+	Dwarf_Die d = *die, r, cud;
+	Dwarf_Attribute at;
+	for (int k = 0; k < 8; k++) {
+		if (dwarf_attr(&d, DW_AT_abstract_origin, &at) && dwarf_formref_die(&at, &r))
+			d = r;
+		else if (dwarf_attr(&d, DW_AT_specification, &at) && dwarf_formref_die(&at, &r))
+			d = r;
+		else
+			break;
+	}
+	if (!dwarf_diecu(&d, &cud, NULL, NULL) ||
+	    !scope_path(&cud, dwarf_dieoffset(&d), out, n)) {
+		out[0] = 0;
+		return nm;
+	}
+	size_t l = strlen(out);
+	snprintf(out + l, n - l, "%s", nm);
+	return out;
+}
+
 struct match {
 	const char *func;	/* glob or name */
 	const char *src;	/* or NULL */
@@ -200,9 +278,25 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 	struct match *m = arg;
 	Dwarf_Addr pc;
 	const char *name = dwarf_diename(die);
+	char qn[1024];
 	if (!name || dwarf_entrypc(die, &pc) != 0)
 		return;
-	if (m->glob ? fnmatch(m->func, name, 0) != 0 : strcmp(m->func, name) != 0)
+	/* C++: a qualified name (ns::f) is compared whole, a plain one
+	 * with the function's own name */
+	const char *q = strstr(m->func, "::");
+	if (m->glob) {
+		if (fnmatch(m->func, name, 0) != 0 &&
+		    (!is_cxx(cu) || fnmatch(m->func, qual_name(die, cu, qn, sizeof qn), 0) != 0))
+			return;
+	} else if (q) {
+		const char *last = m->func + strlen(m->func);
+		while (last > m->func && !(last[-1] == ':' && last - 1 > m->func && last[-2] == ':'))
+			last--;
+		/* ::f is f outside any namespace or class */
+		const char *want = q == m->func ? m->func + 2 : m->func;
+		if (strcmp(last, name) != 0 || strcmp(want, qual_name(die, cu, qn, sizeof qn)) != 0)
+			return;
+	} else if (strcmp(m->func, name) != 0)
 		return;
 	if (m->src) {
 		const char *f = decl_file(die, cu);
@@ -225,12 +319,16 @@ int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f)
 	char **names = malloc((s.n + 1) * sizeof *names);
 	size_t n = 0;
 	for (size_t i = 0; i < s.n; i++)
-		if (!s.v[i].inlined)
-			names[n++] = (char *)dwarf_diename(&s.v[i].die);
+		if (!s.v[i].inlined) {
+			char qn[1024];
+			names[n++] = strdup(qual_name(&s.v[i].die, &s.v[i].cu, qn, sizeof qn));
+		}
 	qsort(names, n, sizeof *names, cmp_str);
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || strcmp(names[i], names[i - 1]))
 			fprintf(f, "%s\n", names[i]);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
 	free(names);
 	free(s.v);
 	return 0;
@@ -266,7 +364,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 			seterr(err, pl->lazy_off, "Empty line pattern");
 			return -1;
 		}
-		if (!strchr(buf, '@') && !strchr(buf, ':') &&
+		if (!strchr(buf, '@') && !find_colon(buf) &&
 		    (strchr(buf, '.') || strchr(buf, '/'))) {
 			snprintf(pl->src, sizeof pl->src, "%s", buf);
 			return 0;
@@ -277,7 +375,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 		pl->ret = 1;
 		buf[n - 7] = 0;
 	}
-	char *colon = strchr(buf, ':');
+	char *colon = find_colon(buf);
 	char *at = strchr(buf, '@');
 	if (colon) {
 		*colon = 0;
@@ -1115,6 +1213,13 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 	case DW_TAG_structure_type:
 		snprintf(out, n, "struct %s", nm ? nm : "");
 		return;
+	case DW_TAG_class_type:
+		snprintf(out, n, "class %s", nm ? nm : "");
+		return;
+	case DW_TAG_reference_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "%s&", sub);
+		return;
 	case DW_TAG_union_type:
 		snprintf(out, n, "union %s", nm ? nm : "");
 		return;
@@ -1143,7 +1248,8 @@ static int default_type(Dwarf_Die *t, Dwarf_Die *member, char *out, size_t n)
 	Dwarf_Attribute at;
 	Dwarf_Word sz = 0, enc = DW_ATE_unsigned;
 	int tag = dwarf_tag(t);
-	if (tag == DW_TAG_pointer_type) {
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type) {
 		snprintf(out, n, "x64");
 		return 0;
 	}
@@ -1369,6 +1475,20 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		char field[256];
 		snprintf(field, sizeof field, "%.*s", (int)(e - f), expr + f);
 		Dwarf_Die st = t;
+		/* a C++ reference: '.' reads through it */
+		int ttag = dwarf_tag(&t);
+		if (!arrow && (ttag == DW_TAG_reference_type || ttag == DW_TAG_rvalue_reference_type) &&
+		    v.k != V_PIECES) {
+			if (type_of(&t, &st) != 0) {
+				seterr(err, (int)(pos + f), "%.*s has no type", (int)i, expr);
+				return -1;
+			}
+			if (v.k == V_IMM) {
+				seterr(err, p, "%.*s is a constant", (int)i, expr);
+				return -1;
+			}
+			deref(&v, 0);
+		}
 		if (arrow) {
 			if (dwarf_tag(&t) != DW_TAG_pointer_type || type_of(&t, &st) != 0) {
 				seterr(err, (int)(pos + f), "%.*s is not a pointer", (int)i, expr);
@@ -1376,7 +1496,8 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			}
 		}
 		int stag = dwarf_tag(&st);
-		if (stag != DW_TAG_structure_type && stag != DW_TAG_union_type) {
+		if (stag != DW_TAG_structure_type && stag != DW_TAG_union_type &&
+		    stag != DW_TAG_class_type) {
 			seterr(err, (int)(pos + f), "%.*s is not a struct or union",
 			       (int)i, expr);
 			return -1;
@@ -1589,6 +1710,8 @@ static int is_raw_fetch(const char *f)
 static int is_source_place(const char *p)
 {
 	if (strchr(p, '@') || strchr(p, ';'))
+		return 1;
+	if (strstr(p, "::"))	/* a C++ name: no raw place has one */
 		return 1;
 	const char *c = strchr(p, ':');
 	if (!c)
@@ -1851,7 +1974,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	char buf[1024];
 	snprintf(buf, sizeof buf, "%s", place);
 	long lo = 0, hi = 0;
-	char *colon = strchr(buf, ':');
+	char *colon = find_colon(buf);
 	if (colon && !strchr(buf, '@') && (strchr(buf, '.') || strchr(buf, '/'))) {
 		/* SRC:A[-B] */
 		char *end;

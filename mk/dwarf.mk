@@ -27,3 +27,15 @@ $(B)/bench/ukp-dwarf-bench: bench/ukp-dwarf-bench.c $(B)/cli/dwarf.o $(B)/cli/el
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Icli -rdynamic -o $@ $< $(B)/cli/dwarf.o $(B)/cli/elf.o \
 		$(USER_LINK) -ldw -lelf
+
+# C++ names (targets/dcxx.cc): g++ and clang++, -O0 and -O2
+DCXX_TARGETS := $(foreach c,gcc clang,$(foreach o,O0 O2,$(B)/cli-targets/dcxx-$(c)-$(o)))
+$(B)/cli-targets/dcxx-gcc-%: tests/cli/targets/dcxx.cc
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dcxx-clang-%: tests/cli/targets/dcxx.cc
+	@mkdir -p $(dir $@)
+	clang++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+dwarf-targets: $(DCXX_TARGETS)
+tests: $(DCXX_TARGETS)
+$(B)/tests/cli-dwarf: $(DCXX_TARGETS)

@@ -581,3 +581,34 @@ UKT_CASE(members_of_a_value_in_pieces)
 		     "piece holds", def, 16);
 	run_free(&r);
 }
+
+/* C++: ns::Cls::method and ns::f as places (::f outside any namespace),
+ * this->member, a member through a reference; g++ and clang++ */
+UKT_CASE(cxx_qualified_names)
+{
+	static const char *const cxx[] = { "dcxx-gcc-O0", "dcxx-gcc-O2", "dcxx-clang-O0",
+		"dcxx-clang-O2" };
+	for (size_t b = 0; b < sizeof cxx / sizeof *cxx; b++) {
+		struct run r = ukprobe("trace", "p:dw/area geo::Shape::area sides=this->sides_ w at.x at.y",
+				       "p:dw/t ::twice v", "p:dw/i geo::inner::twice:2 v",
+				       "r:dw/ar geo::Shape::area w x=at.x", "--", target(cxx[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "area", "area ", 1, 4);
+		same_values(&r, "ar", "area ", 1, 2);
+		same_values(&r, "i", "twice ", 1, 1);
+		same_values(&r, "t", "gtwice ", 1, 1);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-F", "geo::*", NULL);
+		RUN_EXPECT(r, r.status == 0 && strstr(r.out, "geo::Shape::area\n") &&
+			   strstr(r.out, "geo::inner::twice\n") && !strstr(r.out, "main"));
+		run_free(&r);
+		/* a plain name is every function of that name, as perf has it */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-D", "p:dw/t twice v", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/t") == 2);
+		run_free(&r);
+	}
+	const char *def = "p geo::Nope::area w";
+	struct run r = ukprobe("trace", def, "--", target("dcxx-gcc-O0"), NULL);
+	expect_caret(&r, "Function geo::Nope::area is not found", def, 2);
+	run_free(&r);
+}
