@@ -1931,6 +1931,67 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 	return nsites;
 }
 
+/* the words of S (blank separated): their offsets and lengths */
+static int split_words(const char *s, int *at, int *len, int max)
+{
+	int n = 0;
+	for (const char *p = s; *p && n < max;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		at[n] = (int)(p - s);
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		len[n] = (int)(p - s) - at[n];
+		n++;
+	}
+	return n;
+}
+
+int dw_map_offset(const char *def, const char *raw, int off)
+{
+	int ua[160], ul[160], ra[2000], rl[2000];
+	int nu = split_words(def, ua, ul, 160), nr = split_words(raw, ra, rl, 2000);
+	if (nu < 2 || nr < 2)
+		return 0;
+	int w = 0;	/* the raw word at off (or the last before it) */
+	while (w + 1 < nr && ra[w + 1] <= off)
+		w++;
+	if (w == 0)	/* the head: as written where written alike */
+		return off < ul[0] && !strncmp(def, raw, (size_t)ul[0]) ? off : ua[0];
+	if (w == 1 || nu == 2)
+		return ua[1];
+	/* each argument written became one, $params and $vars any number:
+	 * where one of those is written, the others tell how many */
+	int expand = 0;
+	for (int k = 2; k < nu; k++) {
+		const char *f = arg_fetch(def + ua[k]);
+		expand += !strncmp(f, "$params", 7) || !strncmp(f, "$vars", 5);
+	}
+	int u = -1, extra = (nr - 2) - (nu - 2 - expand);
+	if (expand > 1)
+		return ua[1];
+	for (int k = 2, i = 2; k < nu && u < 0; k++) {
+		const char *f = arg_fetch(def + ua[k]);
+		int n = !strncmp(f, "$params", 7) || !strncmp(f, "$vars", 5) ? extra : 1;
+		if (w < i + n)
+			u = k;
+		i += n;
+	}
+	if (u < 0)
+		return ua[1];
+	/* within the TYPE when it was written (the same text), else the fetch */
+	char uw[2048], rw[2048];
+	snprintf(uw, sizeof uw, "%.*s", ul[u], def + ua[u]);
+	snprintf(rw, sizeof rw, "%.*s", rl[w], raw + ra[w]);
+	const char *uf = arg_fetch(uw), *ut = strrchr(uf, ':'), *rt = strrchr(rw, ':');
+	int in_type = rt && off >= ra[w] + (int)(rt - rw);
+	if (in_type && ut && !strcmp(ut, rt))
+		return ua[u] + (int)(ut - uw) + (off - ra[w] - (int)(rt - rw));
+	return ua[u] + (int)(uf - uw);
+}
+
 /* ---- -L and -V ------------------------------------------------------- */
 
 /* the lines of a file (matching SRC) with code in [lo, hi], within DIE;

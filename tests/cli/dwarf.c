@@ -612,3 +612,28 @@ UKT_CASE(cxx_qualified_names)
 	expect_caret(&r, "Function geo::Nope::area is not found", def, 2);
 	run_free(&r);
 }
+
+/* what the parser or the agent finds wrong in a translated definition is
+ * shown in the definition as written, the caret on the word it came from */
+UKT_CASE(errors_in_translations_point_into_what_was_written)
+{
+	/* the agent: the object given by -x is not in the program */
+	const char *def = "p:dw/a after_call x";
+	struct run r = ukprobe("trace", "-x", target("dent-gcc-O2"), def, "--",
+			       target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Failed to find the given file", def, 7);
+	run_free(&r);
+	/* the parser: a TYPE, the same event twice, a bitfield after $params */
+	def = "p:dw/a work:3 k:badtype";
+	r = ukprobe("trace", def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Unknown type is specified", def, 16);
+	run_free(&r);
+	def = "p:dw/a work:3 k";
+	r = ukprobe("trace", def, def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Given group/event name is already used by another event", def, 2);
+	run_free(&r);
+	def = "p:dw/a work:3 $params s=sum:b99@0/8";
+	r = ukprobe("trace", def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Invalid bitfield", def, 28);
+	run_free(&r);
+}
