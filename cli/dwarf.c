@@ -1347,10 +1347,11 @@ static void sanitize(char *s)
 }
 
 /* the part of a value in pieces SIZE bytes at OFF: the location of the
- * piece holding it whole (at the piece's start when in a register or a
- * constant); why set otherwise */
-static int piece_part(struct val *v, long off, long size, char *why, size_t wn)
+ * piece holding it whole (*bits: where in the register it starts; at
+ * the start of a constant); why set otherwise */
+static int piece_part(struct val *v, long off, long size, long *bits, char *why, size_t wn)
 {
+	*bits = 0;
 	for (int i = 0; i < v->npieces; i++) {
 		const struct piece *p = &v->pieces[i];
 		if (off < p->off || off >= p->off + p->size)
@@ -1363,11 +1364,12 @@ static int piece_part(struct val *v, long off, long size, char *why, size_t wn)
 			snprintf(why, wn, "is optimized out");
 			return -1;
 		}
-		if (p->v.k != V_MEM && p->v.k != V_SYM && off != p->off) {
-			snprintf(why, wn, "is in the upper bytes of %s",
-				 p->v.k == V_REG ? "a register" : "a constant");
+		if (p->v.k == V_IMM && off != p->off) {
+			snprintf(why, wn, "is in the upper bytes of a constant");
 			return -1;
 		}
+		if (p->v.k == V_REG)	/* its bits in the register */
+			*bits = (off - p->off) * 8;
 		v->k = p->v.k;
 		snprintf(v->base, sizeof v->base, "%s", p->v.base);
 		v->off = p->v.off + (p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0);
@@ -1408,7 +1410,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 	}
 	Dwarf_Die t, member;
 	int has_member = 0, whole = 0;	/* whole: a piece is the value */
-	long bitbase = 0;
+	long bitbase = 0, regbits = 0;	/* regbits: bits below it in its register */
 	if (type_of(&var, &t) != 0) {
 		seterr(err, pos, "Variable %s has no type", name);
 		return -1;
@@ -1438,7 +1440,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				return -1;
 			}
 			if (v.k == V_PIECES && (tag == DW_TAG_pointer_type ||
-			    piece_part(&v, idx * (long)esz, (long)esz, why, sizeof why) != 0)) {
+			    piece_part(&v, idx * (long)esz, (long)esz, &regbits, why, sizeof why) != 0)) {
 				seterr(err, p, "%.*s %s at %s", (int)i, expr,
 				       tag == DW_TAG_pointer_type ? "is in pieces" : why, placename);
 				return -1;
@@ -1538,18 +1540,28 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s is in pieces at %s", (int)i, expr, placename);
 				return -1;
 			}
-			if (piece_part(&v, moff, (long)msz, why, sizeof why) != 0) {
+			if (piece_part(&v, moff, (long)msz, &regbits, why, sizeof why) != 0) {
 				seterr(err, (int)(pos + f), "%.*s %s at %s", (int)e, expr, why,
 				       placename);
 				return -1;
 			}
 			v.npieces = 0;
 			whole = v.k != V_MEM && v.k != V_SYM;
-		} else if (arrow)
+		} else if (arrow) {
 			deref(&v, moff);
-		else if (v.k == V_REG) {
-			seterr(err, p, "%.*s is in a register", (int)i, expr);
-			return -1;
+			regbits = 0;
+		} else if (v.k == V_REG) {
+			/* a struct held in a register: the member's bits there */
+			Dwarf_Die mt;
+			Dwarf_Word ssz = 0, msz = 0;
+			if (dwarf_hasattr(&member, DW_AT_bit_size) || dwarf_aggregate_size(&st, &ssz) != 0 ||
+			    ssz > 8 || type_of(&member, &mt) != 0 || dwarf_aggregate_size(&mt, &msz) != 0 ||
+			    moff + (long)msz > (long)ssz) {
+				seterr(err, p, "%.*s is in a register", (int)i, expr);
+				return -1;
+			}
+			regbits += moff * 8;
+			whole = 1;
 		} else
 			v.off += moff;
 		has_member = 1;
@@ -1560,8 +1572,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		i = e;
 	}
 	if (v.k == V_PIECES) {
-		seterr(err, pos, "Variable %s is in %d pieces at %s: give a member that one "
-		       "piece holds", name, v.npieces, placename);
+		int agg = dwarf_tag(&t) == DW_TAG_structure_type || dwarf_tag(&t) == DW_TAG_union_type ||
+			  dwarf_tag(&t) == DW_TAG_class_type || dwarf_tag(&t) == DW_TAG_array_type;
+		seterr(err, pos, "Variable %s is in %d pieces at %s: %s", name, v.npieces, placename,
+		       agg ? "give a member that one piece holds" : "one fetch cannot join them");
 		return -1;
 	}
 	char ty[64] = "";
@@ -1624,6 +1638,22 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			v.off += ubyte;
 			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
 		}
+	}
+	if (v.k == V_REG && regbits > 0) {
+		/* above the register's low bytes: its bits (unsigned only: the
+		 * raw grammar's bitfields are) */
+		unsigned bsz;
+		if (type || ty[0] == 'b' || sscanf(ty, "%*c%u", &bsz) != 1) {
+			seterr(err, pos, "%s is in the upper bytes of a register at %s%s", expr,
+			       placename, type ? ": no TYPE can be given" : "");
+			return -1;
+		}
+		if (ty[0] == 's') {
+			seterr(err, pos, "%s is signed and in the upper bytes of a register at %s "
+			       "(bitfields are unsigned)", expr, placename);
+			return -1;
+		}
+		snprintf(ty, sizeof ty, "b%u@%ld/64", bsz, regbits);
 	}
 	if (v.k == V_REG && has_member && !whole) {
 		seterr(err, pos, "%s is in a register", expr);

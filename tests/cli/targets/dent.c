@@ -42,6 +42,18 @@ __attribute__((noinline)) long mixed_sum(struct mixed m)
 	return m.a + m.b + m.c;
 }
 
+struct small {
+	int lo;
+	unsigned hi;
+};
+
+/* s arrives whole in one register, hi in its upper half */
+__attribute__((noinline)) long small_sum(struct small s)
+{
+	printf("small_sum lo=%d hi=%u\n", s.lo, s.hi);
+	return s.lo + (long)s.hi;
+}
+
 int main(int argc, char **argv)
 {
 	(void)argv;
@@ -50,6 +62,8 @@ int main(int argc, char **argv)
 	r += pair_sum(p);
 	struct mixed m = { -3 * argc, 40 + argc, 5000 + argc };
 	r += mixed_sum(m);
+	struct small s = { -60 - argc, 3000000000u + (unsigned)argc };
+	r += small_sum(s);
 	printf("main r=%ld\n", r);
 	return 0;
 }
