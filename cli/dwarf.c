@@ -1023,9 +1023,47 @@ static int reg_to_arg(struct val *v)
 	return -1;
 }
 
-/* is T (peeled) passed in one integer register (SysV class INTEGER, at
- * most 8 bytes: integers, enums, pointers)? */
-static int integer_class(Dwarf_Die *var)
+/* are the members of struct or union T (peeled) all integers, enums or
+ * pointers (arrays of them), each at an offset of its alignment? */
+static int integer_members(Dwarf_Die *t, int depth)
+{
+	Dwarf_Die c, mt;
+	if (depth > 4 || dwarf_child(t, &c) != 0)
+		return depth > 4 ? 0 : 1;
+	do {
+		if (dwarf_tag(&c) != DW_TAG_member)
+			continue;
+		Dwarf_Attribute at;
+		Dwarf_Word off = 0, sz = 0, enc = 0;
+		if (dwarf_hasattr(&c, DW_AT_bit_size) || type_of(&c, &mt) != 0)
+			return 0;
+		dwarf_formudata(dwarf_attr(&c, DW_AT_data_member_location, &at), &off);
+		while (dwarf_tag(&mt) == DW_TAG_array_type)
+			if (type_of(&mt, &mt) != 0)
+				return 0;
+		int tag = dwarf_tag(&mt);
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+			if (!integer_members(&mt, depth + 1))
+				return 0;
+			continue;
+		}
+		if (dwarf_aggregate_size(&mt, &sz) != 0 || sz == 0 || sz > 8 || off % sz)
+			return 0;
+		if (tag == DW_TAG_base_type) {
+			dwarf_formudata(dwarf_attr(&mt, DW_AT_encoding, &at), &enc);
+			if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
+				return 0;
+		} else if (tag != DW_TAG_pointer_type && tag != DW_TAG_enumeration_type)
+			return 0;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 1;
+}
+
+/* how many integer registers parameter VAR takes (SysV x86-64): one for
+ * an integer, enum or pointer of at most 8 bytes, one per eightbyte for
+ * a C struct of at most 16 bytes of those; 0 for anything else (a float,
+ * a bigger or mixed struct, a C++ class, which may go by reference) */
+static int int_regs(Dwarf_Die *var, int cxx)
 {
 	Dwarf_Die t;
 	Dwarf_Attribute at;
@@ -1036,7 +1074,11 @@ static int integer_class(Dwarf_Die *var)
 	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
 	    tag == DW_TAG_rvalue_reference_type || tag == DW_TAG_enumeration_type)
 		return 1;
-	if (tag != DW_TAG_base_type || dwarf_aggregate_size(&t, &sz) != 0 || sz > 8)
+	if (dwarf_aggregate_size(&t, &sz) != 0 || sz == 0)
+		return 0;
+	if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
+		return !cxx && sz <= 16 && integer_members(&t, 0) ? (int)(sz + 7) / 8 : 0;
+	if (tag != DW_TAG_base_type || sz > 8)
 		return 0;
 	dwarf_formudata(dwarf_attr(&t, DW_AT_encoding, &at), &enc);
 	return enc != DW_ATE_float && enc != DW_ATE_complex_float;
@@ -1062,7 +1104,11 @@ static int param_at_return(Dwarf_Die *var, Dwarf_Die *scopes, int ns, const stru
 		}
 	}
 	Dwarf_Die c, rt;
-	int n = 0;
+	int n = 0, cxx = ns > 0 && dwarf_tag(&scopes[ns - 1]) == DW_TAG_compile_unit &&
+			 is_cxx(&scopes[ns - 1]);
+	/* a function of this object only may take its arguments otherwise */
+	if (fn && !dwarf_hasattr_integrate(fn, DW_AT_external))
+		fn = NULL;
 	if (fn && type_of(fn, &rt) == 0) {
 		int tag = dwarf_tag(&rt);
 		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
@@ -1073,16 +1119,35 @@ static int param_at_return(Dwarf_Die *var, Dwarf_Die *scopes, int ns, const stru
 		do {
 			if (dwarf_tag(&c) != DW_TAG_formal_parameter)
 				continue;
-			if (!integer_class(&c) || n == 6)
+			int k = int_regs(&c, cxx);
+			if (!k || n + k > 6)
 				break;
-			n++;
 			if (dwarf_dieoffset(&c) == dwarf_dieoffset(var)) {
+				Dwarf_Die t;
+				Dwarf_Word sz = 0;
 				v->k = V_REG;
 				v->npieces = 0;
 				v->off = 0;
-				snprintf(v->base, sizeof v->base, "$arg%d", n);
+				snprintf(v->base, sizeof v->base, "$arg%d", n + 1);
+				if (k == 1)
+					return 0;
+				/* a struct in two registers: two pieces */
+				type_of(var, &t);
+				dwarf_aggregate_size(&t, &sz);
+				v->k = V_PIECES;
+				v->npieces = 2;
+				for (int i = 0; i < 2; i++) {
+					struct piece *p = &v->pieces[i];
+					p->off = 8 * i;
+					p->size = i ? (long)sz - 8 : 8;
+					p->present = 1;
+					p->v.k = V_REG;
+					p->v.off = 0;
+					snprintf(p->v.base, sizeof p->v.base, "$arg%d", n + 1 + i);
+				}
 				return 0;
 			}
+			n += k;
 		} while (dwarf_siblingof(&c, &c) == 0);
 	snprintf(why, wn, "is not in an argument register at the entry: a return probe cannot read it");
 	return -1;
@@ -1122,21 +1187,17 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 		p->size = (long)ops[i].number;
 		poff += p->size;
 		p->present = i > start;	/* an empty piece is optimized out */
+		if (!p->present && w->ret && tag == DW_TAG_formal_parameter)
+			return param_at_return(var, scopes, ns, v, 0, v, why, wn);
 		if (p->present) {
 			struct val pv;
 			if (eval_ops(o, &at, ops + start, i - start, scopes, ns, w, &pv, why, wn) != 0)
 				return -1;
-			/* at a return: the argument registers, saved at the entry */
-			if (w->ret && pv.k == V_REG && pv.base[0] != '$' && reg_to_arg(&pv) != 0) {
-				snprintf(why, wn, "is partly in %.8s at the entry: a return probe "
-					 "cannot read it", pv.base);
-				return -1;
-			}
-			if (w->ret && pv.k == V_MEM) {
-				snprintf(why, wn, "is partly in memory at the entry: a return "
-					 "probe cannot read it");
-				return -1;
-			}
+			/* at a return: the argument registers, saved at the entry
+			 * (else where the calling convention puts it) */
+			if (w->ret && ((pv.k == V_REG && pv.base[0] != '$' && reg_to_arg(&pv) != 0) ||
+				       pv.k == V_MEM))
+				return param_at_return(var, scopes, ns, v, 0, v, why, wn);
 			p->v.k = pv.k;
 			p->v.off = pv.off;
 			snprintf(p->v.base, sizeof p->v.base, "%s", pv.base);
