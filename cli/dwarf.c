@@ -206,8 +206,10 @@ static int is_cxx(Dwarf_Die *cu)
 	Dwarf_Word lang = 0;
 	if (dwarf_formudata(dwarf_attr(cu, DW_AT_language, &at), &lang) != 0)
 		return 0;
+	/* 0x2a, 0x2b: DW_LANG_C_plus_plus_17 and _20 (DWARF 6) */
 	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
+	       lang == 0x2a || lang == 0x2b;
 }
 
 /* the scopes (namespaces, classes) from PARENT down to the DIE at WANT,
