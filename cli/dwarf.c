@@ -188,6 +188,86 @@ static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
 	}
 }
 
+/* ---- C++ names -------------------------------------------------------- */
+
+/* the first ':' of S that is not part of a "::" (C++ scope) */
+static char *find_colon(const char *s)
+{
+	for (const char *p = s; (p = strchr(p, ':')) != NULL; p += 2) {
+		if (p[1] != ':')
+			return (char *)p;
+	}
+	return NULL;
+}
+
+static int is_cxx(Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word lang = 0;
+	if (dwarf_formudata(dwarf_attr(cu, DW_AT_language, &at), &lang) != 0)
+		return 0;
+	/* 0x2a, 0x2b: DW_LANG_C_plus_plus_17 and _20 (DWARF 6) */
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
+	       lang == 0x2a || lang == 0x2b;
+}
+
+/* the scopes (namespaces, classes) from PARENT down to the DIE at WANT,
+ * each "NAME::", appended to out; 1 when found */
+static int scope_path(Dwarf_Die *parent, Dwarf_Off want, char *out, size_t n)
+{
+	Dwarf_Die c, next;
+	if (dwarf_child(parent, &c) != 0)
+		return 0;
+	for (;;) {
+		int more = dwarf_siblingof(&c, &next) == 0;
+		Dwarf_Off co = dwarf_dieoffset(&c);
+		if (co == want)
+			return 1;
+		int t = dwarf_tag(&c);
+		if (want > co && (!more || want < dwarf_dieoffset(&next)) &&
+		    (t == DW_TAG_namespace || t == DW_TAG_structure_type ||
+		     t == DW_TAG_class_type || t == DW_TAG_union_type)) {
+			const char *nm = dwarf_diename(&c);
+			size_t l = strlen(out);
+			snprintf(out + l, n - l, "%s::", nm ? nm : "(anonymous namespace)");
+			return scope_path(&c, want, out, n);
+		}
+		if (!more)
+			return 0;
+		c = next;
+	}
+}
+
+/* a function's name with its namespaces and classes (ns::Cls::method),
+ * through its declaration (DW_AT_specification, DW_AT_abstract_origin);
+ * the plain name outside C++ */
+static const char *qual_name(Dwarf_Die *die, Dwarf_Die *cu, char *out, size_t n)
+{
+	const char *nm = dwarf_diename(die);
+	out[0] = 0;
+	if (!nm || !is_cxx(cu))
+		return nm;
+	Dwarf_Die d = *die, r, cud;
+	Dwarf_Attribute at;
+	for (int k = 0; k < 8; k++) {
+		if (dwarf_attr(&d, DW_AT_abstract_origin, &at) && dwarf_formref_die(&at, &r))
+			d = r;
+		else if (dwarf_attr(&d, DW_AT_specification, &at) && dwarf_formref_die(&at, &r))
+			d = r;
+		else
+			break;
+	}
+	if (!dwarf_diecu(&d, &cud, NULL, NULL) ||
+	    !scope_path(&cud, dwarf_dieoffset(&d), out, n)) {
+		out[0] = 0;
+		return nm;
+	}
+	size_t l = strlen(out);
+	snprintf(out + l, n - l, "%s", nm);
+	return out;
+}
+
 struct match {
 	const char *func;	/* glob or name */
 	const char *src;	/* or NULL */
@@ -200,9 +280,25 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 	struct match *m = arg;
 	Dwarf_Addr pc;
 	const char *name = dwarf_diename(die);
+	char qn[1024];
 	if (!name || dwarf_entrypc(die, &pc) != 0)
 		return;
-	if (m->glob ? fnmatch(m->func, name, 0) != 0 : strcmp(m->func, name) != 0)
+	/* C++: a qualified name (ns::f) is compared whole, a plain one
+	 * with the function's own name */
+	const char *q = strstr(m->func, "::");
+	if (m->glob) {
+		if (fnmatch(m->func, name, 0) != 0 &&
+		    (!is_cxx(cu) || fnmatch(m->func, qual_name(die, cu, qn, sizeof qn), 0) != 0))
+			return;
+	} else if (q) {
+		const char *last = m->func + strlen(m->func);
+		while (last > m->func && !(last[-1] == ':' && last - 1 > m->func && last[-2] == ':'))
+			last--;
+		/* ::f is f outside any namespace or class */
+		const char *want = q == m->func ? m->func + 2 : m->func;
+		if (strcmp(last, name) != 0 || strcmp(want, qual_name(die, cu, qn, sizeof qn)) != 0)
+			return;
+	} else if (strcmp(m->func, name) != 0)
 		return;
 	if (m->src) {
 		const char *f = decl_file(die, cu);
@@ -225,12 +321,16 @@ int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f)
 	char **names = malloc((s.n + 1) * sizeof *names);
 	size_t n = 0;
 	for (size_t i = 0; i < s.n; i++)
-		if (!s.v[i].inlined)
-			names[n++] = (char *)dwarf_diename(&s.v[i].die);
+		if (!s.v[i].inlined) {
+			char qn[1024];
+			names[n++] = strdup(qual_name(&s.v[i].die, &s.v[i].cu, qn, sizeof qn));
+		}
 	qsort(names, n, sizeof *names, cmp_str);
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || strcmp(names[i], names[i - 1]))
 			fprintf(f, "%s\n", names[i]);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
 	free(names);
 	free(s.v);
 	return 0;
@@ -266,7 +366,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 			seterr(err, pl->lazy_off, "Empty line pattern");
 			return -1;
 		}
-		if (!strchr(buf, '@') && !strchr(buf, ':') &&
+		if (!strchr(buf, '@') && !find_colon(buf) &&
 		    (strchr(buf, '.') || strchr(buf, '/'))) {
 			snprintf(pl->src, sizeof pl->src, "%s", buf);
 			return 0;
@@ -277,7 +377,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 		pl->ret = 1;
 		buf[n - 7] = 0;
 	}
-	char *colon = strchr(buf, ':');
+	char *colon = find_colon(buf);
 	char *at = strchr(buf, '@');
 	if (colon) {
 		*colon = 0;
@@ -640,12 +740,26 @@ static const char *const regname[16] = {
 /* where a value is: in a register, or in memory at an address given as
  * base fetch (a register's value, or a pointer fetch) plus offset, or at a
  * symbol plus offset */
-enum vkind { V_REG, V_MEM, V_SYM, V_IMM };
+enum vkind { V_REG, V_MEM, V_SYM, V_IMM, V_PIECES };
+/* a piece of a value (DW_OP_piece): SIZE bytes at OFF of the value, in a
+ * register, in memory, or a constant; or optimized out */
+struct piece {
+	long off, size;
+	int present;
+	struct {
+		enum vkind k;
+		char base[1024];
+		long off;
+	} v;
+};
+#define MAXPIECES 8
 struct val {
 	enum vkind k;
-	char base[1024];	/* V_REG: the register; V_MEM: what holds the
-				 * address; V_SYM: @OBJ:SYM */
+	char base[1024];	/* V_REG: the register or $argN; V_MEM: what
+				 * holds the address; V_SYM: @OBJ:SYM */
 	long off;
+	int npieces;		/* V_PIECES: the pieces */
+	struct piece pieces[MAXPIECES];
 };
 
 static void render(const struct val *v, char *out, size_t n)
@@ -735,42 +849,80 @@ static int global_val(struct dw_obj *o, uint64_t a, struct val *v)
 	return 0;
 }
 
-static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
-		    int ns, uint64_t pc, struct val *v, char *why, size_t wn)
+static int type_of(Dwarf_Die *die, Dwarf_Die *t);
+
+/* the DWARF numbers of the registers of the first six integer arguments
+ * (SysV x86-64): $arg1..$arg6 of the raw grammar */
+static const int argreg[6] = { 5, 4, 1, 2, 8, 9 };
+
+static int arg_of_reg(int r)
 {
-	Dwarf_Attribute at;
-	Dwarf_Op *ops;
-	size_t nops;
-	if (!dwarf_attr(var, DW_AT_location, &at)) {
-		snprintf(why, wn, "optimized out");
+	for (int k = 0; k < 6; k++)
+		if (argreg[k] == r)
+			return k + 1;
+	return 0;
+}
+
+/* the concrete function whose code holds the probe (the innermost
+ * DW_TAG_subprogram of the scopes) */
+static Dwarf_Die *subprogram_of(Dwarf_Die *scopes, int ns)
+{
+	for (int i = 0; i < ns; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			return &scopes[i];
+	return NULL;
+}
+
+/* DW_OP_entry_value's operand when it is one register: its number, else -1 */
+static int entry_value_reg(Dwarf_Attribute *at, Dwarf_Op *op)
+{
+	Dwarf_Attribute ea;
+	Dwarf_Op *e;
+	size_t en;
+	if (dwarf_getlocation_attr(at, op, &ea) != 0 || dwarf_getlocation(&ea, &e, &en) != 0 ||
+	    en != 1)
 		return -1;
-	}
-	int r = dwarf_getlocation_addr(&at, pc, &ops, &nops, 1);
-	if (r <= 0 || nops == 0) {
-		snprintf(why, wn, "optimized out");
-		return -1;
-	}
-	/* a first piece stands for the whole when it is the only one */
-	if (nops > 1 && ops[1].atom == DW_OP_piece) {
-		Dwarf_Die t;
-		Dwarf_Word sz = 0;
-		if (dwarf_attr_integrate(var, DW_AT_type, &at) &&
-		    dwarf_formref_die(&at, &t) && dwarf_aggregate_size(&t, &sz) == 0 &&
-		    ops[1].number >= sz)
-			nops = 1;
-	}
+	if (e[0].atom >= DW_OP_reg0 && e[0].atom <= DW_OP_reg31)
+		return e[0].atom - DW_OP_reg0;
+	if (e[0].atom == DW_OP_regx)
+		return (int)e[0].number;
+	return -1;
+}
+
+/* where a probe reads its fetches: its address, and whether at the
+ * function's return (the address is then the entry: parameters are read
+ * as they were there, through $argN, saved at the entry) */
+struct where {
+	uint64_t pc;
+	int ret;
+};
+
+static void set_reg(struct val *v, int r)
+{
+	v->k = V_REG;
+	v->npieces = 0;
+	v->off = 0;
+	snprintf(v->base, sizeof v->base, "%s", regname[r]);
+}
+
+/* one location expression without pieces, ops[0..nops) */
+static int eval_ops(struct dw_obj *o, Dwarf_Attribute *at, Dwarf_Op *ops, size_t nops,
+		    Dwarf_Die *scopes, int ns, const struct where *w, struct val *v,
+		    char *why, size_t wn)
+{
+	v->npieces = 0;
+	uint8_t a = ops[0].atom;
 	/* a value computed in place: a constant, or a register's value */
 	if (nops == 2 && ops[1].atom == DW_OP_stack_value) {
-		uint8_t c = ops[0].atom;
 		long long k;
 		int is_k = 1;
-		if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
-			k = c - DW_OP_lit0;
-		else if (c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
-			 c == DW_OP_const8u || c == DW_OP_constu)
+		if (a >= DW_OP_lit0 && a <= DW_OP_lit31)
+			k = a - DW_OP_lit0;
+		else if (a == DW_OP_const1u || a == DW_OP_const2u || a == DW_OP_const4u ||
+			 a == DW_OP_const8u || a == DW_OP_constu)
 			k = (long long)ops[0].number;
-		else if (c == DW_OP_const1s || c == DW_OP_const2s || c == DW_OP_const4s ||
-			 c == DW_OP_const8s || c == DW_OP_consts)
+		else if (a == DW_OP_const1s || a == DW_OP_const2s || a == DW_OP_const4s ||
+			 a == DW_OP_const8s || a == DW_OP_consts)
 			k = (long long)(int64_t)ops[0].number;
 		else
 			is_k = 0;
@@ -780,25 +932,45 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 			v->off = 0;
 			return 0;
 		}
-		if (c >= DW_OP_breg0 && c <= DW_OP_breg15 && ops[0].number == 0) {
-			v->k = V_REG;
-			snprintf(v->base, sizeof v->base, "%s", regname[c - DW_OP_breg0]);
-			v->off = 0;
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg15 && ops[0].number == 0) {
+			set_reg(v, a - DW_OP_breg0);
 			return 0;
 		}
 	}
-	if (nops != 1) {
-		if (ops[0].atom == DW_OP_entry_value || ops[0].atom == DW_OP_GNU_entry_value)
-			snprintf(why, wn, "only known by its entry value");
-		else
-			snprintf(why, wn, "has an unsupported location expression");
+	/* the value a register had at the entry of the function: that
+	 * register at the entry itself, $argN at a return probe */
+	if ((a == DW_OP_entry_value || a == DW_OP_GNU_entry_value) &&
+	    (nops == 1 || (nops == 2 && ops[1].atom == DW_OP_stack_value))) {
+		int r = entry_value_reg(at, &ops[0]);
+		Dwarf_Die *fn = subprogram_of(scopes, ns);
+		Dwarf_Addr entry;
+		const char *fname = fn ? dwarf_diename(fn) : NULL;
+		if (r < 0 || r > 15) {
+			snprintf(why, wn, "is only known by an entry value that cannot be expressed");
+			return -1;
+		}
+		if (w->ret && arg_of_reg(r)) {
+			v->k = V_REG;
+			v->off = 0;
+			snprintf(v->base, sizeof v->base, "$arg%d", arg_of_reg(r));
+			return 0;
+		}
+		if (fn && dwarf_entrypc(fn, &entry) == 0 && entry == w->pc) {
+			set_reg(v, r);
+			return 0;
+		}
+		snprintf(why, wn, "is only known by its entry value (%s at the entry of %s%s%s%s)",
+			 regname[r], fname ? fname : "its function",
+			 arg_of_reg(r) && fname ? "; " : "", arg_of_reg(r) && fname ? fname : "",
+			 arg_of_reg(r) && fname ? "%return reads it" : "");
 		return -1;
 	}
-	uint8_t a = ops[0].atom;
+	if (nops != 1) {
+		snprintf(why, wn, "has an unsupported location expression");
+		return -1;
+	}
 	if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {
-		v->k = V_REG;
-		snprintf(v->base, sizeof v->base, "%s", regname[a - DW_OP_reg0]);
-		v->off = 0;
+		set_reg(v, a - DW_OP_reg0);
 		return 0;
 	}
 	if (a >= DW_OP_breg0 && a <= DW_OP_breg15) {
@@ -810,7 +982,7 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	if (a == DW_OP_fbreg) {
 		int reg;
 		long off;
-		if (frame_base(o, scopes, ns, pc, &reg, &off) != 0 || reg > 15) {
+		if (frame_base(o, scopes, ns, w->pc, &reg, &off) != 0 || reg > 15) {
 			snprintf(why, wn, "has a frame base that cannot be expressed");
 			return -1;
 		}
@@ -822,7 +994,7 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
 		Dwarf_Attribute ia;
 		Dwarf_Addr ad;
-		if (dwarf_getlocation_attr(&at, &ops[0], &ia) == 0 &&
+		if (dwarf_getlocation_attr(at, &ops[0], &ia) == 0 &&
 		    dwarf_formaddr(&ia, &ad) == 0 && global_val(o, ad, v) == 0)
 			return 0;
 		snprintf(why, wn, "is at an address no symbol covers");
@@ -834,11 +1006,234 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 		snprintf(why, wn, "is at an address no symbol covers");
 		return -1;
 	}
-	if (a == DW_OP_entry_value || a == DW_OP_GNU_entry_value)
-		snprintf(why, wn, "only known by its entry value");
-	else
-		snprintf(why, wn, "has an unsupported location expression");
+	snprintf(why, wn, "has an unsupported location expression");
 	return -1;
+}
+
+/* a register value as the argument it is at the entry ($argN); -1 if
+ * the register carries no argument */
+static int reg_to_arg(struct val *v)
+{
+	for (int r = 0; r < 16; r++)
+		if (!strcmp(v->base, regname[r]) && arg_of_reg(r)) {
+			v->k = V_REG;
+			v->npieces = 0;
+			v->off = 0;
+			snprintf(v->base, sizeof v->base, "$arg%d", arg_of_reg(r));
+			return 0;
+		}
+	return -1;
+}
+
+/* are the members of struct or union T (peeled) all integers, enums or
+ * pointers (arrays of them), each at an offset of its alignment? */
+static int integer_members(Dwarf_Die *t, int depth)
+{
+	Dwarf_Die c, mt;
+	if (depth > 4 || dwarf_child(t, &c) != 0)
+		return depth > 4 ? 0 : 1;
+	do {
+		if (dwarf_tag(&c) != DW_TAG_member)
+			continue;
+		Dwarf_Attribute at;
+		Dwarf_Word off = 0, sz = 0, enc = 0;
+		if (dwarf_hasattr(&c, DW_AT_bit_size) || type_of(&c, &mt) != 0)
+			return 0;
+		dwarf_formudata(dwarf_attr(&c, DW_AT_data_member_location, &at), &off);
+		while (dwarf_tag(&mt) == DW_TAG_array_type)
+			if (type_of(&mt, &mt) != 0)
+				return 0;
+		int tag = dwarf_tag(&mt);
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+			if (!integer_members(&mt, depth + 1))
+				return 0;
+			continue;
+		}
+		if (dwarf_aggregate_size(&mt, &sz) != 0 || sz == 0 || sz > 8 || off % sz)
+			return 0;
+		if (tag == DW_TAG_base_type) {
+			dwarf_formudata(dwarf_attr(&mt, DW_AT_encoding, &at), &enc);
+			if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
+				return 0;
+		} else if (tag != DW_TAG_pointer_type && tag != DW_TAG_enumeration_type)
+			return 0;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 1;
+}
+
+/* how many integer registers parameter VAR takes (SysV x86-64): one for
+ * an integer, enum or pointer of at most 8 bytes, one per eightbyte for
+ * a C struct of at most 16 bytes of those; 0 for anything else (a float,
+ * a bigger or mixed struct, a C++ class, which may go by reference) */
+static int int_regs(Dwarf_Die *var, int cxx)
+{
+	Dwarf_Die t;
+	Dwarf_Attribute at;
+	Dwarf_Word sz = 0, enc = 0;
+	if (type_of(var, &t) != 0)
+		return 0;
+	int tag = dwarf_tag(&t);
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type || tag == DW_TAG_enumeration_type)
+		return 1;
+	if (dwarf_aggregate_size(&t, &sz) != 0 || sz == 0)
+		return 0;
+	if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
+		return !cxx && sz <= 16 && integer_members(&t, 0) ? (int)(sz + 7) / 8 : 0;
+	if (tag != DW_TAG_base_type || sz > 8)
+		return 0;
+	dwarf_formudata(dwarf_attr(&t, DW_AT_encoding, &at), &enc);
+	return enc != DW_ATE_float && enc != DW_ATE_complex_float;
+}
+
+/* a parameter at a return probe: $argN, the register it came in, saved at
+ * the entry.  From its location at the entry where that is an argument
+ * register, else by the calling convention (the N-th of parameters that
+ * each take one integer register, no hidden struct return) */
+static int param_at_return(Dwarf_Die *var, Dwarf_Die *scopes, int ns, const struct val *at_entry,
+			   int entry_ok, struct val *v, char *why, size_t wn)
+{
+	Dwarf_Die *fn = subprogram_of(scopes, ns);
+	if (entry_ok && at_entry->k == V_REG && at_entry->base[0] == '$') {
+		*v = *at_entry;
+		return 0;
+	}
+	if (entry_ok && at_entry->k == V_REG) {
+		struct val a = *at_entry;
+		if (reg_to_arg(&a) == 0) {
+			*v = a;
+			return 0;
+		}
+	}
+	Dwarf_Die c, rt;
+	int n = 0, cxx = ns > 0 && dwarf_tag(&scopes[ns - 1]) == DW_TAG_compile_unit &&
+			 is_cxx(&scopes[ns - 1]);
+	/* a function of this object only may take its arguments otherwise */
+	if (fn && !dwarf_hasattr_integrate(fn, DW_AT_external))
+		fn = NULL;
+	if (fn && type_of(fn, &rt) == 0) {
+		int tag = dwarf_tag(&rt);
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+		    tag == DW_TAG_class_type || tag == DW_TAG_array_type)
+			fn = NULL;	/* a struct returned: maybe a hidden first argument */
+	}
+	if (fn && dwarf_child(fn, &c) == 0)
+		do {
+			if (dwarf_tag(&c) != DW_TAG_formal_parameter)
+				continue;
+			int k = int_regs(&c, cxx);
+			if (!k || n + k > 6)
+				break;
+			if (dwarf_dieoffset(&c) == dwarf_dieoffset(var)) {
+				Dwarf_Die t;
+				Dwarf_Word sz = 0;
+				v->k = V_REG;
+				v->npieces = 0;
+				v->off = 0;
+				snprintf(v->base, sizeof v->base, "$arg%d", n + 1);
+				if (k == 1)
+					return 0;
+				/* a struct in two registers: two pieces */
+				type_of(var, &t);
+				dwarf_aggregate_size(&t, &sz);
+				v->k = V_PIECES;
+				v->npieces = 2;
+				for (int i = 0; i < 2; i++) {
+					struct piece *p = &v->pieces[i];
+					p->off = 8 * i;
+					p->size = i ? (long)sz - 8 : 8;
+					p->present = 1;
+					p->v.k = V_REG;
+					p->v.off = 0;
+					snprintf(p->v.base, sizeof p->v.base, "$arg%d", n + 1 + i);
+				}
+				return 0;
+			}
+			n += k;
+		} while (dwarf_siblingof(&c, &c) == 0);
+	snprintf(why, wn, "is not in an argument register at the entry: a return probe cannot read it");
+	return -1;
+}
+
+static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
+		    int ns, const struct where *w, struct val *v, char *why, size_t wn)
+{
+	Dwarf_Attribute at;
+	Dwarf_Op *ops;
+	size_t nops;
+	int tag = dwarf_tag(var);
+	int ok = dwarf_attr(var, DW_AT_location, &at) != NULL;
+	int r = ok ? dwarf_getlocation_addr(&at, w->pc, &ops, &nops, 1) : 0;
+	static const char local_at_ret[] =
+		"is a local: a return probe reads parameters (as at the entry) and globals";
+	if (r <= 0 || nops == 0) {
+		if (w->ret && tag == DW_TAG_formal_parameter)
+			return param_at_return(var, scopes, ns, v, 0, v, why, wn);
+		snprintf(why, wn, "%s", w->ret ? local_at_ret : "optimized out");
+		return -1;
+	}
+	/* pieces: each a simple location and its size */
+	size_t start = 0;
+	int np = 0;
+	long poff = 0;
+	struct piece pcs[MAXPIECES];
+	for (size_t i = 0; i < nops; i++) {
+		if (ops[i].atom != DW_OP_piece && ops[i].atom != DW_OP_bit_piece)
+			continue;
+		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES) {
+			snprintf(why, wn, "has an unsupported location expression");
+			return -1;
+		}
+		struct piece *p = &pcs[np++];
+		p->off = poff;
+		p->size = (long)ops[i].number;
+		poff += p->size;
+		p->present = i > start;	/* an empty piece is optimized out */
+		if (!p->present && w->ret && tag == DW_TAG_formal_parameter)
+			return param_at_return(var, scopes, ns, v, 0, v, why, wn);
+		if (p->present) {
+			struct val pv;
+			if (eval_ops(o, &at, ops + start, i - start, scopes, ns, w, &pv, why, wn) != 0)
+				return -1;
+			/* at a return: the argument registers, saved at the entry
+			 * (else where the calling convention puts it) */
+			if (w->ret && ((pv.k == V_REG && pv.base[0] != '$' && reg_to_arg(&pv) != 0) ||
+				       pv.k == V_MEM))
+				return param_at_return(var, scopes, ns, v, 0, v, why, wn);
+			p->v.k = pv.k;
+			p->v.off = pv.off;
+			snprintf(p->v.base, sizeof p->v.base, "%s", pv.base);
+		}
+		start = i + 1;
+	}
+	if (np) {
+		/* one piece standing for the whole is the whole */
+		Dwarf_Die t;
+		Dwarf_Word sz = 0;
+		if (np == 1 && pcs[0].present && type_of(var, &t) == 0 &&
+		    dwarf_aggregate_size(&t, &sz) == 0 && (Dwarf_Word)pcs[0].size >= sz) {
+			v->k = pcs[0].v.k;
+			v->off = pcs[0].v.off;
+			snprintf(v->base, sizeof v->base, "%s", pcs[0].v.base);
+			v->npieces = 0;
+		} else {
+			v->k = V_PIECES;
+			v->npieces = np;
+			memcpy(v->pieces, pcs, sizeof pcs[0] * (size_t)np);
+			v->off = 0;
+			v->base[0] = 0;
+			return 0;
+		}
+	} else if (eval_ops(o, &at, ops, nops, scopes, ns, w, v, why, wn) != 0) {
+		return -1;
+	}
+	if (!w->ret || v->k == V_SYM || v->k == V_IMM)
+		return 0;
+	if (tag != DW_TAG_formal_parameter) {
+		snprintf(why, wn, "%s", local_at_ret);
+		return -1;
+	}
+	return param_at_return(var, scopes, ns, v, 1, v, why, wn);
 }
 
 /* the type of DIE, typedefs and qualifiers peeled */
@@ -881,6 +1276,13 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 	case DW_TAG_structure_type:
 		snprintf(out, n, "struct %s", nm ? nm : "");
 		return;
+	case DW_TAG_class_type:
+		snprintf(out, n, "class %s", nm ? nm : "");
+		return;
+	case DW_TAG_reference_type:
+		type_name(&t, sub, sizeof sub);
+		snprintf(out, n, "%s&", sub);
+		return;
 	case DW_TAG_union_type:
 		snprintf(out, n, "union %s", nm ? nm : "");
 		return;
@@ -909,7 +1311,8 @@ static int default_type(Dwarf_Die *t, Dwarf_Die *member, char *out, size_t n)
 	Dwarf_Attribute at;
 	Dwarf_Word sz = 0, enc = DW_ATE_unsigned;
 	int tag = dwarf_tag(t);
-	if (tag == DW_TAG_pointer_type) {
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type) {
 		snprintf(out, n, "x64");
 		return 0;
 	}
@@ -1006,10 +1409,44 @@ static void sanitize(char *s)
 	*w = 0;
 }
 
+/* the part of a value in pieces SIZE bytes at OFF: the location of the
+ * piece holding it whole (*bits: where in the register it starts; at
+ * the start of a constant); why set otherwise */
+static int piece_part(struct val *v, long off, long size, long *bits, char *why, size_t wn)
+{
+	*bits = 0;
+	for (int i = 0; i < v->npieces; i++) {
+		const struct piece *p = &v->pieces[i];
+		if (off < p->off || off >= p->off + p->size)
+			continue;
+		if (off + size > p->off + p->size) {
+			snprintf(why, wn, "is split over two pieces");
+			return -1;
+		}
+		if (!p->present) {
+			snprintf(why, wn, "is optimized out");
+			return -1;
+		}
+		if (p->v.k == V_IMM && off != p->off) {
+			snprintf(why, wn, "is in the upper bytes of a constant");
+			return -1;
+		}
+		if (p->v.k == V_REG)	/* its bits in the register */
+			*bits = (off - p->off) * 8;
+		v->k = p->v.k;
+		snprintf(v->base, sizeof v->base, "%s", p->v.base);
+		v->off = p->v.off + (p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0);
+		v->npieces = 1;	/* the caller's sign that the offset is applied */
+		return 0;
+	}
+	snprintf(why, wn, "is not in the pieces");
+	return -1;
+}
+
 /* translates a variable FETCH (NAME, ->, ., [IDX]) with optional :TYPE
  * at PC; pos: its offset in the definition for errors */
 static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
-			 uint64_t pc, const char *expr, const char *type,
+			 const struct where *w, const char *expr, const char *type,
 			 struct fetch_out *fo, struct dw_error *err, int pos,
 			 const char *placename)
 {
@@ -1029,14 +1466,14 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		return -1;
 	}
 	struct val v;
-	char why[128];
-	if (eval_loc(o, &var, scopes, ns, pc, &v, why, sizeof why) != 0) {
+	char why[256];
+	if (eval_loc(o, &var, scopes, ns, w, &v, why, sizeof why) != 0) {
 		seterr(err, pos, "Variable %s %s at %s", name, why, placename);
 		return -1;
 	}
 	Dwarf_Die t, member;
-	int has_member = 0;
-	long bitbase = 0;
+	int has_member = 0, whole = 0;	/* whole: a piece is the value */
+	long bitbase = 0, regbits = 0;	/* regbits: bits below it in its register */
 	if (type_of(&var, &t) != 0) {
 		seterr(err, pos, "Variable %s has no type", name);
 		return -1;
@@ -1065,7 +1502,18 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s is a constant", (int)i, expr);
 				return -1;
 			}
-			if (tag == DW_TAG_pointer_type)
+			if (v.k == V_PIECES && (tag == DW_TAG_pointer_type ||
+			    piece_part(&v, idx * (long)esz, (long)esz, &regbits, why, sizeof why) != 0)) {
+				seterr(err, p, "%.*s %s at %s", (int)i, expr,
+				       tag == DW_TAG_pointer_type ? "is in pieces" : why, placename);
+				return -1;
+			}
+			whole = 0;
+			if (v.npieces) {	/* the piece holding the element */
+				v.npieces = 0;
+				whole = v.k != V_MEM && v.k != V_SYM;
+			}
+			else if (tag == DW_TAG_pointer_type)
 				deref(&v, idx * (long)esz);
 			else if (v.k == V_REG) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
@@ -1092,6 +1540,20 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		char field[256];
 		snprintf(field, sizeof field, "%.*s", (int)(e - f), expr + f);
 		Dwarf_Die st = t;
+		/* a C++ reference: '.' reads through it */
+		int ttag = dwarf_tag(&t);
+		if (!arrow && (ttag == DW_TAG_reference_type || ttag == DW_TAG_rvalue_reference_type) &&
+		    v.k != V_PIECES) {
+			if (type_of(&t, &st) != 0) {
+				seterr(err, (int)(pos + f), "%.*s has no type", (int)i, expr);
+				return -1;
+			}
+			if (v.k == V_IMM) {
+				seterr(err, p, "%.*s is a constant", (int)i, expr);
+				return -1;
+			}
+			deref(&v, 0);
+		}
 		if (arrow) {
 			if (dwarf_tag(&t) != DW_TAG_pointer_type || type_of(&t, &st) != 0) {
 				seterr(err, (int)(pos + f), "%.*s is not a pointer", (int)i, expr);
@@ -1099,7 +1561,8 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			}
 		}
 		int stag = dwarf_tag(&st);
-		if (stag != DW_TAG_structure_type && stag != DW_TAG_union_type) {
+		if (stag != DW_TAG_structure_type && stag != DW_TAG_union_type &&
+		    stag != DW_TAG_class_type) {
 			seterr(err, (int)(pos + f), "%.*s is not a struct or union",
 			       (int)i, expr);
 			return -1;
@@ -1130,11 +1593,38 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			seterr(err, p, "%.*s is a constant", (int)i, expr);
 			return -1;
 		}
-		if (arrow)
+		if (v.k == V_PIECES) {
+			/* the piece holding the member, if one holds it whole */
+			Dwarf_Die mt;
+			Dwarf_Word msz = 0;
+			if (arrow || dwarf_hasattr(&member, DW_AT_bit_size) ||
+			    type_of(&member, &mt) != 0 ||
+			    dwarf_aggregate_size(&mt, &msz) != 0) {
+				seterr(err, p, "%.*s is in pieces at %s", (int)i, expr, placename);
+				return -1;
+			}
+			if (piece_part(&v, moff, (long)msz, &regbits, why, sizeof why) != 0) {
+				seterr(err, (int)(pos + f), "%.*s %s at %s", (int)e, expr, why,
+				       placename);
+				return -1;
+			}
+			v.npieces = 0;
+			whole = v.k != V_MEM && v.k != V_SYM;
+		} else if (arrow) {
 			deref(&v, moff);
-		else if (v.k == V_REG) {
-			seterr(err, p, "%.*s is in a register", (int)i, expr);
-			return -1;
+			regbits = 0;
+		} else if (v.k == V_REG) {
+			/* a struct held in a register: the member's bits there */
+			Dwarf_Die mt;
+			Dwarf_Word ssz = 0, msz = 0;
+			if (dwarf_hasattr(&member, DW_AT_bit_size) || dwarf_aggregate_size(&st, &ssz) != 0 ||
+			    ssz > 8 || type_of(&member, &mt) != 0 || dwarf_aggregate_size(&mt, &msz) != 0 ||
+			    moff + (long)msz > (long)ssz) {
+				seterr(err, p, "%.*s is in a register", (int)i, expr);
+				return -1;
+			}
+			regbits += moff * 8;
+			whole = 1;
 		} else
 			v.off += moff;
 		has_member = 1;
@@ -1143,6 +1633,13 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			return -1;
 		}
 		i = e;
+	}
+	if (v.k == V_PIECES) {
+		int agg = dwarf_tag(&t) == DW_TAG_structure_type || dwarf_tag(&t) == DW_TAG_union_type ||
+			  dwarf_tag(&t) == DW_TAG_class_type || dwarf_tag(&t) == DW_TAG_array_type;
+		seterr(err, pos, "Variable %s is in %d pieces at %s: %s", name, v.npieces, placename,
+		       agg ? "give a member that one piece holds" : "one fetch cannot join them");
+		return -1;
 	}
 	char ty[64] = "";
 	int want_string = type && (!strcmp(type, "string") || !strcmp(type, "ustring"));
@@ -1205,7 +1702,23 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
 		}
 	}
-	if (v.k == V_REG && has_member) {
+	if (v.k == V_REG && regbits > 0) {
+		/* above the register's low bytes: its bits (unsigned only: the
+		 * raw grammar's bitfields are) */
+		unsigned bsz;
+		if (type || ty[0] == 'b' || sscanf(ty, "%*c%u", &bsz) != 1) {
+			seterr(err, pos, "%s is in the upper bytes of a register at %s%s", expr,
+			       placename, type ? ": no TYPE can be given" : "");
+			return -1;
+		}
+		if (ty[0] == 's') {
+			seterr(err, pos, "%s is signed and in the upper bytes of a register at %s "
+			       "(bitfields are unsigned)", expr, placename);
+			return -1;
+		}
+		snprintf(ty, sizeof ty, "b%u@%ld/64", bsz, regbits);
+	}
+	if (v.k == V_REG && has_member && !whole) {
 		seterr(err, pos, "%s is in a register", expr);
 		return -1;
 	}
@@ -1226,7 +1739,7 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 }
 
 /* every parameter ($params) or every visible variable ($vars) at PC */
-static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
+static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
 		    int params_only, struct fetch_out **fo, int *nfo, int *cap)
 {
 	for (int s = 0; s < ns; s++) {
@@ -1245,7 +1758,7 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, uint64_t pc,
 				continue;
 			struct fetch_out f;
 			struct dw_error e;
-			if (translate_var(o, scopes, ns, pc, nm, NULL, &f, &e, 0, "") != 0)
+			if (translate_var(o, scopes, ns, w, nm, NULL, &f, &e, 0, "") != 0)
 				continue;	/* perf skips what cannot be fetched */
 			if (*nfo == *cap) {
 				*cap = *cap ? 2 * *cap : 16;
@@ -1290,6 +1803,8 @@ static int is_raw_fetch(const char *f)
 static int is_source_place(const char *p)
 {
 	if (strchr(p, '@') || strchr(p, ';'))
+		return 1;
+	if (strstr(p, "::"))	/* a C++ name: no raw place has one */
 		return 1;
 	const char *c = strchr(p, ':');
 	if (!c)
@@ -1366,7 +1881,7 @@ static char *place_name(const struct place *pl, char *out, size_t n)
 	} else if (pl->func[0] && pl->has_line)
 		snprintf(out, n, "%s:%ld", pl->func, pl->line);
 	else if (pl->func[0])
-		snprintf(out, n, "%s", pl->func);
+		snprintf(out, n, "%s%s", pl->func, pl->ret ? "%return" : "");
 	else
 		snprintf(out, n, "%s:%ld", pl->src, pl->line);
 	return out;
@@ -1429,6 +1944,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 	for (int s = 0; s < nsites; s++) {
 		uint64_t pc = sites[s].addr;
 		uint64_t foff = elf_vaddr_to_off(o->path, pc);
+		struct where wh = { pc, pl.ret };
 		Dwarf_Die *scopes = NULL;
 		int ns = scopes_at(&sites[s].in, pc, &scopes);
 		size_t cap = 4096, len = 0;
@@ -1461,7 +1977,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 			int nfo = 0, fcap = 0;
 			if (!strcmp(f, "$params") || !strcmp(f, "$vars")) {
 				if (ns > 0)
-					all_vars(o, scopes, ns, pc, f[1] == 'p', &fo, &nfo, &fcap);
+					all_vars(o, scopes, ns, &wh, f[1] == 'p', &fo, &nfo, &fcap);
 			} else if (is_raw_fetch(f)) {
 				fo = calloc(1, sizeof *fo);
 				nfo = 1;
@@ -1474,7 +1990,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 				if (ty)
 					*ty++ = 0;
 				fo = calloc(1, sizeof *fo);
-				if (ns <= 0 || translate_var(o, scopes, ns, pc, expr, ty, fo,
+				if (ns <= 0 || translate_var(o, scopes, ns, &wh, expr, ty, fo,
 							   err, fpos, pn) != 0) {
 					if (ns <= 0)
 						seterr(err, fpos, "No scope at %s", pn);
@@ -1506,6 +2022,67 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 	free(sites);
 	*out = res;
 	return nsites;
+}
+
+/* the words of S (blank separated): their offsets and lengths */
+static int split_words(const char *s, int *at, int *len, int max)
+{
+	int n = 0;
+	for (const char *p = s; *p && n < max;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		at[n] = (int)(p - s);
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		len[n] = (int)(p - s) - at[n];
+		n++;
+	}
+	return n;
+}
+
+int dw_map_offset(const char *def, const char *raw, int off)
+{
+	int ua[160], ul[160], ra[2000], rl[2000];
+	int nu = split_words(def, ua, ul, 160), nr = split_words(raw, ra, rl, 2000);
+	if (nu < 2 || nr < 2)
+		return 0;
+	int w = 0;	/* the raw word at off (or the last before it) */
+	while (w + 1 < nr && ra[w + 1] <= off)
+		w++;
+	if (w == 0)	/* the head: as written where written alike */
+		return off < ul[0] && !strncmp(def, raw, (size_t)ul[0]) ? off : ua[0];
+	if (w == 1 || nu == 2)
+		return ua[1];
+	/* each argument written became one, $params and $vars any number:
+	 * where one of those is written, the others tell how many */
+	int expand = 0;
+	for (int k = 2; k < nu; k++) {
+		const char *f = arg_fetch(def + ua[k]);
+		expand += !strncmp(f, "$params", 7) || !strncmp(f, "$vars", 5);
+	}
+	int u = -1, extra = (nr - 2) - (nu - 2 - expand);
+	if (expand > 1)
+		return ua[1];
+	for (int k = 2, i = 2; k < nu && u < 0; k++) {
+		const char *f = arg_fetch(def + ua[k]);
+		int n = !strncmp(f, "$params", 7) || !strncmp(f, "$vars", 5) ? extra : 1;
+		if (w < i + n)
+			u = k;
+		i += n;
+	}
+	if (u < 0)
+		return ua[1];
+	/* within the TYPE when it was written (the same text), else the fetch */
+	char uw[2048], rw[2048];
+	snprintf(uw, sizeof uw, "%.*s", ul[u], def + ua[u]);
+	snprintf(rw, sizeof rw, "%.*s", rl[w], raw + ra[w]);
+	const char *uf = arg_fetch(uw), *ut = strrchr(uf, ':'), *rt = strrchr(rw, ':');
+	int in_type = rt && off >= ra[w] + (int)(rt - rw);
+	if (in_type && ut && !strcmp(ut, rt))
+		return ua[u] + (int)(ut - uw) + (off - ra[w] - (int)(rt - rw));
+	return ua[u] + (int)(uf - uw);
 }
 
 /* ---- -L and -V ------------------------------------------------------- */
@@ -1551,7 +2128,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	char buf[1024];
 	snprintf(buf, sizeof buf, "%s", place);
 	long lo = 0, hi = 0;
-	char *colon = strchr(buf, ':');
+	char *colon = find_colon(buf);
 	if (colon && !strchr(buf, '@') && (strchr(buf, '.') || strchr(buf, '/'))) {
 		/* SRC:A[-B] */
 		char *end;
@@ -1674,7 +2251,8 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 					const char *nm = dwarf_diename(&c);
 					struct val v;
 					char why[128], tn[512], line[1024];
-					if (!nm || eval_loc(o, &c, scopes, ns, sites[i].addr, &v,
+					struct where wh = { sites[i].addr, 0 };
+					if (!nm || eval_loc(o, &c, scopes, ns, &wh, &v,
 							    why, sizeof why) != 0)
 						continue;
 					type_name(&c, tn, sizeof tn);

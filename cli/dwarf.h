@@ -31,6 +31,11 @@ int dw_is_source_level(const char *def);
 int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		 struct dw_error *err);
 
+/* the offset in DEF (as given to dw_translate) of what is at offset OFF
+ * of RAW, one of the definitions DEF became: errors found in RAW are
+ * shown in what was written */
+int dw_map_offset(const char *def, const char *raw, int off);
+
 /* -F: functions matching GLOB (NULL: all), sorted, one a line */
 int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f);
 /* -L: the lines of PLACE that can be probed */

@@ -65,6 +65,18 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* per definition, the source-level one it was translated from, or NULL */
+static const char **def_src;
+
+/* an error at *off of definition k: shown in what was written */
+static const char *def_text(const struct trace_opts *t, int k, int *off)
+{
+	if (!def_src || !def_src[k])
+		return t->defs[k];
+	*off = dw_map_offset(def_src[k], t->defs[k], *off);
+	return def_src[k];
+}
+
 static void print_error(const char *text, const struct ukpev_error *e)
 {
 	char buf[8192];
@@ -109,7 +121,8 @@ static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 	for (int k = 0; k < t->ndefs; k++) {
 		memset(&e, 0, sizeof e);
 		if (ukpev_def_parse(t->defs[k], &d[k], &e) < 0) {
-			print_error(t->defs[k], &e);
+			const char *text = def_text(t, k, &e.offset);
+			print_error(text, &e);
 			return 2;
 		}
 		const struct ukpev_event_info *a = ukpev_def_info(d[k]);
@@ -121,7 +134,8 @@ static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 				const char *colon = strchr(t->defs[k], ':');
 				const char *sp = strchr(t->defs[k], ' ');
 				e.offset = colon && (!sp || colon < sp) ? (int)(colon - t->defs[k]) + 1 : 0;
-				print_error(t->defs[k], &e);
+				const char *text = def_text(t, k, &e.offset);
+				print_error(text, &e);
 				return 2;
 			}
 		}
@@ -236,7 +250,9 @@ static int await_armed(int fd, const struct trace_opts *t, int *refused)
 			struct ukpa_error pe;
 			memcpy(&pe, pl, sizeof pe);
 			const char *msg = (const char *)pl + sizeof pe;
-			const char *text = pe.kind == 0 && pe.index < (unsigned)t->ndefs ? t->defs[pe.index]
+			int off = pe.offset;
+			const char *text = pe.kind == 0 && pe.index < (unsigned)t->ndefs ?
+				def_text(t, (int)pe.index, &off)
 				: pe.kind == 1 && pe.index < (unsigned)t->nfilters ? t->filters[pe.index]
 				: pe.kind == 3 && pe.index < (unsigned)t->ntriggers ? t->triggers[pe.index]
 				: NULL;
@@ -245,7 +261,7 @@ static int await_armed(int fd, const struct trace_opts *t, int *refused)
 			if ((pe.kind == 1 || pe.kind == 3) && text && strstr(msg, "Unknown event") == NULL)
 				text = strchr(text, ':') + 1;
 			if (text)
-				ukp_error_log(msg, text, pe.offset);
+				ukp_error_log(msg, text, pe.kind == 0 ? off : pe.offset);
 			else
 				ukp_err("error: %s", msg);
 			free(pl);
@@ -375,12 +391,17 @@ static int translate_source(struct trace_opts *t)
 			}
 		}
 		defs = realloc(defs, (size_t)(n + m + 1) * sizeof *defs);
+		def_src = realloc(def_src, (size_t)(n + m) * sizeof *def_src);
 		if (dw_is_source_level(t->defs[k])) {
-			for (int j = 0; j < m; j++)
+			for (int j = 0; j < m; j++) {
+				def_src[n] = t->defs[k];
 				defs[n++] = out[j];
+			}
 			free(out);
-		} else
+		} else {
+			def_src[n] = NULL;
 			defs[n++] = t->defs[k];
+		}
 	}
 	defs[n] = NULL;
 	dw_close(o);

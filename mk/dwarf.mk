@@ -1,15 +1,41 @@
 # Source-level definitions (cli/dwarf.c): the DWARF test's target built
 # unoptimized and optimized, by gcc and by clang.
 #   build/cli-targets/dsrc-gcc-O0, dsrc-gcc-O2, dsrc-clang-O0, dsrc-clang-O2
-DWARF_TARGETS := $(B)/cli-targets/dsrc-gcc-O0 $(B)/cli-targets/dsrc-gcc-O2 \
-	$(B)/cli-targets/dsrc-clang-O0 $(B)/cli-targets/dsrc-clang-O2
+# The same for targets/dent.c (entry values, pieces): dent-gcc-O0...
+DWARF_TARGETS := $(foreach t,dsrc dent,$(foreach c,gcc clang,$(foreach o,O0 O2,\
+	$(B)/cli-targets/$(t)-$(c)-$(o))))
 $(B)/cli-targets/dsrc-gcc-%: tests/cli/targets/dsrc.c
 	@mkdir -p $(dir $@)
 	gcc -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
 $(B)/cli-targets/dsrc-clang-%: tests/cli/targets/dsrc.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dent-gcc-%: tests/cli/targets/dent.c
+	@mkdir -p $(dir $@)
+	gcc -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dent-clang-%: tests/cli/targets/dent.c
+	@mkdir -p $(dir $@)
+	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
 .PHONY: dwarf-targets
 dwarf-targets: $(DWARF_TARGETS)
 tests: $(DWARF_TARGETS)
 $(B)/tests/cli-dwarf: $(DWARF_TARGETS)
+
+# bench/ukp-dwarf-bench.c: e3 written with variable names (translated by
+# cli/dwarf.c) against e3 written with registers, same function, same run
+$(B)/bench/ukp-dwarf-bench: bench/ukp-dwarf-bench.c $(B)/cli/dwarf.o $(B)/cli/elf.o $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Icli -rdynamic -o $@ $< $(B)/cli/dwarf.o $(B)/cli/elf.o \
+		$(USER_LINK) -ldw -lelf
+
+# C++ names (targets/dcxx.cc): g++ and clang++, -O0 and -O2
+DCXX_TARGETS := $(foreach c,gcc clang,$(foreach o,O0 O2,$(B)/cli-targets/dcxx-$(c)-$(o)))
+$(B)/cli-targets/dcxx-gcc-%: tests/cli/targets/dcxx.cc
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dcxx-clang-%: tests/cli/targets/dcxx.cc
+	@mkdir -p $(dir $@)
+	clang++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+dwarf-targets: $(DCXX_TARGETS)
+tests: $(DCXX_TARGETS)
+$(B)/tests/cli-dwarf: $(DCXX_TARGETS)

@@ -490,3 +490,162 @@ UKT_CASE(a_constant_location_is_an_immediate)
 		   strstr(r.out, ") res=0\n") && strstr(r.out, ") res=20\n"));
 	run_free(&r);
 }
+
+static const char *const dent_builds[] = {
+	"dent-gcc-O0", "dent-gcc-O2", "dent-clang-O0", "dent-clang-O2",
+};
+
+/* at a return, parameters are what they were at the entry ($argN, saved
+ * there), whatever their location at the return: the values printed */
+UKT_CASE(parameters_at_a_return_probe)
+{
+	for (size_t b = 0; b < sizeof dent_builds / sizeof *dent_builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/r after_call%return x y",
+				       "r:dw/q after_call $params", "--",
+				       target(dent_builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "r", "after_call ", 1, 2);
+		same_values(&r, "q", "after_call ", 1, 2);
+		run_free(&r);
+	}
+	/* through a pointer parameter, and its fields as they are at the return */
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/wr work%return id=r->id k", "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "wr", "work ", 2, 2);
+		run_free(&r);
+	}
+	struct run r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D",
+			       "p:dw/r after_call%return x y", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " x=$arg1:s64 y=$arg2:s64") == 1);
+	run_free(&r);
+}
+
+UKT_CASE(entry_values_and_locals_where_they_cannot_be_read)
+{
+	/* gcc -O2: x is dead once printf is called, DW_OP_entry_value(reg5) */
+	const char *def = "p:dw/a after_call:3 x";
+	struct run r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "Variable x is only known by its entry value (%di at the entry of "
+		     "after_call; after_call%return reads it) at after_call:3", def, 20);
+	run_free(&r);
+	/* a return probe reads no local (its value at the entry is none) */
+	def = "p:dw/w work%return sum";
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		r = ukprobe("trace", def, "--", target(builds[b]), NULL);
+		expect_caret(&r, "Variable sum is a local: a return probe reads parameters "
+			     "(as at the entry) and globals at work%return", def, 19);
+		run_free(&r);
+	}
+}
+
+/* a struct passed in two registers: each member from its piece */
+UKT_CASE(members_of_a_value_in_pieces)
+{
+	for (size_t b = 0; b < sizeof dent_builds / sizeof *dent_builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/p pair_sum p.lo p.hi",
+				       "p:dw/m mixed_sum m.a m.c", "p:dw/s small_sum s.lo s.hi", "--",
+				       target(dent_builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "p", "pair_sum ", 1, 2);
+		same_values(&r, "m", "mixed_sum ", 1, 2);
+		same_values(&r, "s", "small_sum ", 1, 2);
+		run_free(&r);
+		/* at the return: the registers they came in, saved at the entry
+		 * (where DWARF leaves a piece out there, the calling convention's) */
+		r = ukprobe("trace", "r:dw/q pair_sum p.lo p.hi", "r:dw/n mixed_sum m.a m.c",
+			    "r:dw/r small_sum s.lo s.hi", "--", target(dent_builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "q", "pair_sum ", 1, 2);
+		same_values(&r, "n", "mixed_sum ", 1, 2);
+		same_values(&r, "r", "small_sum ", 1, 2);
+		run_free(&r);
+		/* m.b: where a piece holds it whole, its value; else refused */
+		r = ukprobe("trace", "p:dw/b mixed_sum m.b", "--", target(dent_builds[b]), NULL);
+		if (r.status == 0)
+			same_values(&r, "b", "mixed_sum ", 1, 1);
+		else
+			RUN_EXPECT(r, r.status == 2 && strstr(r.err, "error: m.b ") &&
+				   strstr(r.err, " at mixed_sum"));
+		run_free(&r);
+	}
+	/* gcc -O2: the pieces are %di and %si, at the entry and at the return */
+	struct run r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D",
+			       "p:dw/p pair_sum p.lo p.hi", "p:dw/q pair_sum%return p.lo p.hi", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " lo=%di:s64 hi=%si:s64") == 1 &&
+		   count_lines(r.out, " lo=$arg1:s64 hi=$arg2:s64") == 1);
+	run_free(&r);
+	/* gcc -O2: s whole in %di, hi (unsigned) its upper half as a bitfield */
+	r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D", "p:dw/s small_sum s.lo s.hi", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " lo=%di:s32 hi=%di:b32@32/64") == 1);
+	run_free(&r);
+	/* b (signed) shares a register with a, in its upper half: a bitfield
+	 * would lose its sign; p is two pieces */
+	const char *def = "p:dw/b mixed_sum m.b";
+	r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "m.b is signed and in the upper bytes of a register at mixed_sum "
+		     "(bitfields are unsigned)", def, 17);
+	run_free(&r);
+	def = "p:dw/p pair_sum p";
+	r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
+	expect_caret(&r, "Variable p is in 2 pieces at pair_sum: give a member that one "
+		     "piece holds", def, 16);
+	run_free(&r);
+}
+
+/* C++: ns::Cls::method and ns::f as places (::f outside any namespace),
+ * this->member, a member through a reference; g++ and clang++ */
+UKT_CASE(cxx_qualified_names)
+{
+	static const char *const cxx[] = { "dcxx-gcc-O0", "dcxx-gcc-O2", "dcxx-clang-O0",
+		"dcxx-clang-O2" };
+	for (size_t b = 0; b < sizeof cxx / sizeof *cxx; b++) {
+		struct run r = ukprobe("trace", "p:dw/area geo::Shape::area sides=this->sides_ w at.x at.y",
+				       "p:dw/t ::twice v", "p:dw/i geo::inner::twice:2 v",
+				       "r:dw/ar geo::Shape::area w x=at.x", "--", target(cxx[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "area", "area ", 1, 4);
+		same_values(&r, "ar", "area ", 1, 2);
+		same_values(&r, "i", "twice ", 1, 1);
+		same_values(&r, "t", "gtwice ", 1, 1);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-F", "geo::*", NULL);
+		RUN_EXPECT(r, r.status == 0 && strstr(r.out, "geo::Shape::area\n") &&
+			   strstr(r.out, "geo::inner::twice\n") && !strstr(r.out, "main"));
+		run_free(&r);
+		/* a plain name is every function of that name, as perf has it */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-D", "p:dw/t twice v", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/t") == 2);
+		run_free(&r);
+	}
+	const char *def = "p geo::Nope::area w";
+	struct run r = ukprobe("trace", def, "--", target("dcxx-gcc-O0"), NULL);
+	expect_caret(&r, "Function geo::Nope::area is not found", def, 2);
+	run_free(&r);
+}
+
+/* what the parser or the agent finds wrong in a translated definition is
+ * shown in the definition as written, the caret on the word it came from */
+UKT_CASE(errors_in_translations_point_into_what_was_written)
+{
+	/* the agent: the object given by -x is not in the program */
+	const char *def = "p:dw/a after_call x";
+	struct run r = ukprobe("trace", "-x", target("dent-gcc-O2"), def, "--",
+			       target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Failed to find the given file", def, 7);
+	run_free(&r);
+	/* the parser: a TYPE, the same event twice, a bitfield after $params */
+	def = "p:dw/a work:3 k:badtype";
+	r = ukprobe("trace", def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Unknown type is specified", def, 16);
+	run_free(&r);
+	def = "p:dw/a work:3 k";
+	r = ukprobe("trace", def, def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Given group/event name is already used by another event", def, 2);
+	run_free(&r);
+	def = "p:dw/a work:3 $params s=sum:b99@0/8";
+	r = ukprobe("trace", def, "--", target("dsrc-gcc-O0"), NULL);
+	expect_caret(&r, "Invalid bitfield", def, 28);
+	run_free(&r);
+}
