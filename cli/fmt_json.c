@@ -4,11 +4,53 @@
  * (thread-scoped instant) per record, ts in microseconds of
  * CLOCK_MONOTONIC, and "ph":"M" metadata naming the process and each
  * thread as it first appears.
+ *
+ * A probe and a return probe on the same function (the probe's address
+ * is the return probe's function entry), neither filtered, are paired:
+ * each call on a thread becomes one complete event ("ph":"X", ts the
+ * entry's, dur to the return) named after the probe's event, with the
+ * arguments of both.  Entries wait on a stack per thread and probe event
+ * until their return comes: a return closes the innermost open entry, so
+ * recursion nests.  An entry whose return never comes (the program
+ * exited, longjmp'ed out, or the thread lost events meanwhile) is written
+ * as the "i" event it would have been unpaired, at the end (or at the
+ * thread's lost marker): nothing is dropped.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "output.h"
+
+/* an entry whose return has not come yet: a copy of its record */
+struct jopen {
+	uint64_t ts;
+	pid_t pid;
+	unsigned cpu;
+	char comm[24];
+	unsigned size;
+	unsigned char *payload;
+};
+
+/* the open entries of one probe event on one thread, innermost last */
+struct jstack {
+	struct jstack *next;
+	pid_t tid;
+	unsigned ev;
+	struct jopen *v;
+	size_t n, cap;
+};
+
+#define JP_BUCKETS 256
+
+struct json_pairs {
+	unsigned nev;		/* events classified */
+	int *pair;		/* a probe: the return probe it pairs with, or -1 */
+	int *first;		/* a return probe: its first probe, or -1 */
+	int *next;		/* a probe: the next probe of the same return probe */
+	unsigned char *rename;	/* a probe: its return probe has names of its own */
+	struct jstack *tab[JP_BUCKETS];
+};
 
 static void json_str(FILE *f, const char *s)
 {
@@ -76,18 +118,129 @@ static void name_thread(struct writer *w, const struct ukpev_record *rec)
 		meta(w, "thread_name", rec->pid, rec->tid, comm);
 }
 
-void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
-		     const struct ukpev_record *rec)
+/* ---- probe / return probe pairs ------------------------------------ */
+
+static void *xrealloc(void *p, size_t n)
 {
-	name_thread(w, rec);
-	sep(w);
-	if (rec->event == UKPEV_EVENT_LOST) {
-		fprintf(w->f, "{\"name\":\"LOST\",\"cat\":\"ukprobe\",\"ph\":\"i\",\"s\":\"t\","
-			"\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{\"events\":%llu}}",
-			(unsigned long long)(rec->ts_ns / 1000), (unsigned long long)(rec->ts_ns % 1000),
-			(int)rec->pid, (int)rec->tid, (unsigned long long)rec->lost);
-		return;
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+static int names_clash(const struct ukpev_event_info *a, const struct ukpev_event_info *b)
+{
+	for (unsigned i = 0; i < a->nargs; i++)
+		for (unsigned k = 0; k < b->nargs; k++)
+			if (!strcmp(a->args[i].name, b->args[k].name))
+				return 1;
+	return 0;
+}
+
+/* which probes pair with which return probes: those of every event known
+ * so far (all are created before the first record) */
+static struct json_pairs *pairs(struct writer *w, unsigned id)
+{
+	struct json_pairs *jp = w->jp;
+	if (!w->r)
+		return NULL;
+	if (!jp)
+		jp = w->jp = calloc(1, sizeof *jp);
+	if (!jp)
+		abort();
+	if (id < jp->nev)
+		return jp;
+	unsigned n = ukpev_reader_nevents(w->r);
+	if (n <= id)
+		n = id + 1;
+	jp->pair = xrealloc(jp->pair, n * sizeof *jp->pair);
+	jp->first = xrealloc(jp->first, n * sizeof *jp->first);
+	jp->next = xrealloc(jp->next, n * sizeof *jp->next);
+	jp->rename = xrealloc(jp->rename, n);
+	for (unsigned k = 0; k < n; k++)
+		jp->pair[k] = jp->first[k] = jp->next[k] = -1;
+	memset(jp->rename, 0, n);
+	for (unsigned p = 0; p < n; p++) {
+		const struct ukpev_event_info *pe = ukpev_reader_event(w->r, p);
+		/* a filter may keep one side of a call and not the other:
+		 * the calls could not be told apart */
+		if (!pe || pe->kind != UKPEV_KIND_PROBE || !pe->addr || pe->filter)
+			continue;
+		for (unsigned r = 0; r < n; r++) {
+			const struct ukpev_event_info *re = ukpev_reader_event(w->r, r);
+			if (!re || re->kind != UKPEV_KIND_RETPROBE || re->addr != pe->addr ||
+			    re->filter)
+				continue;
+			/* the first return probe of the function: a list per
+			 * return probe, in event order */
+			jp->pair[p] = (int)r;
+			int *at = &jp->first[r];
+			while (*at >= 0)
+				at = &jp->next[*at];
+			*at = (int)p;
+			jp->rename[p] = (unsigned char)names_clash(pe, re);
+			break;
+		}
 	}
+	jp->nev = n;
+	return jp;
+}
+
+static struct jstack *jstack_get(struct json_pairs *jp, pid_t tid, unsigned ev, int make)
+{
+	unsigned h = ((unsigned)tid * 31u + ev) % JP_BUCKETS;
+	for (struct jstack *s = jp->tab[h]; s; s = s->next)
+		if (s->tid == tid && s->ev == ev)
+			return s;
+	if (!make)
+		return NULL;
+	struct jstack *s = calloc(1, sizeof *s);
+	if (!s)
+		abort();
+	s->tid = tid;
+	s->ev = ev;
+	s->next = jp->tab[h];
+	jp->tab[h] = s;
+	return s;
+}
+
+static void push_entry(struct json_pairs *jp, const struct ukpev_record *rec)
+{
+	struct jstack *s = jstack_get(jp, rec->tid, rec->event, 1);
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+	}
+	struct jopen *o = &s->v[s->n++];
+	o->ts = rec->ts_ns;
+	o->pid = rec->pid;
+	o->cpu = rec->cpu;
+	snprintf(o->comm, sizeof o->comm, "%s", rec->comm ? rec->comm : "");
+	o->size = rec->payload_size;
+	o->payload = xrealloc(NULL, o->size);
+	if (o->size)
+		memcpy(o->payload, rec->payload, o->size);
+}
+
+/* the record an open entry was */
+static void entry_record(const struct jstack *s, const struct jopen *o,
+			 struct ukpev_record *rec)
+{
+	memset(rec, 0, sizeof *rec);
+	rec->ts_ns = o->ts;
+	rec->pid = o->pid;
+	rec->tid = s->tid;
+	rec->cpu = o->cpu;
+	rec->event = s->ev;
+	rec->payload = o->payload;
+	rec->payload_size = o->size;
+	rec->comm = o->comm;
+}
+
+static void write_instant(struct writer *w, const struct ukpev_event_info *ev,
+			  const struct ukpev_record *rec)
+{
+	sep(w);
 	fputs("{\"name\":", w->f);
 	json_str(w->f, ev->event);
 	fputs(",\"cat\":", w->f);
@@ -97,8 +250,168 @@ void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
 		(int)rec->pid, (int)rec->tid, fmt_args(w, ev, rec, UKPEV_FMT_JSON));
 }
 
+/* open entries of tid (every thread: 0) written as the instants they are */
+static void flush_open(struct writer *w, pid_t tid)
+{
+	struct json_pairs *jp = w->jp;
+	if (!jp)
+		return;
+	for (unsigned h = 0; h < JP_BUCKETS; h++)
+		for (struct jstack *s = jp->tab[h]; s; s = s->next) {
+			if (tid && s->tid != tid)
+				continue;
+			const struct ukpev_event_info *ev = ukpev_reader_event(w->r, s->ev);
+			for (size_t k = 0; k < s->n; k++) {
+				struct ukpev_record rec;
+				entry_record(s, &s->v[k], &rec);
+				if (ev)
+					write_instant(w, ev, &rec);
+				free(s->v[k].payload);
+			}
+			s->n = 0;
+		}
+}
+
+/*
+ * The members of a return probe's "args" (as ukpev_format_args writes
+ * them: "NAME":VALUE,...), those whose NAME the probe also has renamed
+ * RETEVENT.NAME.
+ */
+static void write_ret_args(FILE *f, const char *a, const struct ukpev_event_info *pe,
+			   const struct ukpev_event_info *re)
+{
+	while (*a == '"') {
+		const char *ke = strchr(a + 1, '"');
+		if (!ke)
+			break;
+		size_t kl = (size_t)(ke - a - 1);
+		int clash = 0;
+		for (unsigned i = 0; i < pe->nargs && !clash; i++)
+			clash = strlen(pe->args[i].name) == kl && !strncmp(pe->args[i].name, a + 1, kl);
+		if (clash) {
+			fputc('"', f);
+			fputs(re->event, f);
+			fputc('.', f);
+			fwrite(a + 1, 1, kl, f);
+			fputc('"', f);
+		} else {
+			fwrite(a, 1, kl + 2, f);
+		}
+		/* the value: to the next comma outside strings and arrays */
+		const char *v = ke + 1;
+		int depth = 0, str = 0;
+		for (; *v; v++) {
+			if (str) {
+				if (*v == '\\' && v[1])
+					v++;
+				else if (*v == '"')
+					str = 0;
+			} else if (*v == '"') {
+				str = 1;
+			} else if (*v == '[') {
+				depth++;
+			} else if (*v == ']') {
+				depth--;
+			} else if (*v == ',' && depth == 0) {
+				break;
+			}
+		}
+		fwrite(ke + 1, 1, (size_t)(v - ke - 1), f);
+		if (*v != ',')
+			break;
+		fputc(',', f);
+		a = v + 1;
+	}
+}
+
+/* the return rec of return probe re closes the innermost open entry of
+ * each of its probes on that thread: 1, or 0 when none was open */
+static int close_entries(struct writer *w, struct json_pairs *jp,
+			 const struct ukpev_event_info *re, const struct ukpev_record *rec)
+{
+	int any = 0;
+	for (int p = jp->first[rec->event]; p >= 0; p = jp->next[p]) {
+		struct jstack *s = jstack_get(jp, rec->tid, (unsigned)p, 0);
+		const struct ukpev_event_info *pe = ukpev_reader_event(w->r, (unsigned)p);
+		if (!s || !s->n || !pe)
+			continue;
+		struct jopen *o = &s->v[--s->n];
+		struct ukpev_record er;
+		entry_record(s, o, &er);
+		uint64_t dur = rec->ts_ns >= o->ts ? rec->ts_ns - o->ts : 0;
+		sep(w);
+		fputs("{\"name\":", w->f);
+		json_str(w->f, pe->event);
+		fputs(",\"cat\":", w->f);
+		json_str(w->f, pe->group);
+		fprintf(w->f, ",\"ph\":\"X\",\"ts\":%llu.%03llu,\"dur\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{",
+			(unsigned long long)(o->ts / 1000), (unsigned long long)(o->ts % 1000),
+			(unsigned long long)(dur / 1000), (unsigned long long)(dur % 1000),
+			(int)o->pid, (int)s->tid);
+		const char *pa = fmt_args(w, pe, &er, UKPEV_FMT_JSON);
+		int have = *pa != 0;
+		fputs(pa, w->f);
+		const char *ra = fmt_args(w, re, rec, UKPEV_FMT_JSON);
+		if (*ra) {
+			if (have)
+				fputc(',', w->f);
+			if (jp->rename[p])
+				write_ret_args(w->f, ra, pe, re);
+			else
+				fputs(ra, w->f);
+		}
+		fputs("}}", w->f);
+		free(o->payload);
+		any = 1;
+	}
+	return any;
+}
+
+void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
+		     const struct ukpev_record *rec)
+{
+	name_thread(w, rec);
+	if (rec->event == UKPEV_EVENT_LOST) {
+		/* what is open on that thread may have lost its return */
+		flush_open(w, rec->tid);
+		sep(w);
+		fprintf(w->f, "{\"name\":\"LOST\",\"cat\":\"ukprobe\",\"ph\":\"i\",\"s\":\"t\","
+			"\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{\"events\":%llu}}",
+			(unsigned long long)(rec->ts_ns / 1000), (unsigned long long)(rec->ts_ns % 1000),
+			(int)rec->pid, (int)rec->tid, (unsigned long long)rec->lost);
+		return;
+	}
+	struct json_pairs *jp = pairs(w, rec->event);
+	if (jp && ev->kind == UKPEV_KIND_PROBE && jp->pair[rec->event] >= 0) {
+		push_entry(jp, rec);
+		return;
+	}
+	if (jp && ev->kind == UKPEV_KIND_RETPROBE && jp->first[rec->event] >= 0 &&
+	    close_entries(w, jp, ev, rec))
+		return;
+	write_instant(w, ev, rec);
+}
+
 void fmt_json_end(struct writer *w)
 {
+	/* entries whose return never came */
+	flush_open(w, 0);
 	fputs("\n]}\n", w->f);
 	fflush(w->f);
+	struct json_pairs *jp = w->jp;
+	if (jp) {
+		for (unsigned h = 0; h < JP_BUCKETS; h++)
+			while (jp->tab[h]) {
+				struct jstack *s = jp->tab[h];
+				jp->tab[h] = s->next;
+				free(s->v);
+				free(s);
+			}
+		free(jp->pair);
+		free(jp->first);
+		free(jp->next);
+		free(jp->rename);
+		free(jp);
+		w->jp = NULL;
+	}
 }

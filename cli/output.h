@@ -21,6 +21,10 @@ struct writer {
 	pid_t *named;
 	size_t nnamed, capnamed;
 	int first;
+	/* json: the events' descriptions, and the probe / return probe
+	 * pairs written as complete events (fmt_json.c) */
+	struct ukpev_reader *r;
+	struct json_pairs *jp;
 };
 
 void fmt_ftrace_header(struct writer *w);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* --format=json: Chrome trace events that parse, with the events and
- * the metadata naming the process and its threads; -o FILE. */
+ * the metadata naming the process and its threads; -o FILE; a probe and
+ * a return probe on one function paired into complete events. */
 #include "run.h"
 
 UKT_CASE(json_parses_and_has_the_events)
@@ -23,22 +24,155 @@ UKT_CASE(json_parses_and_has_the_events)
 		"import json,sys\n"
 		"d=json.load(open(sys.argv[1]))\n"
 		"ev=d['traceEvents']\n"
-		"m=[e for e in ev if e['ph']=='i' and e['name']=='mark']\n"
-		"r=[e for e in ev if e['ph']=='i' and e['name']=='ret']\n"
+		"m=[e for e in ev if e['ph']=='X' and e['name']=='mark']\n"
+		"r=[e for e in ev if e['ph']=='i']\n"
+		"assert r==[], r\n"
 		"assert [e['args']['n'] for e in m]==[1,2,3], m\n"
-		"assert [e['args']['v'] for e in r]==[1,2,3], r\n"
-		"assert all(e['cat']=='t' and e['s']=='t' and isinstance(e['ts'],(int,float)) for e in m+r)\n"
+		"assert [e['args']['v'] for e in m]==[1,2,3], m\n"
+		"assert all(e['cat']=='t' and e['dur']>=0 and isinstance(e['ts'],(int,float)) for e in m)\n"
 		"assert all(e['args']['c']=='ender' for e in m), m\n"
 		"pid=m[0]['pid']\n"
 		"meta=[e for e in ev if e['ph']=='M']\n"
 		"assert any(e['name']=='process_name' and e['pid']==pid and e['args']['name']=='ender' for e in meta), meta\n"
 		"assert any(e['name']=='thread_name' and e['tid']==m[0]['tid'] for e in meta), meta\n"
-		"ts=[e['ts'] for e in m+r]\n"
-		"assert sorted(ts)==sorted(ts) and len(ts)==6\n"
+		"ts=[e['ts'] for e in m]\n"
+		"assert sorted(ts)==ts and len(ts)==3\n"
 		"print('ok')\n";
 	char *py2[] = { (char *)"/usr/bin/python3", (char *)"-c", (char *)check, path, NULL };
 	r = run_argv(py2);
 	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "ok\n"));
 	run_free(&r);
 	unlink(path);
+}
+
+/* runs ukprobe --format=json -o FILE with the definitions and COMMAND of
+ * args, then the python check with FILE and the target's stdout (its own
+ * counts) as arguments; that stdout also into out */
+static void json_check(const char *const *args, const char *check, char *out, size_t nout)
+{
+	char path[] = "/tmp/ukt-cli-jsonXXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	char *argv[64];
+	int n = 0;
+	argv[n++] = (char *)ukprobe_path();
+	argv[n++] = (char *)"trace";
+	argv[n++] = (char *)"--format=json";
+	argv[n++] = (char *)"-o";
+	argv[n++] = path;
+	for (int k = 0; args[k] && n < 63; k++)
+		argv[n++] = (char *)args[k];
+	argv[n] = NULL;
+	struct run r = run_argv(argv);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "ukprobe: 0 events lost"));
+	snprintf(out, nout, "%s", r.out);
+	run_free(&r);
+	char *py[] = { (char *)"/usr/bin/python3", (char *)"-c", (char *)check, path, out, NULL };
+	r = run_argv(py);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "ok\n"));
+	run_free(&r);
+	unlink(path);
+}
+
+/* the X events of NAME nest as the calls did: each one's parent is the
+ * smallest enclosing one of the same name, its d one more */
+#define PY_NEST							\
+	"def nest(xs):\n"						\
+	"    xs=sorted(xs,key=lambda e:(e['ts'],-e['dur']))\n"		\
+	"    st=[]\n"							\
+	"    for e in xs:\n"						\
+	"        end=e['ts']+e['dur']\n"				\
+	"        while st and not (st[-1]['ts']<=e['ts'] and e['ts']+e['dur']<=st[-1]['ts']+st[-1]['dur']):\n" \
+	"            st.pop()\n"					\
+	"        if st:\n"						\
+	"            assert st[-1]['args']['d']==e['args']['d']+1, (st[-1],e)\n" \
+	"        else:\n"						\
+	"            assert e['args']['d']==D, e\n"			\
+	"        st.append(e)\n"					\
+	"    return len(xs)\n"
+
+UKT_CASE(json_pairs_nest_recursion)
+{
+	/* rec: DEPTH+1 nested calls, N times; tree: a binary tree of calls */
+	const char *args[] = { "p:t/rec rec d=%di:s32", "r:t/rec_ret rec v=$retval:s32 d=$arg1:s32",
+			       "p:t/tree tree d=%di:s32", "r:t/tree_ret tree v=$retval:s32",
+			       "--", target("recur"), "50", "6", NULL };
+	const char *check =
+		"import json,sys,decimal\n"
+		"D=6\n"
+		"d=json.load(open(sys.argv[1]),parse_float=decimal.Decimal)\n"
+		"ev=d['traceEvents']\n"
+		"cnt=dict(kv.split('=') for kv in sys.argv[2].split())\n"
+		"i=[e for e in ev if e['ph']=='i']\n"
+		"assert i==[], i[:5]\n"
+		"rec=[e for e in ev if e['ph']=='X' and e['name']=='rec']\n"
+		"tree=[e for e in ev if e['ph']=='X' and e['name']=='tree']\n"
+		"assert not [e for e in ev if e['ph']=='X' and e['name'] not in ('rec','tree')]\n"
+		"assert len(rec)==int(cnt['rec']) and len(tree)==int(cnt['tree']), (len(rec),len(tree),cnt)\n"
+		"assert all(e['dur']>=0 and e['cat']=='t' and e['pid']==rec[0]['pid'] for e in rec+tree)\n"
+		/* the arguments of both sides; the return's d under its event's name */
+		"assert all(e['args']['v']==e['args']['d']==e['args']['rec_ret.d'] for e in rec), rec[:3]\n"
+		"assert all(set(e['args'])=={'d','v'} and e['args']['v']==e['args']['d'] for e in tree), tree[:3]\n"
+		PY_NEST
+		"nest(rec); nest(tree)\n"
+		/* a tree call has exactly two children */
+		"for e in tree:\n"
+		"    ch=[c for c in tree if c is not e and e['ts']<=c['ts'] and c['ts']+c['dur']<=e['ts']+e['dur'] and c['args']['d']==e['args']['d']-1]\n"
+		"    assert len(ch)==(2 if e['args']['d']>0 else 0), (e,ch)\n"
+		"print('ok')\n";
+	char out[256];
+	json_check(args, check, out, sizeof out);
+	UKT_STREQ(out, "rec=350 tree=127 jumped=0\n");
+}
+
+/* an entry whose return never comes (longjmp out of every level, and
+ * calls open when the program exits) is written as an "i" event: every
+ * call is there once, as X or as i */
+UKT_CASE(json_unreturned_entries_are_instants)
+{
+	const char *args[] = { "p:t/rec rec d=%di:s32", "r:t/rec_ret rec",
+			       "--", target("recur"), "3", "4", "jump", NULL };
+	const char *check =
+		"import json,sys,decimal\n"
+		"D=4\n"
+		"d=json.load(open(sys.argv[1]),parse_float=decimal.Decimal)\n"
+		"ev=d['traceEvents']\n"
+		"cnt=dict(kv.split('=') for kv in sys.argv[2].split())\n"
+		"x=[e for e in ev if e['ph']=='X']\n"
+		"i=[e for e in ev if e['ph']=='i']\n"
+		"assert all(e['name']=='rec' for e in x+i)\n"
+		"assert len(i)==int(cnt['jumped'])==5, (i,cnt)\n"
+		"assert len(x)+len(i)==int(cnt['rec']), (len(x),len(i),cnt)\n"
+		/* the calls left by longjmp: one each of d 4..0, after every X */
+		"assert sorted(e['args']['d'] for e in i)==[0,1,2,3,4], i\n"
+		"assert min(e['ts'] for e in i)>max(e['ts']+e['dur'] for e in x)\n"
+		PY_NEST
+		"assert nest(x)==15\n"
+		"print('ok')\n";
+	char out[256];
+	json_check(args, check, out, sizeof out);
+	UKT_STREQ(out, "rec=20 tree=31 jumped=5\n");
+}
+
+/* a filtered side, a return probe elsewhere, a probe inside the function:
+ * no pairs, every record an "i" event as before */
+UKT_CASE(json_unpaired_stay_instants)
+{
+	const char *args[] = { "p:t/rec rec d=%di:s32", "r:t/rec_ret rec v=$retval:s32",
+			       "--filter=rec_ret:v>=0", "p:t/tree tree", "r:t/mret main",
+			       "p:t/tree_in tree+2",  "r:t/tree_ret tree",
+			       "--", target("recur"), "2", "2", NULL };
+	const char *check =
+		"import json,sys\n"
+		"d=json.load(open(sys.argv[1]))\n"
+		"ev=d['traceEvents']\n"
+		"n=lambda name,ph:len([e for e in ev if e['name']==name and e['ph']==ph])\n"
+		"assert n('rec','i')==6 and n('rec_ret','i')==6 and n('rec','X')==0\n"
+		"assert n('tree','X')==7 and n('tree','i')==0 and n('tree_ret','i')==0\n"
+		"assert n('tree_in','i')==7 and n('tree_in','X')==0 and n('mret','i')==1\n"
+		"print('ok')\n";
+	char out[256];
+	json_check(args, check, out, sizeof out);
+	UKT_STREQ(out, "rec=6 tree=7 jumped=0\n");
 }
