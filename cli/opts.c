@@ -73,7 +73,11 @@ void trace_usage(FILE *f)
 	fprintf(f,
 "\n"
 "Output: one line per event, as the kernel's trace file, on stdout (or -o);\n"
-"'ukprobe: N events lost' on stderr at the end, always.\n"
+"'ukprobe: N events lost' on stderr at the end, always.\n""--format=json: a probe and a return probe on one function (the probe at its\n"
+"entry, neither filtered) become one \"ph\":\"X\" event per call, named after the\n"
+"probe, ts the entry's, dur to the return, the arguments of both (a return\n"
+"argument whose name the probe has is RETEVENT.NAME); calls nest.  An entry\n"
+"whose return never comes (exit, longjmp, lost events) is an \"i\" event.\n"
 "SIGINT/SIGTERM/SIGHUP: in launch mode COMMAND gets them (from a terminal\n"
 "directly, from kill through ukprobe) and decides; ukprobe goes on until\n"
 "COMMAND exits.  In attach mode they end the trace.\n"

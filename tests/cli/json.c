@@ -176,3 +176,35 @@ UKT_CASE(json_unpaired_stay_instants)
 	json_check(args, check, out, sizeof out);
 	UKT_STREQ(out, "rec=6 tree=7 jumped=0\n");
 }
+
+/* threads calling at once: each call paired on its own thread, its
+ * entry's and its return's arguments together */
+UKT_CASE(json_pairs_per_thread)
+{
+	const char *args[] = { "p:t/hit hit t=%di:s64 seq=%si:s64",
+			       "r:t/hit_ret hit rt=$arg1:s64 rseq=$arg2:s64",
+			       "--", target("threads"), "4", "2000", NULL };
+	const char *check =
+		"import json,sys,decimal\n"
+		"d=json.load(open(sys.argv[1]),parse_float=decimal.Decimal)\n"
+		"ev=d['traceEvents']\n"
+		"x=[e for e in ev if e['ph']=='X']\n"
+		"assert not [e for e in ev if e['ph']=='i']\n"
+		"assert len(x)==8000 and all(e['name']=='hit' for e in x)\n"
+		"assert all(e['args']['t']==e['args']['rt'] and e['args']['seq']==e['args']['rseq'] and e['dur']>=0 for e in x)\n"
+		"by={}\n"
+		"for e in x: by.setdefault(e['tid'],[]).append(e)\n"
+		"assert len(by)==4\n"
+		"for tid,v in by.items():\n"
+		"    assert len(set(e['args']['t'] for e in v))==1\n"
+		"    v.sort(key=lambda e:e['ts'])\n"
+		"    assert [e['args']['seq'] for e in v]==list(range(2000))\n"
+		"    assert all(a['ts']+a['dur']<=b['ts'] for a,b in zip(v,v[1:]))\n"
+		"print('ok')\n";
+	char out[256];
+	json_check(args, check, out, sizeof out);
+	UKT_STREQ(out, "");
+	struct run r = ukprobe("trace", "--help", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\"ph\":\"X\"") && strstr(r.out, "dur"));
+	run_free(&r);
+}
