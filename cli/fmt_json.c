@@ -6,15 +6,17 @@
  * thread as it first appears.
  *
  * A probe and a return probe on the same function (the probe's address
- * is the return probe's function entry), neither filtered, are paired:
- * each call on a thread becomes one complete event ("ph":"X", ts the
- * entry's, dur to the return) named after the probe's event, with the
- * arguments of both.  Entries wait on a stack per thread and probe event
- * until their return comes: a return closes the innermost open entry, so
- * recursion nests.  An entry whose return never comes (the program
- * exited, longjmp'ed out, or the thread lost events meanwhile) is written
- * as the "i" event it would have been unpaired, at the end (or at the
- * thread's lost marker): nothing is dropped.
+ * is the return probe's function entry) are paired: each call on a
+ * thread becomes one complete event ("ph":"X", ts the entry's, dur to the
+ * return) named after the probe's event, with the arguments of both.
+ * Every event also records the stack pointer (a last, hidden fetcharg
+ * FMT_JSON_SP=$stack): at the entry it points at the return address, at
+ * the return 8 bytes above, so a return finds its own call's entry among
+ * the thread's open ones whatever happened in between (recursion, calls
+ * whose return was not recorded, longjmp, filters).  An entry whose
+ * return never comes is written as the "i" event it would have been
+ * unpaired: when a return further out shows it abandoned, at the
+ * thread's lost marker, or at the end.  Nothing is dropped.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 /* an entry whose return has not come yet: a copy of its record */
 struct jopen {
 	uint64_t ts;
+	uint64_t sp;		/* its stack pointer (FMT_JSON_SP), or 0 */
 	pid_t pid;
 	unsigned cpu;
 	char comm[24];
@@ -49,8 +52,54 @@ struct json_pairs {
 	int *first;		/* a return probe: its first probe, or -1 */
 	int *next;		/* a probe: the next probe of the same return probe */
 	unsigned char *rename;	/* a probe: its return probe has names of its own */
+	unsigned char *has_sp;	/* its last fetcharg is FMT_JSON_SP */
 	struct jstack *tab[JP_BUCKETS];
 };
+
+const char **fmt_json_defs(const char **defs, int n)
+{
+	const char **out = calloc((size_t)n + 1, sizeof *out);
+	if (!out)
+		abort();
+	for (int k = 0; k < n; k++) {
+		char *d;
+		struct ukpev_def *pd;
+		struct ukpev_error e;
+		out[k] = defs[k];
+		if (asprintf(&d, "%s " FMT_JSON_SP "=$stack:x64", defs[k]) < 0)
+			abort();
+		/* one fetcharg more may not fit (UKPEV_MAX_ARGS, the record's
+		 * size): that event goes unpaired, as given */
+		if (ukpev_def_parse(d, &pd, &e) < 0) {
+			free(d);
+			continue;
+		}
+		ukpev_def_free(pd);
+		out[k] = d;
+	}
+	return out;
+}
+
+/* ev without its FMT_JSON_SP fetcharg, for the formatter */
+static const struct ukpev_event_info *shown(const struct ukpev_event_info *ev,
+					    struct ukpev_event_info *tmp)
+{
+	if (ev->nargs && !strcmp(ev->args[ev->nargs - 1].name, FMT_JSON_SP)) {
+		*tmp = *ev;
+		tmp->nargs--;
+		return tmp;
+	}
+	return ev;
+}
+
+static uint64_t sp_of(const struct ukpev_event_info *ev, const struct ukpev_record *rec)
+{
+	uint64_t v = 0;
+	if (ev->nargs && !strcmp(ev->args[ev->nargs - 1].name, FMT_JSON_SP) &&
+	    ukpev_value_u64(ev, rec, ev->nargs - 1, 0, &v) < 0)
+		v = 0;
+	return v;
+}
 
 static void json_str(FILE *f, const char *s)
 {
@@ -130,6 +179,9 @@ static void *xrealloc(void *p, size_t n)
 
 static int names_clash(const struct ukpev_event_info *a, const struct ukpev_event_info *b)
 {
+	struct ukpev_event_info ta, tb;
+	a = shown(a, &ta);
+	b = shown(b, &tb);
 	for (unsigned i = 0; i < a->nargs; i++)
 		for (unsigned k = 0; k < b->nargs; k++)
 			if (!strcmp(a->args[i].name, b->args[k].name))
@@ -157,19 +209,25 @@ static struct json_pairs *pairs(struct writer *w, unsigned id)
 	jp->first = xrealloc(jp->first, n * sizeof *jp->first);
 	jp->next = xrealloc(jp->next, n * sizeof *jp->next);
 	jp->rename = xrealloc(jp->rename, n);
-	for (unsigned k = 0; k < n; k++)
+	jp->has_sp = xrealloc(jp->has_sp, n);
+	for (unsigned k = 0; k < n; k++) {
+		const struct ukpev_event_info *ev = ukpev_reader_event(w->r, k);
 		jp->pair[k] = jp->first[k] = jp->next[k] = -1;
+		jp->has_sp[k] = ev && ev->nargs && !strcmp(ev->args[ev->nargs - 1].name, FMT_JSON_SP);
+	}
 	memset(jp->rename, 0, n);
 	for (unsigned p = 0; p < n; p++) {
 		const struct ukpev_event_info *pe = ukpev_reader_event(w->r, p);
-		/* a filter may keep one side of a call and not the other:
-		 * the calls could not be told apart */
-		if (!pe || pe->kind != UKPEV_KIND_PROBE || !pe->addr || pe->filter)
+		if (!pe || pe->kind != UKPEV_KIND_PROBE || !pe->addr)
 			continue;
 		for (unsigned r = 0; r < n; r++) {
 			const struct ukpev_event_info *re = ukpev_reader_event(w->r, r);
-			if (!re || re->kind != UKPEV_KIND_RETPROBE || re->addr != pe->addr ||
-			    re->filter)
+			if (!re || re->kind != UKPEV_KIND_RETPROBE || re->addr != pe->addr)
+				continue;
+			/* without the stack pointers, calls are told apart
+			 * by their order alone: a filter may keep one side of
+			 * a call and not the other */
+			if (!(jp->has_sp[p] && jp->has_sp[r]) && (pe->filter || re->filter))
 				continue;
 			/* the first return probe of the function: a list per
 			 * return probe, in event order */
@@ -204,7 +262,8 @@ static struct jstack *jstack_get(struct json_pairs *jp, pid_t tid, unsigned ev, 
 	return s;
 }
 
-static void push_entry(struct json_pairs *jp, const struct ukpev_record *rec)
+static void push_entry(struct json_pairs *jp, const struct ukpev_event_info *ev,
+		       const struct ukpev_record *rec)
 {
 	struct jstack *s = jstack_get(jp, rec->tid, rec->event, 1);
 	if (s->n == s->cap) {
@@ -213,6 +272,7 @@ static void push_entry(struct json_pairs *jp, const struct ukpev_record *rec)
 	}
 	struct jopen *o = &s->v[s->n++];
 	o->ts = rec->ts_ns;
+	o->sp = sp_of(ev, rec);
 	o->pid = rec->pid;
 	o->cpu = rec->cpu;
 	snprintf(o->comm, sizeof o->comm, "%s", rec->comm ? rec->comm : "");
@@ -240,6 +300,8 @@ static void entry_record(const struct jstack *s, const struct jopen *o,
 static void write_instant(struct writer *w, const struct ukpev_event_info *ev,
 			  const struct ukpev_record *rec)
 {
+	struct ukpev_event_info tmp;
+	ev = shown(ev, &tmp);
 	sep(w);
 	fputs("{\"name\":", w->f);
 	json_str(w->f, ev->event);
@@ -248,6 +310,17 @@ static void write_instant(struct writer *w, const struct ukpev_event_info *ev,
 	fprintf(w->f, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{%s}}",
 		(unsigned long long)(rec->ts_ns / 1000), (unsigned long long)(rec->ts_ns % 1000),
 		(int)rec->pid, (int)rec->tid, fmt_args(w, ev, rec, UKPEV_FMT_JSON));
+}
+
+/* an open entry written as the instant it is, and freed */
+static void write_open(struct writer *w, const struct jstack *s, struct jopen *o)
+{
+	const struct ukpev_event_info *ev = ukpev_reader_event(w->r, s->ev);
+	struct ukpev_record rec;
+	entry_record(s, o, &rec);
+	if (ev)
+		write_instant(w, ev, &rec);
+	free(o->payload);
 }
 
 /* open entries of tid (every thread: 0) written as the instants they are */
@@ -260,14 +333,8 @@ static void flush_open(struct writer *w, pid_t tid)
 		for (struct jstack *s = jp->tab[h]; s; s = s->next) {
 			if (tid && s->tid != tid)
 				continue;
-			const struct ukpev_event_info *ev = ukpev_reader_event(w->r, s->ev);
-			for (size_t k = 0; k < s->n; k++) {
-				struct ukpev_record rec;
-				entry_record(s, &s->v[k], &rec);
-				if (ev)
-					write_instant(w, ev, &rec);
-				free(s->v[k].payload);
-			}
+			for (size_t k = 0; k < s->n; k++)
+				write_open(w, s, &s->v[k]);
 			s->n = 0;
 		}
 }
@@ -330,12 +397,38 @@ static int close_entries(struct writer *w, struct json_pairs *jp,
 			 const struct ukpev_event_info *re, const struct ukpev_record *rec)
 {
 	int any = 0;
+	struct ukpev_event_info tr, tp;
+	uint64_t rsp = jp->has_sp[rec->event] ? sp_of(re, rec) : 0;
+	re = shown(re, &tr);
 	for (int p = jp->first[rec->event]; p >= 0; p = jp->next[p]) {
 		struct jstack *s = jstack_get(jp, rec->tid, (unsigned)p, 0);
 		const struct ukpev_event_info *pe = ukpev_reader_event(w->r, (unsigned)p);
 		if (!s || !s->n || !pe)
 			continue;
-		struct jopen *o = &s->v[--s->n];
+		pe = shown(pe, &tp);
+		size_t k = s->n - 1;
+		if (rsp && jp->has_sp[p]) {
+			/* the entry whose return address slot is 8 below:
+			 * the newest such (a slot reused after a longjmp) */
+			while (s->v[k].sp != rsp - 8 && k > 0)
+				k--;
+			if (s->v[k].sp != rsp - 8)
+				continue;	/* not recorded (filtered, lost) */
+			/* the calls it made that are still open on its
+			 * stack (below its slot) never returned: abandoned
+			 * by longjmp, or their return not recorded */
+			size_t keep = k + 1;
+			for (size_t j = k + 1; j < s->n; j++) {
+				if (s->v[j].sp && s->v[j].sp < rsp - 8)
+					write_open(w, s, &s->v[j]);
+				else
+					s->v[keep++] = s->v[j];
+			}
+			s->n = keep;
+		}
+		struct jopen o0 = s->v[k], *o = &o0;
+		memmove(&s->v[k], &s->v[k + 1], (s->n - k - 1) * sizeof *s->v);
+		s->n--;
 		struct ukpev_record er;
 		entry_record(s, o, &er);
 		uint64_t dur = rec->ts_ns >= o->ts ? rec->ts_ns - o->ts : 0;
@@ -383,7 +476,7 @@ void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
 	}
 	struct json_pairs *jp = pairs(w, rec->event);
 	if (jp && ev->kind == UKPEV_KIND_PROBE && jp->pair[rec->event] >= 0) {
-		push_entry(jp, rec);
+		push_entry(jp, ev, rec);
 		return;
 	}
 	if (jp && ev->kind == UKPEV_KIND_RETPROBE && jp->first[rec->event] >= 0 &&
@@ -411,6 +504,7 @@ void fmt_json_end(struct writer *w)
 		free(jp->first);
 		free(jp->next);
 		free(jp->rename);
+		free(jp->has_sp);
 		free(jp);
 		w->jp = NULL;
 	}

@@ -36,6 +36,11 @@ void fmt_json_header(struct writer *w);
 void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
 		     const struct ukpev_record *rec);
 void fmt_json_end(struct writer *w);
+/* the definitions as sent for json: each with a last fetcharg
+ * FMT_JSON_SP=$stack (where it fits), not shown, by which a return is
+ * paired with its call */
+#define FMT_JSON_SP "__ukprobe_sp"
+const char **fmt_json_defs(const char **defs, int n);
 
 /* the arguments of rec, formatted (in w->buf) */
 const char *fmt_args(struct writer *w, const struct ukpev_event_info *ev,

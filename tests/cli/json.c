@@ -155,26 +155,63 @@ UKT_CASE(json_unreturned_entries_are_instants)
 	UKT_STREQ(out, "rec=20 tree=31 jumped=5\n");
 }
 
-/* a filtered side, a return probe elsewhere, a probe inside the function:
- * no pairs, every record an "i" event as before */
-UKT_CASE(json_unpaired_stay_instants)
+/* filters on either side: a return whose entry was filtered out and an
+ * entry whose return was are instants, every other call pairs; a return
+ * probe on another function and a probe inside the function stay
+ * instants */
+UKT_CASE(json_pairs_with_filters_and_unpaired)
 {
 	const char *args[] = { "p:t/rec rec d=%di:s32", "r:t/rec_ret rec v=$retval:s32",
-			       "--filter=rec_ret:v>=0", "p:t/tree tree", "r:t/mret main",
-			       "p:t/tree_in tree+2",  "r:t/tree_ret tree",
+			       "--filter=rec_ret:v>=1", "p:t/tree tree d=%di:s32", "--filter=tree:d!=1",
+			       "r:t/mret main", "p:t/tree_in tree+2", "r:t/tree_ret tree v=$retval:s32",
 			       "--", target("recur"), "2", "2", NULL };
 	const char *check =
 		"import json,sys\n"
 		"d=json.load(open(sys.argv[1]))\n"
 		"ev=d['traceEvents']\n"
-		"n=lambda name,ph:len([e for e in ev if e['name']==name and e['ph']==ph])\n"
-		"assert n('rec','i')==6 and n('rec_ret','i')==6 and n('rec','X')==0\n"
-		"assert n('tree','X')==7 and n('tree','i')==0 and n('tree_ret','i')==0\n"
+		"sel=lambda name,ph:[e for e in ev if e['name']==name and e['ph']==ph]\n"
+		"n=lambda name,ph:len(sel(name,ph))\n"
+		/* rec: returns of d 0 filtered out: their entries instants */
+		"assert n('rec','X')==4 and n('rec','i')==2 and n('rec_ret','i')==0\n"
+		"assert all(e['args']=={'d':e['args']['v'],'v':e['args']['v']} for e in sel('rec','X'))\n"
+		"assert all(e['args']=={'d':0} for e in sel('rec','i'))\n"
+		/* tree: entries of d 1 filtered out: their returns instants */
+		"assert n('tree','X')==5 and n('tree','i')==0 and n('tree_ret','i')==2\n"
+		"assert all(e['args']['d']==e['args']['v']!=1 for e in sel('tree','X'))\n"
+		"assert all(e['args']=={'v':1} for e in sel('tree_ret','i'))\n"
 		"assert n('tree_in','i')==7 and n('tree_in','X')==0 and n('mret','i')==1\n"
+		"assert not [e for e in ev if '__ukprobe_sp' in e.get('args',{})]\n"
 		"print('ok')\n";
 	char out[256];
 	json_check(args, check, out, sizeof out);
 	UKT_STREQ(out, "rec=6 tree=7 jumped=0\n");
+}
+
+/* recursion deeper than the return probe's instances: the calls whose
+ * return was not recorded (none free) are instants, every other call
+ * pairs with its own return (v, the return value, is its d) */
+UKT_CASE(json_pairs_deeper_than_maxactive)
+{
+	const char *args[] = { "p:t/rec rec d=%di:s32", "r:t/rec_ret rec v=$retval:s32",
+			       "--", target("recur"), "3", "40", NULL };
+	const char *check =
+		"import json,sys,decimal\n"
+		"D=40\n"
+		"d=json.load(open(sys.argv[1]),parse_float=decimal.Decimal)\n"
+		"ev=d['traceEvents']\n"
+		"cnt=dict(kv.split('=') for kv in sys.argv[2].split())\n"
+		"x=[e for e in ev if e['ph']=='X' and e['name']=='rec']\n"
+		"i=[e for e in ev if e['ph']=='i' and e['name']=='rec']\n"
+		"assert len(x)+len(i)==int(cnt['rec'])==123, (len(x),len(i))\n"
+		"assert 0<len(x)<123 and not [e for e in ev if e['name']=='rec_ret']\n"
+		"assert all(e['args']=={'d':e['args']['v'],'v':e['args']['v']} for e in x), x\n"
+		"assert max(e['args']['d'] for e in i)<min(e['args']['d'] for e in x)\n"
+		PY_NEST
+		"assert nest(x)==len(x)\n"
+		"print('ok')\n";
+	char out[256];
+	json_check(args, check, out, sizeof out);
+	UKT_STREQ(out, "rec=123 tree=127 jumped=0\n");
 }
 
 /* threads calling at once: each call paired on its own thread, its

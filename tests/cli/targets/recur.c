@@ -2,8 +2,8 @@
 /*
  * Recursive calls that count themselves, for probe / return probe pairs:
  *   recur N DEPTH        N times rec(DEPTH): rec(d) calls rec(d - 1) while
- *                        d > 0 and returns d; then tree(DEPTH) once: two
- *                        calls of tree(d - 1) each
+ *                        d > 0 and returns d; then tree(min(DEPTH, 6))
+ *                        once: two calls of tree(d - 1) each
  *   recur N DEPTH jump   the same, then rec(DEPTH) once more whose
  *                        innermost call longjmps out of every level
  * prints "rec=<calls> tree=<calls> jumped=<calls left by longjmp>".
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 	int n = atoi(argv[1]), depth = atoi(argv[2]);
 	for (int k = 0; k < n; k++)
 		rec(depth);
-	tree(depth);
+	tree(depth < 6 ? depth : 6);
 	if (argc > 3 && !strcmp(argv[3], "jump")) {
 		unsigned long before = rec_calls;
 		jump_at_bottom = 1;
