@@ -245,3 +245,39 @@ UKT_CASE(json_pairs_per_thread)
 	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\"ph\":\"X\"") && strstr(r.out, "dur"));
 	run_free(&r);
 }
+
+/* buffers too small for what four threads record: every record written
+ * is there once, as a side of an X event, an "i" event, or counted in a
+ * LOST marker; a pair is always one call's two sides */
+UKT_CASE(json_pairs_and_lost_events)
+{
+	char path[] = "/tmp/ukt-cli-jsonXXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	struct run r = ukprobe("trace", "--format=json", "-b", "64", "-o", path,
+			       "p:t/hit hit t=%di:s64 seq=%si:s64",
+			       "r:t/hit_ret hit rt=$arg1:s64 rseq=$arg2:s64",
+			       "--", target("threads"), "4", "100000", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, " events lost\n"));
+	unsigned long lost = strtoul(strstr(r.err, "ukprobe: ") + 9, NULL, 10);
+	run_free(&r);
+	char lost_s[32];
+	snprintf(lost_s, sizeof lost_s, "%lu", lost);
+	const char *check =
+		"import json,sys\n"
+		"d=json.load(open(sys.argv[1]))\n"
+		"ev=d['traceEvents']\n"
+		"x=[e for e in ev if e['ph']=='X']\n"
+		"i=[e for e in ev if e['ph']=='i' and e['name']!='LOST']\n"
+		"lost=sum(e['args']['events'] for e in ev if e['name']=='LOST')\n"
+		"assert lost==int(sys.argv[2]), (lost,sys.argv[2])\n"
+		"assert 2*len(x)+len(i)+lost==2*400000, (len(x),len(i),lost)\n"
+		"assert all(e['args']['t']==e['args']['rt'] and e['args']['seq']==e['args']['rseq'] for e in x)\n"
+		"print('ok')\n";
+	char *py[] = { (char *)"/usr/bin/python3", (char *)"-c", (char *)check, path, lost_s, NULL };
+	r = run_argv(py);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "ok\n"));
+	run_free(&r);
+	unlink(path);
+}
