@@ -8,7 +8,10 @@
  */
 #include <stdbool.h>
 #include <ctype.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include "run.h"
 
@@ -392,4 +395,59 @@ UKT_CASE(list_and_knob_help)
 	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "Usage: ukprobe knob -p PID enabled") &&
 		      strstr(r.out, "optimization"));
 	run_free(&r);
+}
+
+/* the query socket, like the session's, answers only root and the
+ * target's user: another is hung up on, unanswered */
+UKT_CASE(query_socket_serves_only_its_users)
+{
+	if (getuid() != 0) {
+		printf("  (needs root to switch users: not run)\n");
+		return;
+	}
+	struct proc p = start("counter");
+	char path[] = "/tmp/ukt-cli-knobXXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	pid_t u = trace_bg(p.pid, path, "p:t/mark mark", "r:t/mark_ret mark",
+			   "p:t/flush libc.so.6:fflush");
+	wait_optimized(p.pid, 3);
+	for (int other = 0; other < 2; other++) {
+		fflush(stdout);
+		pid_t c = fork();
+		if (c == 0) {
+			if (other && (setgid(65534) || setuid(65534)))
+				_exit(10);
+			struct sockaddr_un a = { .sun_family = AF_UNIX };
+			int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1,
+					 "ukprobe-agent-%d-query", (int)p.pid);
+			int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+			if (s < 0 || connect(s, (struct sockaddr *)&a,
+					     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)))
+				_exit(11);
+			struct { uint32_t type, len; int32_t op, value; } q = { 48, 8, 2, 0 };
+			send(s, &q, sizeof q, MSG_NOSIGNAL);	/* enabled 0: refused */
+			struct pollfd pf = { s, POLLIN, 0 };
+			if (poll(&pf, 1, 5000) != 1)
+				_exit(12);
+			char buf[256];
+			ssize_t got = recv(s, buf, sizeof buf, 0);
+			_exit(got > 0 ? 20 : 21);	/* 20: REPLY, 21: hung up */
+		}
+		UKT_EQ(wait_status(c), other ? 21 : 20);
+		if (!other) {
+			/* root's query went through: put the knob back */
+			struct run r = knob(p.pid, "enabled", "1");
+			RUN_EXPECT(r, r.status == 0);
+			run_free(&r);
+		}
+	}
+	/* the other user's query changed nothing */
+	struct run r = knob(p.pid, "enabled", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "1\n"));
+	run_free(&r);
+	UKT_EQ(end_trace(u), 0);
+	UKT_EQ(quit(&p), 0);
+	unlink(path);
 }
