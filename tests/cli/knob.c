@@ -65,7 +65,8 @@ static int quit(struct proc *p)
 	return wait_status(p->pid);
 }
 
-/* ukprobe trace -p PID -o FILE DEFS... in the background */
+/* ukprobe trace -p PID --profile -o FILE DEFS... in the background; its
+ * stderr into FILE.err */
 static pid_t trace_bg(pid_t pid, const char *file, const char *d1, const char *d2,
 		      const char *d3)
 {
@@ -80,9 +81,12 @@ static pid_t trace_bg(pid_t pid, const char *file, const char *d1, const char *d
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(null, 2);
-		execl(ukprobe_path(), "ukprobe", "trace", "-p", ps, "-o", file, d1, d2, d3,
-		      (char *)NULL);
+		char ef[PATH_MAX];
+		snprintf(ef, sizeof ef, "%s.err", file);
+		int err = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(err, 2);
+		execl(ukprobe_path(), "ukprobe", "trace", "-p", ps, "--profile", "-o", file, d1,
+		      d2, d3, (char *)NULL);
 		_exit(126);
 	}
 	return u;
@@ -201,6 +205,25 @@ static void wait_optimized(pid_t pid, int want)
 	}
 }
 
+/* the HITS of --profile's GRP/EVENT line in FILE.err */
+static unsigned long profile_hits(const char *file, const char *ev)
+{
+	char ef[PATH_MAX], line[512];
+	snprintf(ef, sizeof ef, "%s.err", file);
+	FILE *f = fopen(ef, "r");
+	UKT_ASSERT(f);
+	unsigned long hits = ~0ul;
+	while (fgets(line, sizeof line, f)) {
+		char name[128];
+		unsigned long h, m;
+		if (sscanf(line, " %127s %lu %lu", name, &h, &m) == 3 && !strcmp(name, ev))
+			hits = h;
+	}
+	fclose(f);
+	UKT_ASSERT(hits != ~0ul);
+	return hits;
+}
+
 /* the n= values of the mark lines of an ftrace output file */
 static int marks(const char *path, unsigned long *v, int max)
 {
@@ -299,6 +322,9 @@ UKT_CASE(list_and_knobs_while_attached)
 	UKT_EQ(n, 10 + 30 + 5 + 5);
 	for (int k = 0; k < n; k++)
 		UKT_EQ(v[k], (unsigned long)k + (k < 10 ? 1 : 21));
+	/* the hits too: none while disarmed */
+	UKT_EQ(profile_hits(path, "t/mark"), 50);
+	UKT_EQ(profile_hits(path, "t/mark_ret"), 50);
 
 	/* the agent idle: nothing attached */
 	r = list(p.pid);
@@ -317,10 +343,14 @@ UKT_CASE(list_and_knobs_while_attached)
 	UKT_EQ(end_trace(u), 0);
 	n = marks(path, v, 256);
 	UKT_EQ(n, 3);
+	UKT_EQ(profile_hits(path, "t/mark"), 3);
 	UKT_EQ(v[0], 72);
 	UKT_EQ(v[2], 74);
 	UKT_EQ(quit(&p), 0);
 	unlink(path);
+	char ef[PATH_MAX];
+	snprintf(ef, sizeof ef, "%s.err", path);
+	unlink(ef);
 }
 
 /* one line on stderr naming the reason, nothing on stdout, exit 1 */
@@ -450,4 +480,7 @@ UKT_CASE(query_socket_serves_only_its_users)
 	UKT_EQ(end_trace(u), 0);
 	UKT_EQ(quit(&p), 0);
 	unlink(path);
+	char ef[PATH_MAX];
+	snprintf(ef, sizeof ef, "%s.err", path);
+	unlink(ef);
 }
