@@ -43,6 +43,9 @@ struct session {
 	struct ukpev_area *area;
 	struct ukpev_event **ev;
 	unsigned nev;
+	/* the knobs as the session found them, put back at its end when a
+	 * `ukprobe knob` changed them */
+	int knobs_set, enabled0, optimization0;
 };
 
 static int send_msg(int fd, uint32_t type, const void *p, size_t n,
@@ -108,6 +111,13 @@ static void session_end(struct session *s)
 	s->area = NULL;
 	s->ev = NULL;
 	s->nev = 0;
+	if (s->knobs_set) {
+		if (kprobes_get_optimization() != s->optimization0)
+			kprobes_set_optimization(s->optimization0);
+		if (kprobes_get_enabled() != s->enabled0)
+			kprobes_set_enabled(s->enabled0);
+		s->knobs_set = 0;
+	}
 }
 
 /* "EVENT:..." or "GRP/EVENT:..." names the event of definition def */
@@ -423,7 +433,8 @@ static void launch(int fd)
 
 /* ---- attach --------------------------------------------------------- */
 
-static int listen_fd = -1;
+static int listen_fd = -1;	/* sessions: "\0ukprobe-agent-<pid>" */
+static int query_fd = -1;	/* queries: "\0ukprobe-agent-<pid>-query" */
 static int peer_allowed(int c);
 
 /*
@@ -443,54 +454,165 @@ static void attach_fork_child(void)
 		ukpev_area_destroy(a);
 }
 
-static void serve(int fd)
+/*
+ * A QUERY on a side connection (`ukprobe list`, `ukprobe knob`): the
+ * kprobes list, or a knob set, answered with a REPLY.  The knobs are the
+ * process's; the session puts back what it found when it ends.
+ */
+static void query(struct session *s, int c, const char *buf, uint32_t len)
 {
-	static char buf[UKPA_MAX_MSG];
-	struct session s = { .fd = fd };
-	uint32_t len;
-	if (hello(fd) < 0)
-		return;
-	for (;;) {
-		/* another command meanwhile: told it is busy */
-		struct pollfd p[2] = { { fd, POLLIN, 0 }, { listen_fd, POLLIN, 0 } };
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
+	struct ukpa_query q;
+	struct ukpa_reply rep = { 0, 0, 0, 0 };
+	char *text = NULL;
+	size_t tlen = 0;
+	if (len < sizeof q) {
+		rep.err = -EINVAL;
+	} else {
+		memcpy(&q, buf, sizeof q);
+		if ((q.op == UKPA_Q_ENABLED || q.op == UKPA_Q_OPTIMIZATION) &&
+		    q.value >= 0 && !s->knobs_set) {
+			s->knobs_set = 1;
+			s->enabled0 = kprobes_get_enabled();
+			s->optimization0 = kprobes_get_optimization();
 		}
-		if (p[1].revents & POLLIN) {
-			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (c >= 0) {
-				if (peer_allowed(c))
-					send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
-				close(c);
+		if (q.op == UKPA_Q_LIST) {
+			FILE *f = open_memstream(&text, &tlen);
+			rep.err = f ? kprobes_list(f) : -ENOMEM;
+			if (f)
+				fclose(f);
+		} else if (q.op == UKPA_Q_ENABLED || q.op == UKPA_Q_OPTIMIZATION) {
+			if (q.value >= 0) {
+				rep.err = q.op == UKPA_Q_ENABLED ? kprobes_set_enabled(q.value > 0)
+								 : kprobes_set_optimization(q.value > 0);
+				/* (re)optimisation done: a list made after the
+				 * reply shows the result, not a queue */
+				wait_for_kprobe_optimizer();
 			}
-		}
-		if (!p[0].revents)
-			continue;
-		int t = recv_msg(fd, buf, sizeof buf, &len);
-		if (t == UKPA_DEFINE && !s.area) {
-			if (define(&s, buf, len) < 0)
-				break;
-		} else if (t == UKPA_GO && s.area) {
-			/* after the engine's own fork handlers (registered at
-			 * its first registration): it is consistent in the
-			 * child when ours runs */
-			if (!atfork_set)
-				atfork_set = pthread_atfork(NULL, NULL, attach_fork_child) == 0;
-			attach_area = s.area;
-			enable_all(&s);
-			send_mute(fd);
-		} else if (t == UKPA_STOP) {
-			attach_area = NULL;
-			session_end(&s);
-			send_msg(fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);
 		} else {
-			break;	/* the command is gone: remove everything */
+			rep.err = -EINVAL;
 		}
 	}
-	attach_area = NULL;
-	session_end(&s);
+	rep.enabled = kprobes_get_enabled();
+	rep.optimization = kprobes_get_optimization();
+	/* one message: at most UKPA_MAX_MSG */
+	if (tlen > UKPA_MAX_MSG - sizeof rep - 1)
+		tlen = UKPA_MAX_MSG - sizeof rep - 1;
+	send_msg(c, UKPA_REPLY, &rep, sizeof rep, text ? text : "", text ? tlen : 0, -1);
+	free(text);
+}
+
+#define SIDE_MAX	4	/* query connections open at once */
+#define SIDE_MS		5000	/* one that sends nothing is hung up on */
+
+/* one message from the command of session s: 0, or -1 when it is gone */
+static int session_msg(struct session *s)
+{
+	static char buf[UKPA_MAX_MSG];
+	uint32_t len;
+	int t = recv_msg(s->fd, buf, sizeof buf, &len);
+	if (t == UKPA_DEFINE && !s->area) {
+		if (define(s, buf, len) < 0)
+			return -1;
+	} else if (t == UKPA_GO && s->area) {
+		/* after the engine's own fork handlers (registered at its
+		 * first registration): it is consistent in the child when
+		 * ours runs */
+		if (!atfork_set)
+			atfork_set = pthread_atfork(NULL, NULL, attach_fork_child) == 0;
+		attach_area = s->area;
+		enable_all(s);
+		send_mute(s->fd);
+	} else if (t == UKPA_STOP) {
+		attach_area = NULL;
+		session_end(s);
+		send_msg(s->fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);
+		return -1;	/* over: a query after it finds nothing attached */
+	} else {
+		return -1;	/* the command is gone: remove everything */
+	}
+	return 0;
+}
+
+/*
+ * The agent's thread: one command at a time on the session socket (a
+ * second one is told BUSY), and any number of short QUERY connections
+ * on the query socket (`ukprobe list`, `ukprobe knob`), answered only
+ * while a command is attached.  Apart, so that a list never makes a
+ * trace that connects at the same moment find the agent busy.
+ */
+static void *listener(void *arg)
+{
+	static char buf[4096];
+	struct session s = { .fd = -1 };
+	struct { int fd; struct timespec t; } side[SIDE_MAX];
+	int nside = 0;
+	uint32_t len;
+	(void)arg;
+	ukpev_thread_mute(1);	/* its calls into probed functions record nothing */
+	for (;;) {
+		struct pollfd p[3 + SIDE_MAX] = {
+			{ listen_fd, POLLIN, 0 }, { query_fd, POLLIN, 0 }, { s.fd, POLLIN, 0 } };
+		for (int k = 0; k < nside; k++)
+			p[3 + k] = (struct pollfd){ side[k].fd, POLLIN, 0 };
+		if (poll(p, (nfds_t)(3 + nside), nside ? 500 : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		for (int k = nside - 1; k >= 0; k--) {
+			long ms = (now.tv_sec - side[k].t.tv_sec) * 1000 +
+				  (now.tv_nsec - side[k].t.tv_nsec) / 1000000;
+			if (!p[3 + k].revents && ms < SIDE_MS)
+				continue;
+			if ((p[3 + k].revents & POLLIN) &&
+			    recv_msg(side[k].fd, buf, sizeof buf, &len) == UKPA_QUERY) {
+				if (s.fd >= 0) {
+					query(&s, side[k].fd, buf, len);
+				} else {
+					struct ukpa_reply rep = { -ENOTCONN, kprobes_get_enabled(),
+								  kprobes_get_optimization(), 0 };
+					send_msg(side[k].fd, UKPA_REPLY, &rep, sizeof rep, NULL, 0, -1);
+				}
+			}
+			close(side[k].fd);
+			side[k] = side[--nside];
+		}
+		if (p[1].revents & POLLIN) {
+			int c = accept4(query_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				if (peer_allowed(c) && nside < SIDE_MAX) {
+					side[nside].fd = c;
+					side[nside++].t = now;
+				} else {
+					close(c);
+				}
+			}
+		}
+		if (p[0].revents & POLLIN) {
+			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0 && !peer_allowed(c)) {
+				close(c);
+			} else if (c >= 0 && s.fd >= 0) {
+				/* another command meanwhile: told it is busy */
+				send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
+				close(c);
+			} else if (c >= 0) {
+				s.fd = c;
+				if (hello(c) < 0) {
+					close(c);
+					s.fd = -1;
+				}
+			}
+		}
+		if (s.fd >= 0 && p[2].revents && p[2].fd == s.fd && session_msg(&s) < 0) {
+			attach_area = NULL;
+			session_end(&s);
+			close(s.fd);
+			s.fd = -1;
+		}
+	}
 }
 
 /*
@@ -507,38 +629,32 @@ static int peer_allowed(int c)
 	return cr.uid == 0 || cr.uid == geteuid();
 }
 
-static void *listener(void *arg)
+/* a listening SOCK_SEQPACKET socket on the abstract name "\0NAME" */
+static int listen_abstract(const char *name)
 {
-	(void)arg;
-	ukpev_thread_mute(1);	/* its calls into probed functions record nothing */
-	for (;;) {
-		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return NULL;
-		}
-		if (peer_allowed(c))
-			serve(c);
-		close(c);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", name);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    listen(fd, 4) < 0) {
+		close(fd);
+		return -1;
 	}
+	return fd;
 }
 
 static void start_listener(void)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1,
-			 "ukprobe-agent-%d", (int)getpid());
-	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	char name[64];
+	snprintf(name, sizeof name, "ukprobe-agent-%d", (int)getpid());
+	listen_fd = listen_abstract(name);
 	if (listen_fd < 0)
 		return;
-	if (bind(listen_fd, (struct sockaddr *)&a,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    listen(listen_fd, 4) < 0) {
-		close(listen_fd);
-		listen_fd = -1;
-		return;
-	}
+	snprintf(name, sizeof name, "ukprobe-agent-%d-query", (int)getpid());
+	query_fd = listen_abstract(name);	/* without it: no list, no knob */
 	/* the program's signals are never delivered to this thread; the
 	 * synchronous ones stay open: this thread may hit a probe itself
 	 * (its poll, recvmsg, read...) and the engine's SIGTRAP must reach

@@ -4,7 +4,10 @@
  * target: SOCK_SEQPACKET messages, each a struct ukpa_msg header followed
  * by its payload.  Launch: a socketpair end inherited by the target, its
  * number in UKPROBE_AGENT_FD.  Attach: the agent listens on the abstract
- * unix socket "\0ukprobe-agent-<pid>".
+ * unix socket "\0ukprobe-agent-<pid>" for one command at a time, and on
+ * "\0ukprobe-agent-<pid>-query" for short queries (`ukprobe list`,
+ * `ukprobe knob`): the command sends one QUERY, the agent answers one
+ * REPLY (err -ENOTCONN when no command is attached) and hangs up.
  */
 #ifndef UKPROBE_AGENT_PROTO_H
 #define UKPROBE_AGENT_PROTO_H
@@ -13,6 +16,7 @@
 
 #define UKPA_ENV_FD	"UKPROBE_AGENT_FD"
 #define UKPA_SONAME	"libukprobe-agent.so"
+#define UKPA_QUERY_SUFFIX "-query"	/* the query socket: "\0ukprobe-agent-<pid>-query" */
 #define UKPA_VERSION	2
 #define UKPA_MAX_MSG	(1u << 20)
 
@@ -30,6 +34,9 @@ enum ukpa_type {
 	UKPA_DEFINE = 16,	/* payload: struct ukpa_define + strings */
 	UKPA_GO,		/* launch: let main run */
 	UKPA_STOP,		/* attach: remove every probe, stay loaded */
+	/* on the query socket (`ukprobe list`, `ukprobe knob`) */
+	UKPA_QUERY = 48,	/* command -> agent: struct ukpa_query */
+	UKPA_REPLY,		/* agent -> command: struct ukpa_reply + text */
 };
 
 struct ukpa_msg {
@@ -69,6 +76,26 @@ struct ukpa_mute {
 	int32_t tid;
 	uint32_t pad;
 	uint64_t until_ns;
+};
+
+/* what a QUERY asks */
+enum ukpa_query_op {
+	UKPA_Q_LIST = 1,	/* the reply's text: kprobes_list() */
+	UKPA_Q_ENABLED,		/* kprobes_set_enabled(value) (debugfs kprobes/enabled) */
+	UKPA_Q_OPTIMIZATION,	/* kprobes_set_optimization(value) (debug.kprobes_optimization) */
+};
+
+struct ukpa_query {
+	uint32_t op;		/* enum ukpa_query_op */
+	int32_t value;		/* 0 or 1; -1: only ask */
+};
+
+/* err: 0 or a negative errno; the two knobs as they are after the query */
+struct ukpa_reply {
+	int32_t err;
+	int32_t enabled;
+	int32_t optimization;
+	uint32_t pad;
 };
 
 #endif

@@ -45,6 +45,10 @@ int cmd_probe(int argc, char **argv);
 struct dw_error;
 void ukp_dwarf_error(const char *text, const struct dw_error *e);
 
+/* knob.c: `ukprobe list` and `ukprobe knob` */
+int cmd_list(int argc, char **argv);
+int cmd_knob(int argc, char **argv);
+
 /* launch.c: returns the fd of the control channel, child pid in *child */
 int launch_start(char **argv, int *ctl_fd, pid_t *child);
 

@@ -108,6 +108,7 @@ void consumer_init(struct consumer *c, struct ukpev_reader *r, FILE *out,
 	c->r = r;
 	c->w.f = out;
 	c->w.sym = sym;
+	c->w.r = r;
 	c->format = format;
 	pthread_mutex_init(&c->mu, NULL);
 	c->ready_tail = &c->ready;

@@ -76,6 +76,9 @@ static void usage(FILE *f)
 "Commands:\n"
 "  trace    record events of a program it launches or a running process\n"
 "  probe    source-level places and variables of an object (DWARF)\n"
+"  list     the kprobes of a process a 'trace -p' is attached to (list -p PID)\n"
+"  knob     set kprobes' enabled or optimization knob in such a process\n"
+"           (knob -p PID enabled|optimization 0|1)\n"
 "\n"
 "Options:\n"
 "  -h, --help     this text; 'ukprobe COMMAND --help' describes COMMAND\n"
@@ -96,6 +99,10 @@ int main(int argc, char **argv)
 				return cmd_trace(2, sub);
 			if (!strcmp(argv[2], "probe"))
 				return cmd_probe(2, sub);
+			if (!strcmp(argv[2], "list"))
+				return cmd_list(2, sub);
+			if (!strcmp(argv[2], "knob"))
+				return cmd_knob(2, sub);
 		}
 		usage(stdout);
 		return 0;
@@ -112,6 +119,10 @@ int main(int argc, char **argv)
 		ukp_prog = "ukprobe";
 		return cmd_probe(argc - 1, argv + 1);
 	}
+	if (!strcmp(argv[1], "list"))
+		return cmd_list(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "knob"))
+		return cmd_knob(argc - 1, argv + 1);
 	ukp_err("unknown command '%s' (see 'ukprobe --help')", argv[1]);
 	return 2;
 }

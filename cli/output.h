@@ -21,6 +21,10 @@ struct writer {
 	pid_t *named;
 	size_t nnamed, capnamed;
 	int first;
+	/* json: the events' descriptions, and the probe / return probe
+	 * pairs written as complete events (fmt_json.c) */
+	struct ukpev_reader *r;
+	struct json_pairs *jp;
 };
 
 void fmt_ftrace_header(struct writer *w);
@@ -38,6 +42,11 @@ void fmt_json_end(struct writer *w);
  * the event's group, its frames in args.stack, innermost first */
 void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
 		    const struct ukpev_record *rec);
+/* the definitions as sent for json: each with a last fetcharg
+ * FMT_JSON_SP=$stack (where it fits), not shown, by which a return is
+ * paired with its call */
+#define FMT_JSON_SP "__ukprobe_sp"
+const char **fmt_json_defs(const char **defs, int n);
 
 /* the arguments of rec, formatted (in w->buf) */
 const char *fmt_args(struct writer *w, const struct ukpev_event_info *ev,

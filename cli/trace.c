@@ -469,7 +469,13 @@ int cmd_trace(int argc, char **argv)
 		return 1;
 	}
 	int refused = 0;
-	int areafd = send_define(ctl, &t) < 0 ? -1 : await_armed(ctl, &t, &refused);
+	/* json: every event also records the stack pointer, which pairs a
+	 * return with its call (fmt_json.c); errors show the definitions as
+	 * given */
+	struct trace_opts sent = t;
+	if (t.format == FMT_JSON)
+		sent.defs = fmt_json_defs(t.defs, t.ndefs);
+	int areafd = send_define(ctl, &sent) < 0 ? -1 : await_armed(ctl, &t, &refused);
 	if (areafd < 0) {
 		if (child) {
 			int st;
