@@ -101,12 +101,14 @@ static uint64_t sp_of(const struct ukpev_event_info *ev, const struct ukpev_reco
 	return v;
 }
 
-static void json_str(FILE *f, const char *s)
+void fmt_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
 		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(f, "\\u%04x", *p);
 		else
@@ -152,7 +154,7 @@ static void meta(struct writer *w, const char *what, pid_t pid, pid_t tid, const
 	sep(w);
 	fprintf(w->f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 		what, (int)pid, (int)tid);
-	json_str(w->f, name);
+	fmt_json_str(w->f, name);
 	fputs("}}", w->f);
 }
 
@@ -304,9 +306,9 @@ static void write_instant(struct writer *w, const struct ukpev_event_info *ev,
 	ev = shown(ev, &tmp);
 	sep(w);
 	fputs("{\"name\":", w->f);
-	json_str(w->f, ev->event);
+	fmt_json_str(w->f, ev->event);
 	fputs(",\"cat\":", w->f);
-	json_str(w->f, ev->group);
+	fmt_json_str(w->f, ev->group);
 	fprintf(w->f, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{%s}}",
 		(unsigned long long)(rec->ts_ns / 1000), (unsigned long long)(rec->ts_ns % 1000),
 		(int)rec->pid, (int)rec->tid, fmt_args(w, ev, rec, UKPEV_FMT_JSON));
@@ -434,9 +436,9 @@ static int close_entries(struct writer *w, struct json_pairs *jp,
 		uint64_t dur = rec->ts_ns >= o->ts ? rec->ts_ns - o->ts : 0;
 		sep(w);
 		fputs("{\"name\":", w->f);
-		json_str(w->f, pe->event);
+		fmt_json_str(w->f, pe->event);
 		fputs(",\"cat\":", w->f);
-		json_str(w->f, pe->group);
+		fmt_json_str(w->f, pe->group);
 		fprintf(w->f, ",\"ph\":\"X\",\"ts\":%llu.%03llu,\"dur\":%llu.%03llu,\"pid\":%d,\"tid\":%d,\"args\":{",
 			(unsigned long long)(o->ts / 1000), (unsigned long long)(o->ts % 1000),
 			(unsigned long long)(dur / 1000), (unsigned long long)(dur % 1000),
@@ -489,7 +491,10 @@ void fmt_json_end(struct writer *w)
 {
 	/* entries whose return never came */
 	flush_open(w, 0);
-	fputs("\n]}\n", w->f);
+	fputs("\n]", w->f);
+	if (w->json_tail)
+		fputs(w->json_tail, w->f);
+	fputs("}\n", w->f);
 	fflush(w->f);
 	struct json_pairs *jp = w->jp;
 	if (jp) {
@@ -517,18 +522,18 @@ void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
 	name_thread(w, rec);
 	sep(w);
 	fputs("{\"name\":\"<stack trace>\",\"cat\":", w->f);
-	json_str(w->f, ev->group);
+	fmt_json_str(w->f, ev->group);
 	fprintf(w->f, ",\"ph\":\"i\",\"s\":\"t\",\"ts\":%llu.%03llu,\"pid\":%d,\"tid\":%d,"
 		"\"args\":{\"event\":", (unsigned long long)(rec->ts_ns / 1000),
 		(unsigned long long)(rec->ts_ns % 1000), (int)rec->pid, (int)rec->tid);
-	json_str(w->f, ev->event);
+	fmt_json_str(w->f, ev->event);
 	fputs(",\"stack\":[", w->f);
 	const uint64_t *fr = rec->payload;
 	for (unsigned i = 0; i < rec->payload_size / 8; i++) {
 		sym_format(w->sym, (unsigned long)fr[i], 1, 1, name, sizeof name);
 		if (i)
 			fputc(',', w->f);
-		json_str(w->f, name);
+		fmt_json_str(w->f, name);
 	}
 	fputs("]}}", w->f);
 }

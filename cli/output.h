@@ -25,6 +25,8 @@ struct writer {
 	 * pairs written as complete events (fmt_json.c) */
 	struct ukpev_reader *r;
 	struct json_pairs *jp;
+	/* json: members written after "traceEvents" (",\"name\":..."), or NULL */
+	char *json_tail;
 };
 
 void fmt_ftrace_header(struct writer *w);
@@ -38,6 +40,8 @@ void fmt_json_header(struct writer *w);
 void fmt_json_record(struct writer *w, const struct ukpev_event_info *ev,
 		     const struct ukpev_record *rec);
 void fmt_json_end(struct writer *w);
+/* s as a JSON string (quotes, escapes) */
+void fmt_json_str(FILE *f, const char *s);
 /* a stacktrace trigger's record: an instant event "<stack trace>" of
  * the event's group, its frames in args.stack, innermost first */
 void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,

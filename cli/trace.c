@@ -43,6 +43,43 @@ static int hist_sym(unsigned long addr, char *buf, size_t n, void *arg)
 	return len;
 }
 
+/* json: every histogram's hist file as a member after the events,
+ * "histograms":[{"event":"GRP/EVENT","hist":"..."}...] (NULL: none) */
+static char *json_hists(struct ukpev_reader *rd, struct symbolizer *sym)
+{
+	unsigned n = ukpev_reader_nhists(rd);
+	if (!n)
+		return NULL;
+	char *tail = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&tail, &len);
+	if (!f)
+		return NULL;
+	fputs(",\"histograms\":[", f);
+	for (unsigned h = 0; h < n; h++) {
+		char *text = NULL, name[2 * UKPEV_NAME_MAX + 2] = "";
+		size_t tl = 0;
+		FILE *hf = open_memstream(&text, &tl);
+		if (!hf)
+			continue;
+		ukpev_reader_hist_print(rd, h, hf, UKPEV_HIST_KERNEL, hist_sym, sym);
+		fclose(hf);
+		int id = ukpev_reader_hist_event(rd, h);
+		const struct ukpev_event_info *ev = id >= 0 ? ukpev_reader_event(rd, (unsigned)id) : NULL;
+		if (ev)
+			snprintf(name, sizeof name, "%s/%s", ev->group, ev->event);
+		fputs(h ? ",\n{\"event\":" : "\n{\"event\":", f);
+		fmt_json_str(f, name);
+		fputs(",\"hist\":", f);
+		fmt_json_str(f, text ? text : "");
+		fputc('}', f);
+		free(text);
+	}
+	fputs("]", f);
+	fclose(f);
+	return tail;
+}
+
 /* every histogram: the kernel's hist files (folded: their stacks) */
 static void write_hists(struct ukpev_reader *rd, FILE *out, struct symbolizer *sym,
 			enum ukp_format format)
@@ -578,7 +615,10 @@ int cmd_trace(int argc, char **argv)
 	close(ctl);
 	if (exited)
 		sym_set_dead(sym);	/* its objects are known; no maps to read */
+	if (t.format == FMT_JSON)
+		c.w.json_tail = json_hists(rd, sym);
 	consumer_end(&c);
+	free(c.w.json_tail);
 	if (t.format != FMT_JSON)
 		write_hists(rd, out, sym, t.format);
 	if (out != stdout)

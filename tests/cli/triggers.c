@@ -364,4 +364,22 @@ UKT_CASE_T(json_stack_events, 60)
 	UKT_EQ(count_lines(r.out, "\"name\":\"<stack trace>\""), 2);
 	RUN_EXPECT(r, strstr(r.out, "\"args\":{\"event\":\"tr_c\",\"stack\":[\"tr_c+0x0/0x"));
 	run_free(&r);
+
+	/* histograms: a member after the events, each the hist file's text */
+	char *o = tmpfile_path();
+	r = ukprobe("trace", "--format=json", "-o", o, "--trigger=tr_c:hist:keys=x.log2", DEF_C,
+		    "--", target("trig"), "300", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	char *out = slurp(o);
+	unlink(o);
+	const char *h = strstr(out, "\n]");
+	UKT_ASSERT(h);
+	if (strncmp(h, "\n],\"histograms\":[\n{\"event\":\"t/tr_c\",\"hist\":\"# event histogram\\n#"
+			"\\n# trigger info: hist:keys=x.log2:vals=hitcount:sort=hitcount:size=2048 "
+			"[active]\\n", 129))
+		UKT_FAIL("tail:\n%s", h);
+	UKT_ASSERT(strstr(h, "\\nTotals:\\n    Hits: 300\\n"));
+	UKT_ASSERT(!strcmp(out + strlen(out) - 4, "\"}]}") || !strcmp(out + strlen(out) - 5, "\"}]}\n"));
+	free(out);
+	run_free(&r);
 }
