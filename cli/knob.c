@@ -28,7 +28,7 @@ static void list_usage(FILE *f)
 "\n"
 "Prints the kprobes of the process PID, which a 'ukprobe trace -p PID' is\n"
 "attached to, as the kernel's debugfs kprobes/list does, one line each:\n"
-"  ADDRESS  TYPE  SYM+0xOFF  [OBJECT] FLAGS\n"
+"  ADDRESS  TYPE  SYM+0xOFF [OBJECT] FLAGS\n"
 "ADDRESS in 16 hex digits; TYPE k (kprobe), r (kretprobe) or j (jprobe);\n"
 "[OBJECT] the shared object's file name (a space for the main executable);\n"
 "FLAGS any of [GONE] (its object was unloaded), [DISABLED] (disabled, or\n"
@@ -178,10 +178,10 @@ static int is_flag(const char *s, size_t n)
 }
 
 /*
- * One line of kprobes_list() ("ADDR  T  SYM+0xOFF [OBJ] [FLAG]...") as
- * the kernel's report_probe() prints it:
- *	"%px  %s  %s+0x%x  %s " MODNAME (" " without one), then the flags
- *	"%s%s%s%s\n" [GONE] [DISABLED] (not when gone) [OPTIMIZED] [FTRACE]
+ * One line of kprobes_list() in CLI.md's form of the kernel's
+ * report_probe() line: "ADDRESS  TYPE  SYM+0xOFF [OBJECT] FLAGS", the
+ * object only for a shared object, the flags run together as the kernel
+ * prints them: [GONE] [DISABLED] (not when gone) [OPTIMIZED] [FTRACE],
  * with [DISABLED] also when every kprobe is disarmed (enabled 0).
  */
 static void print_line(const char *l, size_t n, int disarmed)
@@ -220,8 +220,9 @@ static void print_line(const char *l, size_t n, int disarmed)
 	*rest = 0;
 	if (disarmed)
 		has[2] = 1;
-	printf("%s  %s  %s  %s %s%s%s%s\n", addr, type, place, *obj ? obj : " ",
-	       has[1] ? "[GONE]" : "", has[2] && !has[1] ? "[DISABLED]" : "",
+	int any = has[1] || has[2] || has[3] || has[4];
+	printf("%s  %s  %s%s%s%s%s%s%s%s\n", addr, type, place, *obj ? " " : "", obj,
+	       any ? " " : "", has[1] ? "[GONE]" : "", has[2] && !has[1] ? "[DISABLED]" : "",
 	       has[3] ? "[OPTIMIZED]" : "", has[4] ? "[FTRACE]" : "");
 	free(line);
 }

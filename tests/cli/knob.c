@@ -112,10 +112,19 @@ static struct run knob(pid_t pid, const char *name, const char *val)
 	return ukprobe("knob", "-p", ps, name, val, NULL);
 }
 
+static int is_flag_name(const char *p, size_t n)
+{
+	static const char *f[] = { "[GONE]", "[DISABLED]", "[OPTIMIZED]", "[FTRACE]" };
+	for (int k = 0; k < 4; k++)
+		if (n == strlen(f[k]) && !strncmp(p, f[k], n))
+			return 1;
+	return 0;
+}
+
 /*
- * One line of the list in the kernel's report_probe() form:
- * "%016lx  %c  SYM+0xOFF  %s " with the object "[OBJ]" or " ", then the
- * flags run together.  Its flags in *flags; 0 if the form is wrong.
+ * One line of the list in CLI.md's form: "%016lx  %c  SYM+0xOFF", then
+ * " [OBJ]" for a shared object, then " " and the flags run together
+ * (when any).  Its flags in *flags; 0 if the form is wrong.
  */
 static int parse_line(const char *l, char *type, char *place, size_t np, char *obj,
 		      size_t no, char *flags, size_t nf)
@@ -126,19 +135,24 @@ static int parse_line(const char *l, char *type, char *place, size_t np, char *o
 	if (strncmp(l + 16, "  ", 2) || !strchr("krj", l[18]) || strncmp(l + 19, "  ", 2))
 		return 0;
 	*type = l[18];
-	const char *p = l + 21, *e = strstr(p, "  ");
-	if (!e || !strstr(p, "+0x") || strstr(p, "+0x") > e)
+	const char *p = l + 21, *e = p + strcspn(p, " ");
+	if (!strstr(p, "+0x") || strstr(p, "+0x") > e)
 		return 0;
 	snprintf(place, np, "%.*s", (int)(e - p), p);
-	p = e + 2;
-	if (!strncmp(p, "  ", 2)) {
-		obj[0] = 0;
-		p += 2;
-	} else {
-		if (*p != '[' || !(e = strstr(p, "] ")))
-			return 0;
+	p = e;
+	obj[0] = 0;
+	flags[0] = 0;
+	if (!*p)
+		return 1;
+	if (*p++ != ' ')
+		return 0;
+	if (*p == '[' && (e = strchr(p, ']')) && !is_flag_name(p, (size_t)(e - p + 1))) {
 		snprintf(obj, no, "%.*s", (int)(e - p + 1), p);
-		p = e + 2;
+		p = e + 1;
+		if (!*p)
+			return 1;
+		if (*p++ != ' ')
+			return 0;
 	}
 	snprintf(flags, nf, "%s", p);
 	/* nothing but the four flags, run together, in the kernel's order */
@@ -146,7 +160,7 @@ static int parse_line(const char *l, char *type, char *place, size_t np, char *o
 	for (int k = 0; k < 4; k++)
 		if (!strncmp(p, order[k], strlen(order[k])))
 			p += strlen(order[k]);
-	return *p == 0;
+	return *p == 0 && flags[0];
 }
 
 /* the list's lines: each in the kernel's form; how many, how many have
@@ -258,10 +272,10 @@ UKT_CASE(list_and_knobs_while_attached)
 	struct run r = list(p.pid);
 	int nf, nmark, nlibc;
 	RUN_EXPECT(r, list_check(&r, NULL, &nf, &nmark, &nlibc) == 3 && nmark == 2 && nlibc == 1);
-	RUN_EXPECT(r, count_lines(r.out, "  k  mark+0x0    [OPTIMIZED]") == 1 &&
-		      count_lines(r.out, "  r  mark+0x0    [OPTIMIZED]") == 1 &&
-		      count_lines(r.out, "  k  fflush+0x0  [libc.so.6] [OPTIMIZED]") +
-		      count_lines(r.out, "  k  _IO_fflush+0x0  [libc.so.6] [OPTIMIZED]") == 1);
+	RUN_EXPECT(r, count_lines(r.out, "  k  mark+0x0 [OPTIMIZED]") == 1 &&
+		      count_lines(r.out, "  r  mark+0x0 [OPTIMIZED]") == 1 &&
+		      count_lines(r.out, "  k  fflush+0x0 [libc.so.6] [OPTIMIZED]") +
+		      count_lines(r.out, "  k  _IO_fflush+0x0 [libc.so.6] [OPTIMIZED]") == 1);
 	RUN_EXPECT(r, r.nerr == 0);
 	run_free(&r);
 
