@@ -605,10 +605,12 @@ static void symname(ukpev_symbolize_fn sym, void *arg, unsigned long addr, bool 
 		snprintf(buf, n, "0x%lx", addr);
 		return;
 	}
-	if (!with_off) {
+	if (!with_off) {	/* %ps: "sym [object]", without +0xOFF/0xSIZE */
 		char *p = strchr(buf, '+');
-		if (p)
-			*p = 0;
+		if (p) {
+			char *q = p + strcspn(p, " ");
+			memmove(p, q, strlen(q) + 1);
+		}
 	}
 }
 

@@ -383,3 +383,72 @@ UKT_CASE_T(json_stack_events, 60)
 	free(out);
 	run_free(&r);
 }
+
+/* .hex .sym .sym-offset .execname and common_timestamp keys, in the
+ * kernel's print forms */
+UKT_CASE_T(key_modifiers, 60)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct run r = ukprobe("trace", "--trigger=tr_c:hist:keys=x.hex",
+			       "--trigger=tr_c:hist:keys=ip.sym",
+			       "--trigger=tr_c:hist:keys=ip.sym-offset",
+			       "--trigger=tr_c:hist:keys=common_pid.execname",
+			       "--trigger=tr_c:hist:keys=common_timestamp.usecs:sort=common_timestamp",
+			       "--trigger=tr_s:hist:keys=name.hex", "p:t/tr_c tr_c x=%di:u64 ip=%ip:x64",
+			       DEF_S, "--", target("trig"), "4", NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* a string takes no .hex */
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "Invalid field modifier"));
+	run_free(&r);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = ukprobe("trace", "--trigger=tr_c:hist:keys=x.hex", "--trigger=tr_c:hist:keys=ip.sym",
+		    "--trigger=tr_c:hist:keys=ip.sym-offset",
+		    "--trigger=tr_c:hist:keys=common_pid.execname",
+		    "--trigger=tr_c:hist:keys=common_timestamp.usecs:sort=common_timestamp",
+		    "p:t/tr_c tr_c x=%di:u64 ip=%ip:x64", "--", target("trig"), "4", NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	RUN_EXPECT(r, r.status == 0);
+	for (int v = 0; v < 4; v++) {
+		char line[64];
+		snprintf(line, sizeof line, "\n{ x: %x } hitcount:          1\n", v);
+		RUN_EXPECT(r, strstr(r.out, line));
+	}
+	/* "[%llx] %-45ps", "[%llx] %-55pS" */
+	const char *h = strstr(r.out, "\n{ ip: [");
+	UKT_ASSERT(h);
+	unsigned long ip;
+	UKT_ASSERT(sscanf(h, "\n{ ip: [%lx]", &ip) == 1);
+	char want[256];
+	snprintf(want, sizeof want, "\n{ ip: [%lx] %-45s } hitcount:          4\n", ip, "tr_c");
+	RUN_EXPECT(r, strstr(r.out, want));
+	const char *so = strstr(h + 1, "\n{ ip: [");
+	UKT_ASSERT(so);
+	char place[64];
+	UKT_ASSERT(sscanf(so, "\n{ ip: [%*x] %63s", place) == 1);
+	UKT_ASSERT(!strncmp(place, "tr_c+0x0/0x", 11));
+	snprintf(want, sizeof want, "\n{ ip: [%lx] %-55s } hitcount:          4\n", ip, place);
+	RUN_EXPECT(r, strstr(r.out, want));
+	/* "%-16s[%10llu]": the thread's name and id */
+	const char *ex = strstr(r.out, "\n{ common_pid: trig            [");
+	RUN_EXPECT(r, ex);
+	unsigned pid;
+	UKT_ASSERT(sscanf(ex, "\n{ common_pid: trig            [%u] } hitcount:          4", &pid) == 1);
+	UKT_ASSERT(pid > 1);
+	/* CLOCK_MONOTONIC microseconds of the run, ascending */
+	unsigned long long lo = (unsigned long long)t0.tv_sec * 1000000 + (unsigned long long)t0.tv_nsec / 1000;
+	unsigned long long hi = (unsigned long long)t1.tv_sec * 1000000 + (unsigned long long)t1.tv_nsec / 1000;
+	unsigned long long prev = 0;
+	int n = 0;
+	for (const char *p = strstr(r.out, "\n{ common_timestamp: "); p;
+	     p = strstr(p + 1, "\n{ common_timestamp: ")) {
+		unsigned long long us;
+		UKT_ASSERT(sscanf(p, "\n{ common_timestamp: %llu }", &us) == 1);
+		if (us < lo || us > hi || us < prev)
+			UKT_FAIL("timestamp %llu outside [%llu, %llu] or before %llu", us, lo, hi, prev);
+		prev = us;
+		n++;
+	}
+	UKT_ASSERT(n >= 1 && n <= 4);
+	run_free(&r);
+}
