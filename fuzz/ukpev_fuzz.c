@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the dynamic-event definition parser and the filter
- * parser.  An input is a definition, optionally followed by a newline and
- * a filter expression for that definition's fields, optionally followed
+ * libFuzzer target for the dynamic-event definition parser, the filter
+ * parser and the trigger parser (hist triggers included).  An input is a
+ * definition, optionally followed by a newline and a filter expression
+ * for that definition's fields, then optionally a newline and a trigger
+ * for them (COMMAND[:COUNT] [if EXPR]), optionally followed
  * by a NUL and bytes taken as a record's payload for that definition,
  * which is then formatted (as a reader does with what another process
  * wrote).  Nothing may crash, leak, hang or read out of bounds (ASan,
@@ -29,6 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *filter = strchr(text, '\n');
 	if (filter)
 		*filter++ = 0;
+	char *trigger = filter ? strchr(filter, '\n') : NULL;
+	if (trigger)
+		*trigger++ = 0;
 	struct ukpev_def *d = NULL;
 	struct ukpev_error err;
 	char buf[16384];
@@ -44,6 +49,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (err.offset < 0 || (size_t)err.offset > strlen(filter))
 				abort();
 			ukpev_error_format(buf, sizeof(buf), filter, &err);
+		}
+		if (trigger) {
+			int r = ukpev_trigger_check(d, trigger, &err);
+			if (r < 0) {
+				if (err.offset < 0 || (size_t)err.offset > strlen(trigger))
+					abort();
+				ukpev_error_format(buf, sizeof(buf), trigger, &err);
+			} else if (r > 1) {
+				abort();
+			}
 		}
 		if (payload) {
 			/* a copy at an odd address: a consumer's copy need

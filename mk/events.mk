@@ -29,13 +29,14 @@ $(B)/bench/ukp-events-bench: bench/ukp-events-bench.c $(SO)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)
 bench-bins: $(B)/bench/ukp-events-bench
 
-# make fuzz: the definition and filter parsers under libFuzzer with ASan
+# make fuzz: the definition, filter and trigger parsers under libFuzzer with ASan
 # and UBSan (clang; Debian's libclang-rt-14-dev), FUZZ_TIME seconds from
 # the checked-in seeds (fuzz/corpus, read only; new inputs go to
 # $(B)/fuzz/corpus).  Fails on a crash, a leak, an abort or a hang.
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
-FUZZ_SRCS := fuzz/ukpev_fuzz.c src/events/parse.c src/events/filter.c src/events/format.c
+FUZZ_SRCS := fuzz/ukpev_fuzz.c src/events/parse.c src/events/filter.c src/events/format.c \
+	src/events/trigger.c
 .PHONY: fuzz
 $(B)/fuzz/ukpev-fuzz: $(FUZZ_SRCS) $(wildcard src/events/*.h) include/ukprobes/events.h
 	@mkdir -p $(dir $@)

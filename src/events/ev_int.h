@@ -474,6 +474,25 @@ struct ev_hspec {
 	const char *filter;	/* " if ..." of the text, or NULL */
 };
 
+/* key modifiers by name */
+struct ev_hmod_name { const char *name; int mod; };
+#define EV_HMODS 7
+EV_HIDDEN extern const struct ev_hmod_name ev_hmods[EV_HMODS];
+
+/* trigger.c: a trigger parsed against d (no target resolved, no
+ * histogram taken): the end of its command, the event it switches (tgrp,
+ * tev: enable_event/disable_event), whether it walks stacks */
+struct trig_parsed {
+	size_t cmd_end;
+	const char *tgrp, *tev;
+	size_t tgl, tel;
+	bool stacks;
+};
+EV_HIDDEN int ev_trigger_parse(const struct ukpev_def *d, bool stacks_ok, const char *text,
+			       struct ev_trigger **out, struct trig_parsed *tp,
+			       struct ukpev_error *err);
+EV_HIDDEN void ev_trigger_free(struct ev_trigger *t);
+
 /* A trigger's command length (without " if EXPR", blanks trimmed); *ifp:
  * the "if", or NULL */
 EV_HIDDEN size_t ev_trigger_split(const char *text, const char **ifp);

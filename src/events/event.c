@@ -545,16 +545,6 @@ int ukpev_event_set_filter(struct ukpev_event *ev, const char *expr, struct ukpe
 
 /* ---- triggers ---------------------------------------------------------------------- */
 
-static void trigger_free(struct ev_trigger *t)
-{
-	if (!t)
-		return;
-	ev_filter_free(t->filter);
-	free(t->hist);
-	free(t->text);
-	free(t);
-}
-
 /* A new set: old's triggers but those whose target is gone (NULL: keep
  * all), and add (NULL: none).  NULL for an empty set; *err on ENOMEM. */
 static struct ev_trigset *trigset_with(const struct ev_trigset *old, const struct ukpev_event *gone,
@@ -603,22 +593,6 @@ static struct ev_trigset *trigset_with(const struct ev_trigset *old, const struc
 			s->clock |= t->hist->spec.keys[k].kind == HF_TS;
 	}
 	return s;
-}
-
-/* the word [s, s+n) is a number: *v */
-static bool trig_count(const char *s, size_t n, int64_t *v)
-{
-	char buf[24], *end;
-	if (!n || n >= sizeof(buf) || s[0] < '0' || s[0] > '9')
-		return false;
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	errno = 0;
-	unsigned long long c = strtoull(buf, &end, 10);
-	if (errno || *end || c == 0 || c > INT64_MAX)
-		return false;
-	*v = (int64_t)c;
-	return true;
 }
 
 /*
@@ -675,135 +649,6 @@ static struct ev_insn *need_prog(const struct ukpev_event *e, const struct ev_tr
 	return p;
 }
 
-/*
- * A trigger's text parsed against d's fields: the trigger (no target
- * resolved, no histogram taken), the end of its command, the event it
- * switches (tgrp, tev: enable_event/disable_event), whether it walks
- * stacks.  stacks_ok: the event's handler may walk stacks.
- */
-struct trig_parsed {
-	size_t cmd_end;
-	const char *tgrp, *tev;
-	size_t tgl, tel;
-	bool stacks;
-};
-
-static int trigger_parse(const struct ukpev_def *d, bool stacks_ok, const char *text,
-			 struct ev_trigger **out, struct trig_parsed *tp, struct ukpev_error *err)
-{
-	/* COMMAND[:ARGS...][:COUNT] [if EXPR] */
-	const char *ifp;
-	size_t cmd_end = ev_trigger_split(text, &ifp);
-	memset(tp, 0, sizeof(*tp));
-	tp->cmd_end = cmd_end;
-	/* the words of the command */
-	const char *w[6];
-	size_t wl[6];
-	unsigned nw = 0;
-	for (size_t i = 0; i <= cmd_end && nw < 6;) {
-		size_t j = i;
-		while (j < cmd_end && text[j] != ':')
-			j++;
-		w[nw] = text + i;
-		wl[nw++] = j - i;
-		i = j + 1;
-	}
-	struct ev_trigger *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	atomic_store(&t->count, -1);
-	unsigned need = 1;
-#define IS(k, lit) (wl[k] == sizeof(lit) - 1 && !strncmp(w[k], lit, sizeof(lit) - 1))
-	if (IS(0, "traceon")) {
-		t->type = T_TRACEON;
-	} else if (IS(0, "traceoff")) {
-		t->type = T_TRACEOFF;
-	} else if (IS(0, "enable_event") || IS(0, "disable_event")) {
-		t->type = IS(0, "enable_event") ? T_ENABLE : T_DISABLE;
-		need = 3;
-	} else if (IS(0, "stacktrace")) {
-		t->type = T_STACKTRACE;
-		tp->stacks = true;
-	} else if (IS(0, "hist")) {
-		t->type = T_HIST;
-		struct ev_hspec *sp = malloc(sizeof(*sp));
-		int r = sp ? ev_hist_parse(&d->info, text, cmd_end, sp, err) : -ENOMEM;
-		tp->stacks = !r && sp->stack;
-		free(sp);
-		if (r) {
-			trigger_free(t);
-			return r;
-		}
-		nw = need;	/* the words are the histogram's */
-	} else if (IS(0, "snapshot") || IS(0, "enable_hist") || IS(0, "disable_hist")) {
-		ev_set_err(err, UKPEV_E_BAD_TRIGGER, 0);
-		trigger_free(t);
-		return -EOPNOTSUPP;
-	} else {
-		ev_set_err(err, UKPEV_E_BAD_TRIGGER, 0);
-		trigger_free(t);
-		return -EINVAL;
-	}
-#undef IS
-	if (tp->stacks && !stacks_ok) {
-		ev_set_err(err, UKPEV_E_TRIGGER_NO_STACKS, 0);
-		trigger_free(t);
-		return -EOPNOTSUPP;
-	}
-	if (nw < need || nw > need + 1 || (need == 3 && (!wl[1] || !wl[2]))) {
-		ev_set_err(err, UKPEV_E_BAD_TRIGGER, nw < need ? (int)cmd_end :
-			   need == 3 && !wl[1] ? (int)(w[1] - text) :
-			   need == 3 && !wl[2] ? (int)(w[2] - text) : (int)(w[need + 1] - text));
-		trigger_free(t);
-		return -EINVAL;
-	}
-	if (need == 3) {
-		tp->tgrp = w[1];
-		tp->tgl = wl[1];
-		tp->tev = w[2];
-		tp->tel = wl[2];
-	}
-	if (nw == need + 1) {
-		int64_t c;
-		if (!trig_count(w[need], wl[need], &c)) {
-			ev_set_err(err, UKPEV_E_TRIGGER_COUNT, (int)(w[need] - text));
-			trigger_free(t);
-			return -EINVAL;
-		}
-		atomic_store(&t->count, c);
-	}
-	if (ifp) {
-		const char *expr = ifp + 2;
-		int r = ev_filter_compile(d, expr, &t->filter, err);
-		if (r) {
-			if (err->code != UKPEV_E_NONE)
-				err->offset += (int)(expr - text);
-			trigger_free(t);
-			return r;
-		}
-	}
-	*out = t;
-	return 0;
-}
-
-int ukpev_trigger_check(const struct ukpev_def *d, const char *text, struct ukpev_error *err)
-{
-	struct ukpev_error dummy;
-	if (!err)
-		err = &dummy;
-	err->code = UKPEV_E_NONE;
-	err->offset = 0;
-	if (!d || !text)
-		return -EINVAL;
-	struct ev_trigger *t;
-	struct trig_parsed tp;
-	int r = trigger_parse(d, true, text, &t, &tp, err);
-	if (r)
-		return r;
-	trigger_free(t);
-	return tp.stacks;
-}
-
 int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukpev_error *err)
 {
 	struct ukpev_error dummy;
@@ -815,19 +660,19 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 		return -EINVAL;
 	struct ev_trigger *t;
 	struct trig_parsed tp;
-	int r = trigger_parse(ev->def, ev->stacks, text, &t, &tp, err);
+	int r = ev_trigger_parse(ev->def, ev->stacks, text, &t, &tp, err);
 	if (r)
 		return r;
 	size_t cmd_end = tp.cmd_end;
 	t->text = strdup(text);
 	if (!t->text) {
-		trigger_free(t);
+		ev_trigger_free(t);
 		return -ENOMEM;
 	}
 	if (t->type == T_HIST) {	/* last: it takes one of the area's histograms */
 		r = ev_hist_create(ev, text, cmd_end, &t->hist, err);
 		if (r) {
-			trigger_free(t);
+			ev_trigger_free(t);
 			return r;
 		}
 	}
@@ -843,7 +688,7 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 		if (!t->target) {
 			pthread_mutex_unlock(&ev_lock);
 			ev_set_err(err, UKPEV_E_FILTER_NO_EVENT, (int)(tp.tgrp - text));
-			trigger_free(t);
+			ev_trigger_free(t);
 			return -EINVAL;
 		}
 	}
@@ -852,7 +697,7 @@ int ukpev_event_add_trigger(struct ukpev_event *ev, const char *text, struct ukp
 	struct ev_trigset *s = trigset_with(old, NULL, t, &nomem);
 	if (nomem) {
 		pthread_mutex_unlock(&ev_lock);
-		trigger_free(t);
+		ev_trigger_free(t);
 		return -ENOMEM;
 	}
 	struct ev_insn *np = need_prog(ev, s);
@@ -884,7 +729,7 @@ void ukpev_event_clear_triggers(struct ukpev_event *ev)
 	if (!old)
 		return;
 	for (unsigned i = 0; i < old->n; i++)
-		trigger_free(old->t[i]);
+		ev_trigger_free(old->t[i]);
 	free(old);
 }
 
@@ -964,13 +809,13 @@ void ukpev_event_remove(struct ukpev_event *ev)
 		for (unsigned i = 0; i < nolds; i++) {
 			for (unsigned k = 0; k < olds[i]->n; k++)
 				if (olds[i]->t[k]->target == ev)
-					trigger_free(olds[i]->t[k]);
+					ev_trigger_free(olds[i]->t[k]);
 			free(olds[i]);
 		}
 	}
 	struct ev_trigset *own = atomic_load(&ev->trig);
 	for (unsigned k = 0; own && k < own->n; k++)
-		trigger_free(own->t[k]);
+		ev_trigger_free(own->t[k]);
 	free(own);
 	ev_filter_free(atomic_load(&ev->filter));
 	free(atomic_load(&ev->prog_need));
