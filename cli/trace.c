@@ -177,41 +177,18 @@ static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 			}
 		}
 	}
-	for (int k = 0; k < t->nfilters; k++) {
-		const char *f = t->filters[k], *colon = strchr(f, ':');
-		size_t nl = (size_t)(colon - f);
-		int found = 0;
-		for (int j = 0; j < t->ndefs; j++) {
-			const struct ukpev_event_info *in = ukpev_def_info(d[j]);
-			size_t gl = strlen(in->group);
-			int match = (strlen(in->event) == nl && !strncmp(f, in->event, nl)) ||
-				    (nl == gl + 1 + strlen(in->event) && !strncmp(f, in->group, gl) &&
-				     f[gl] == '/' && !strncmp(f + gl + 1, in->event, nl - gl - 1));
-			if (!match)
-				continue;
-			found = 1;
-			memset(&e, 0, sizeof e);
-			if (ukpev_filter_check(d[j], colon + 1, &e) < 0) {
-				print_error(colon + 1, &e);
-				return 2;
-			}
-		}
-		if (!found) {
-			e.code = UKPEV_E_FILTER_NO_EVENT;
-			e.offset = 0;
-			print_error(f, &e);
-			return 2;
-		}
-	}
-	for (int k = 0; k < t->ntriggers; k++) {
-		const char *f = t->triggers[k], *cmd = strchr(f, ':') + 1;
+	for (int k = 0; k < t->nfilters + t->ntriggers; k++) {
+		int trig = k >= t->nfilters;
+		const char *f = trig ? t->triggers[k - t->nfilters] : t->filters[k];
+		const char *cmd = strchr(f, ':') + 1;
 		int found = 0;
 		for (int j = 0; j < t->ndefs; j++) {
 			if (!names_event(f, ukpev_def_info(d[j])))
 				continue;
 			found = 1;
 			memset(&e, 0, sizeof e);
-			if (ukpev_trigger_check(d[j], cmd, &e) < 0) {
+			if ((trig ? ukpev_trigger_check(d[j], cmd, &e)
+				  : ukpev_filter_check(d[j], cmd, &e)) < 0) {
 				print_error(cmd, &e);
 				return 2;
 			}
@@ -222,6 +199,8 @@ static int check_input(const struct trace_opts *t, struct ukpev_def ***defsp)
 			print_error(f, &e);
 			return 2;
 		}
+		if (!trig)
+			continue;
 		/* enable_event:GRP:EVENT / disable_event: an event defined here */
 		const char *what = !strncmp(cmd, "enable_event:", 13) ? cmd + 13 :
 				   !strncmp(cmd, "disable_event:", 14) ? cmd + 14 : NULL;

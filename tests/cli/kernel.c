@@ -211,6 +211,37 @@ static long *kernel_run(const char *fn, const char *reg, char *const *argv,
 	return v;
 }
 
+/* `ukprobe trace [opt] def -o FILE -- cmd...` with stdin from in_path:
+ * FILE's text (the run in *r, checked to exit 0) */
+static char *trace_to_file(const char *opt, const char *def, char *const *cmd,
+			   const char *in_path, struct run *r)
+{
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)ukprobe_path();
+	argv[n++] = (char *)"trace";
+	if (opt)
+		argv[n++] = (char *)opt;
+	argv[n++] = (char *)def;
+	argv[n++] = (char *)"-o";
+	char outp[] = "/tmp/ukt-cli-kXXXXXX";
+	int ofd = mkstemp(outp);
+	UKT_ASSERT(ofd >= 0);
+	close(ofd);
+	argv[n++] = outp;
+	argv[n++] = (char *)"--";
+	for (int j = 0; cmd[j] && n < 31; j++)
+		argv[n++] = cmd[j];
+	argv[n] = NULL;
+	int in = open(in_path, O_RDONLY);
+	*r = run_argv_in(argv, in);
+	close(in);
+	RUN_EXPECT(*r, r->status == 0);
+	char *text = slurp_file(outp);
+	unlink(outp);
+	return text;
+}
+
 /* fn's calls by cmd, the value of register reg at each: kernel, ukprobe */
 static void compare(const char *fn, const char *reg, char *const *cmd, const char *in_path,
 		    int min_calls)
@@ -221,28 +252,9 @@ static void compare(const char *fn, const char *reg, char *const *cmd, const cha
 	snprintf(def, sizeof def, "p:t/%s libc.so.6:%s size=%%%s:u64", fn, fn, reg);
 	snprintf(needle, sizeof needle, " %s: (%s+0x0/", fn, fn);
 
-	char *argv[32];
-	int n = 0;
-	argv[n++] = (char *)ukprobe_path();
-	argv[n++] = (char *)"trace";
-	argv[n++] = def;
-	argv[n++] = (char *)"-o";
-	char outp[] = "/tmp/ukt-cli-kXXXXXX";
-	int ofd = mkstemp(outp);
-	UKT_ASSERT(ofd >= 0);
-	close(ofd);
-	argv[n++] = outp;
-	argv[n++] = (char *)"--";
-	for (int j = 0; cmd[j]; j++)
-		argv[n++] = cmd[j];
-	argv[n] = NULL;
-	int in = open(in_path, O_RDONLY);
-	struct run r = run_argv_in(argv, in);
-	close(in);
-	RUN_EXPECT(r, r.status == 0);
+	struct run r;
+	char *trace = trace_to_file(NULL, def, cmd, in_path, &r);
 	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
-	char *trace = slurp_file(outp);
-	unlink(outp);
 	long *u = sizes(trace, needle, &nu);
 	printf("  %s %s: kernel %d calls from the entry point on (%d before), ukprobe %d\n",
 	       cmd[0], fn, nk, startup, nu);
@@ -316,28 +328,8 @@ static void compare_hist(const char *fn, const char *reg, char *const *cmd, cons
 	char def[128], trig[128];
 	snprintf(def, sizeof def, "p:t/%s libc.so.6:%s size=%%%s:u64", fn, fn, reg);
 	snprintf(trig, sizeof trig, "--trigger=%s:hist:keys=size.log2:vals=size:sort=size", fn);
-	char *argv[32];
-	int n = 0;
-	argv[n++] = (char *)ukprobe_path();
-	argv[n++] = (char *)"trace";
-	argv[n++] = trig;
-	argv[n++] = def;
-	argv[n++] = (char *)"-o";
-	char outp[] = "/tmp/ukt-cli-hXXXXXX";
-	int ofd = mkstemp(outp);
-	UKT_ASSERT(ofd >= 0);
-	close(ofd);
-	argv[n++] = outp;
-	argv[n++] = (char *)"--";
-	for (int j = 0; cmd[j]; j++)
-		argv[n++] = cmd[j];
-	argv[n] = NULL;
-	int in = open(in_path, O_RDONLY);
-	struct run r = run_argv_in(argv, in);
-	close(in);
-	RUN_EXPECT(r, r.status == 0);
-	char *out = slurp_file(outp);
-	unlink(outp);
+	struct run r;
+	char *out = trace_to_file(trig, def, cmd, in_path, &r);
 	/* a histogram's event writes no lines of its own */
 	char needle[128];
 	snprintf(needle, sizeof needle, " %s: (%s+0x0/", fn, fn);
