@@ -530,7 +530,9 @@ UKT_CASE(attach_to_allocating_threads)
 	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)p.pid);
 	for (int round = 0; round < 2; round++) {
-		struct run r = ukprobe("trace", "-p", pid, "-d", "0.3", "-o", "/dev/null", "--profile",
+		/* a second of the threads' work: enough for 100 calls on a
+		 * machine loaded many times over */
+		struct run r = ukprobe("trace", "-p", pid, "-d", "1", "-o", "/dev/null", "--profile",
 				       "p:t/malloc libc.so.6:malloc size=%di:u64", NULL);
 		RUN_EXPECT(r, r.status == 0);
 		char *h = strstr(r.err, "t/malloc ");
