@@ -436,6 +436,45 @@ static int run_every(void)
 	printf("every instruction of libz: %zu functions, %zu probes registered in %.2f s, "
 	       "optimizer done %.2f s later: %zu optimized (%.1f%%)\n", z.nfns, set.n, t1 - t0,
 	       t2 - t1, opt, pct(opt, set.n));
+	/*
+	 * Why the others are not: the checks refuse the probe's own region,
+	 * or they pass and the region holds the next probes (every
+	 * instruction is probed).  And what one detour per run of probed
+	 * instructions would reach: walking each function, a probe whose
+	 * checks pass would take every probe its 5 bytes cover.
+	 */
+	struct why_count whys[32];
+	size_t nwhys = 0, inside = 0, by_runs = 0;
+	for (size_t i = 0; i < set.n;) {
+		char why[256] = "";
+		int ok = ukp_opt_check(set.pr[i].addr, why, sizeof(why)) == 0;
+		size_t j = i + 1;
+		if (ok)
+			while (j < set.n && set.pr[j].fn == set.pr[i].fn &&
+			       set.pr[j].addr < set.pr[i].addr + UKP_ARCH_JMP_LEN)
+				j++;
+		if (ok)
+			by_runs += j - i;
+		for (size_t k = i; k < j; k++) {
+			if (set.pr[k].kp.flags & KPROBE_FLAG_OPTIMIZED)
+				continue;
+			why[0] = 0;
+			if (ukp_opt_check(set.pr[k].addr, why, sizeof(why)) == 0) {
+				inside++;
+			} else {
+				why[sizeof(why) - 1] = 0;
+				count_why(whys, &nwhys, 32, why);
+			}
+		}
+		i = j;
+	}
+	printf("  not optimized: %zu pass the checks but their region holds the next probe(s)",
+	       inside);
+	for (size_t i = 0; i < nwhys; i++)
+		printf("; %lu %s", whys[i].n, whys[i].text);
+	printf("\n  one detour per run of probed instructions (a probe whose checks pass taking "
+	       "the probes its jump covers) would reach %zu (%.1f%%)\n", by_runs,
+	       pct(by_runs, set.n));
 
 	ei_set_zero(&set);
 	ei_sink_reset(&got);
@@ -467,6 +506,8 @@ static int run_every(void)
 	printf("| probes optimized | %zu / %zu = **%.1f%%** | >= 80%% |\n", opt, set.n,
 	       pct(opt, set.n));
 	printf("| hits on optimized probes | %.1f%% | |\n", pct(ohits, hits));
+	printf("| reach of one detour per run of probed instructions (estimate) | %.1f%% | |\n",
+	       pct(by_runs, set.n));
 	printf("| workload, ns added per hit ((probed - unprobed) / %lu hits) | %.0f | |\n", hits,
 	       per);
 	printf("| one optimized probe's hit, same handler, ns | %.2f | |\n", one);
