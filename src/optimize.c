@@ -821,6 +821,24 @@ static bool in_batch_region(const struct ukp_site *s)
 	return batch_site_at(s->addr, false) >= 0;
 }
 
+/*
+ * The batch site whose region holds, past its first byte, the address a
+ * thread at a in a detour goes back to (the copy's fall-through exit,
+ * site + the region's length), or -1.  Only a detour whose jump is gone
+ * can have it so (a live jump keeps every region over its exit out), and
+ * a thread may still be in its copy: asleep in a system call there, or
+ * preempted.  Its branches out are branch targets, which no region
+ * holds; a call's return address is the same exit.
+ */
+static long detour_exit_in_batch(unsigned long a)
+{
+	struct ukp_slot_hit h;
+	if (!ukp_slot_find(a, &h) || !h.detour)
+		return -1;
+	const struct ukp_opt *o = h.site->opt;
+	return o && o->detour ? batch_site_at(h.site->addr + o->r.len, true) : -1;
+}
+
 static bool in_post_trampoline(unsigned long a)
 {
 	return a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end;
@@ -841,6 +859,8 @@ static int place_ip(unsigned long *ip)
 		return 3;
 	if (ukp_slot_find(a, &h) && !h.detour && in_batch_region(h.site))
 		return 3;
+	if (detour_exit_in_batch(a) >= 0)
+		return 3;	/* out of the detour in a moment */
 	for (size_t i = 0; i < ask.nnops; i++)
 		if (a > ask.nops[i] && a < ask.nops[i] + 5)
 			*ip = ask.nops[i] + 5;
@@ -960,6 +980,8 @@ static int hold_ip(unsigned long a, bool frame)
 	long i = batch_site_at(a, true);
 	if (i < 0 && ukp_slot_find(a, &h) && !h.detour)
 		i = batch_site_at(h.site->addr, false);
+	if (i < 0)
+		i = detour_exit_in_batch(a);
 	if (i >= 0 && ask.held) {
 		ask.held[i] = true;
 		return 2;

@@ -57,6 +57,14 @@ __asm__(".text\n.p2align 4\n.globl sfr_other\n.type sfr_other,@function\n"
 	"sfr_other: push %rbp\n mov %rdi,%rax\n add $1,%rax\n pop %rbp\n ret\n"
 	".size sfr_other,.-sfr_other\n");
 
+/* read(fd, buf, n) + 1: a probe at 0 covers [0, 7) (xor, syscall, mov),
+ * one at 4 covers [4, 11) (mov, lea): the first one's copy goes back to 7,
+ * inside the second one's jump */
+long sfr_sys(long fd, void *buf, long n);
+__asm__(".text\n.p2align 4\n.globl sfr_sys\n.type sfr_sys,@function\n"
+	"sfr_sys: xor %eax,%eax\n syscall\n mov %rax,%rcx\n lea 1(%rcx),%rax\n ret\n"
+	".size sfr_sys,.-sfr_sys\n");
+
 static long *page;
 static long (*volatile load_fn)(const long *) = sfr_load;
 static atomic_int in_handler, go, usr1_in;
@@ -742,4 +750,81 @@ UKT_CASE_T(answer_on_the_least_sigaltstack, 30)
 	atomic_store(&f_stop, 1);
 	pthread_join(th, NULL);
 
+}
+
+/* ---- a thread asleep in a stale detour, whose way out is a new region ---- */
+
+static atomic_int reader_tid;
+static int sys_pipe[2];
+
+static void *sys_reader(void *arg)
+{
+	(void)arg;
+	char c;
+	atomic_store(&reader_tid, (int)syscall(SYS_gettid));
+	return (void *)sfr_sys(sys_pipe[0], &c, 1);
+}
+
+/* the system call thread tid sleeps in (its number), or -1 running */
+static long sleeping_in(int tid)
+{
+	char path[64], buf[256] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	FILE *f = fopen(path, "r");
+	UKT_ASSERT(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return !strncmp(buf, "running", 7) ? -1 : strtol(buf, NULL, 10);
+}
+
+/*
+ * A thread sleeps in the read() of a probe's detour copy; the probe goes
+ * away (its jump with it), and a probe whose region holds the address the
+ * copy goes back to is registered.  Its jump must wait for the thread to
+ * leave the detour: written under it, the thread would go back into the
+ * jump's displacement.  Held, not waited for (the thread may sleep for
+ * good); once the thread is out, a later try optimises it.
+ */
+UKT_CASE_T(thread_asleep_in_a_detour_holds_a_region_over_its_way_back, 60)
+{
+	UKT_EQ(pipe(sys_pipe), 0);
+	struct kprobe kx = { .addr = (void *)sfr_sys, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kx), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kx);
+
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, sys_reader, NULL), 0);
+	while (!atomic_load(&reader_tid))
+		sched_yield();
+	int tid = atomic_load(&reader_tid);
+	for (int i = 0; i < 5000 && !(__atomic_load_n(&hits, __ATOMIC_RELAXED) == 1 &&
+				       sleeping_in(tid) == SYS_read); i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	UKT_EQ(sleeping_in(tid), SYS_read);
+	unsigned long pc = stopped_pc(tid);	/* in the detour's copy */
+	UKT_ASSERT(pc < (unsigned long)sfr_sys || pc >= (unsigned long)sfr_sys + 16);
+	unregister_kprobe(&kx);
+
+	struct kprobe ky = { .addr = (kprobe_opcode_t *)sfr_sys + 4, .pre_handler = count };
+	UKT_EQ(register_kprobe(&ky), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(ukt_probe_flags(&ky) & KPROBE_FLAG_OPTIMIZED, 0);	/* held */
+	UKT_EQ(stopped_pc(tid), pc);	/* still asleep there */
+
+	UKT_EQ(write(sys_pipe[1], "x", 1), 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 2);
+	UKT_EQ(hits, 1);	/* kx's: ky's instruction ran in kx's copy */
+	for (int i = 0; i < 2000 && !(ukt_probe_flags(&ky) & KPROBE_FLAG_OPTIMIZED); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	UKT_EXPECT_OPTIMIZED(&ky);
+	char c;
+	UKT_EQ(write(sys_pipe[1], "y", 1), 1);
+	UKT_EQ(sfr_sys(sys_pipe[0], &c, 1), 2);
+	UKT_EQ(c, 'y');
+	UKT_EQ(hits, 2);
+	unregister_kprobe(&ky);
 }
