@@ -459,6 +459,8 @@ struct ukp_slot_hit {
 	bool post, detour;
 	bool own;		/* a detour's own fast path: ukprobes' code,
 				   standing for no probed instruction */
+	bool in_copy;		/* a detour's copy of a region's instruction
+				   (not its entry, call or fast path) */
 };
 bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h);
 

@@ -335,6 +335,7 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 	h->post = m->post;
 	h->detour = m->map != NULL;
 	h->own = m->map && o >= m->map->len;
+	h->in_copy = false;
 	if (m->map) {
 		const struct ukp_copy_map *map = m->map;
 		/* past the copy: the detour's own fast path (own: the
@@ -347,6 +348,7 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 		} else {
 			h->orig_ip = m->site->addr + map->orig_off[k];
 			h->retry_ip = base + map->copy_off[k];
+			h->in_copy = true;
 		}
 	} else {
 		h->sp_fix = m->sp_fix ? m->sp_fix[o] : 0;

@@ -828,3 +828,53 @@ UKT_CASE_T(thread_asleep_in_a_detour_holds_a_region_over_its_way_back, 60)
 	UKT_EQ(hits, 2);
 	unregister_kprobe(&ky);
 }
+
+/*
+ * The same with a signal frame: a thread faults on the load of a probe's
+ * detour copy and its handler waits; the probe goes away and a probe
+ * over the copy's way back (sfr_load + 8, inside a region from + 4) is
+ * registered and optimised.  The load runs again in the original code
+ * (the jump it was copied for is gone), not in the copy, which would go
+ * back into the new jump's displacement; on its way out it meets the new
+ * probe, whose handler runs.
+ */
+UKT_CASE_T(fault_in_a_stale_detour_runs_again_in_the_original_code, 60)
+{
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(page != MAP_FAILED);
+	*page = 37;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct kprobe kx = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kx), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kx);
+
+	UKT_EQ(mprotect(page, 4096, PROT_NONE), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, loader, NULL), 0);
+	while (!atomic_load(&in_handler))
+		sched_yield();
+	UKT_EQ(hits, 1);
+	/* the load faulted in the detour's copy (the program's handler is
+	 * shown the original instruction) */
+	UKT_EQ(fault_ip, (unsigned long)sfr_load + 1);
+	unregister_kprobe(&kx);
+
+	struct kprobe ky = { .addr = (kprobe_opcode_t *)sfr_load + 4, .pre_handler = count };
+	UKT_EQ(register_kprobe(&ky), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&ky);
+
+	atomic_store(&go, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	UKT_EQ(hits, 2);	/* kx's, then ky's */
+	UKT_EQ(sfr_load(page), 42);
+	UKT_EQ(hits, 3);
+	unregister_kprobe(&ky);
+}
