@@ -13,6 +13,12 @@
  * program's SIGSEGV handler waits for the test to optimise the probe
  * before it opens the page and returns (the load runs again).
  *
+ * Then threads parked at each instruction boundary of regions holding a
+ * conditional branch or a system call (fabricated in a signal handler,
+ * which sets the registers the boundary has and waits); threads left in
+ * the detour of a probe whose jump is gone, whose way back a new region
+ * holds (asleep in its system call, or faulting in its copy).
+ *
  * Then the question's own corners: wait_for_kprobe_optimizer() called
  * while a retry batch runs; a program handler that longjmps out of the
  * answer; a frame in the post trampoline, which returns to a site it
@@ -887,4 +893,137 @@ UKT_CASE_T(fault_in_a_stale_detour_runs_again_in_the_original_code, 60)
 	UKT_EQ(sfr_load(page), 42);
 	UKT_EQ(hits, 3);
 	unregister_kprobe(&ky);
+}
+
+/* ---- a thread parked at each instruction boundary of a region ------------ */
+
+/*
+ * Regions with a conditional branch and a system call inside (the copy
+ * goes on after them): a probe at sfr_jcc_p covers [0, 6) = mov, jz, add;
+ * one at sfr_sys_p covers [0, 6) = mov, syscall, add.
+ *   sfr_jcc(x, y): y ? x + y : x + 100
+ *   sfr_sysg(nr, y): syscall nr (getpid) + y
+ */
+long sfr_jcc(long x, long y);
+long sfr_sysg(long nr, long y);
+__asm__(".text\n.p2align 4\n.globl sfr_jcc\n.type sfr_jcc,@function\n"
+	"sfr_jcc: test %esi,%esi\n"
+	".globl sfr_jcc_p\nsfr_jcc_p: mov %edi,%eax\n jz 1f\n add %esi,%eax\n ret\n"
+	"1: lea 100(%rax),%eax\n ret\n"
+	".size sfr_jcc,.-sfr_jcc\n"
+	".p2align 4\n.globl sfr_sysg\n.type sfr_sysg,@function\n"
+	"sfr_sysg:\n"
+	".globl sfr_sys_p\nsfr_sys_p: mov %edi,%eax\n syscall\n add %esi,%eax\n ret\n"
+	".size sfr_sysg,.-sfr_sysg\n"
+	/* where a parked thread's fabricated call returns */
+	".globl sfr_land\nsfr_land: mov %rax,%rdi\n call park_done\n ud2\n");
+extern char sfr_jcc_p[], sfr_sys_p[], sfr_land[];
+
+/* one parking place: the boundary, and the registers there */
+struct park {
+	const char *what;
+	char *probe;		/* the probe point, the region's start */
+	unsigned off;		/* the boundary, from it */
+	long ax, di, si;
+	bool zf;
+	long want;
+};
+
+static struct park cur_park;
+static sigjmp_buf park_jb;
+static atomic_int parked, park_go;
+static long park_result;
+static unsigned long park_stack[1024] __attribute__((aligned(16)));
+
+void park_done(long r);
+void park_done(long r)
+{
+	park_result = r;
+	siglongjmp(park_jb, 1);
+}
+
+/* SIGUSR2: the thread goes to the boundary with the registers it has
+ * there, as if called, and stays in this handler until told: its frame
+ * is what the optimizer's question finds, inside the region */
+static void park_here(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ctx;
+	greg_t *g = uc->uc_mcontext.gregs;
+	unsigned long *top = park_stack + 1024 - 2;	/* 16-aligned */
+	top[-1] = (unsigned long)sfr_land;		/* the return address */
+	g[REG_RSP] = (greg_t)(top - 1);
+	g[REG_RIP] = (greg_t)(cur_park.probe + cur_park.off);
+	g[REG_RAX] = cur_park.ax;
+	g[REG_RDI] = cur_park.di;
+	g[REG_RSI] = cur_park.si;
+	g[REG_EFL] = (g[REG_EFL] & ~0x40L) | (cur_park.zf ? 0x40L : 0);
+	atomic_store(&parked, 1);
+	while (!atomic_load(&park_go))
+		sched_yield();
+}
+
+static void *park_thread(void *arg)
+{
+	(void)arg;
+	if (sigsetjmp(park_jb, 1) == 0) {
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR2);
+		return (void *)-1L;	/* the handler's return went elsewhere */
+	}
+	return (void *)1L;
+}
+
+/*
+ * For each instruction boundary of the region (its start too): a thread
+ * parked there (in a signal handler whose frame returns there), the probe
+ * registered and optimised - the question moves the frame to the same
+ * instruction in the detour's copy - then the thread goes on and must
+ * compute what the function computes; the probe's handler runs only for
+ * the thread parked at the start, which then enters the jump.
+ */
+UKT_CASE_T(thread_parked_at_each_boundary_of_a_region_goes_on_in_the_copy, 60)
+{
+	long pid = getpid();
+	const struct park parks[] = {
+		{ "jcc, at the start", sfr_jcc_p, 0, 0, 7, 5, false, 12 },
+		{ "jcc, at the jz (taken)", sfr_jcc_p, 2, 7, 7, 0, true, 107 },
+		{ "jcc, at the jz (not taken)", sfr_jcc_p, 2, 7, 7, 5, false, 12 },
+		{ "jcc, at the add", sfr_jcc_p, 4, 7, 7, 5, false, 12 },
+		{ "syscall, at the start", sfr_sys_p, 0, 0, SYS_getpid, 3, false, pid + 3 },
+		{ "syscall, at the syscall", sfr_sys_p, 2, SYS_getpid, SYS_getpid, 3, false, pid + 3 },
+		{ "syscall, after it", sfr_sys_p, 4, pid, SYS_getpid, 3, false, pid + 3 },
+	};
+	UKT_EQ(sfr_jcc(7, 5), 12);
+	UKT_EQ(sfr_jcc(7, 0), 107);
+	UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = park_here;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+
+	for (size_t i = 0; i < sizeof(parks) / sizeof(parks[0]); i++) {
+		cur_park = parks[i];
+		atomic_store(&parked, 0);
+		atomic_store(&park_go, 0);
+		park_result = 0;
+		hits = 0;
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, park_thread, NULL), 0);
+		while (!atomic_load(&parked))
+			sched_yield();
+		struct kprobe kp = { .addr = (kprobe_opcode_t *)cur_park.probe, .pre_handler = count };
+		UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp);
+		atomic_store(&park_go, 1);
+		void *v;
+		UKT_EQ(pthread_join(th, &v), 0);
+		UKT_EQ((long)v, 1);
+		if (park_result != cur_park.want)
+			UKT_FAIL("%s: %ld, want %ld", cur_park.what, park_result, cur_park.want);
+		UKT_EQ(hits, cur_park.off == 0);
+		unregister_kprobe(&kp);
+	}
 }
