@@ -1027,3 +1027,99 @@ UKT_CASE_T(thread_parked_at_each_boundary_of_a_region_goes_on_in_the_copy, 60)
 		unregister_kprobe(&kp);
 	}
 }
+
+/* ---- runs: every instruction of a region probed --------------------------- */
+
+static long ip_wrong;
+static int count_ip(struct kprobe *p, struct pt_regs *r)
+{
+	if (r->ip != (unsigned long)p->addr)
+		ip_wrong++;
+	hits++;
+	return 0;
+}
+
+/*
+ * A probe on each instruction of the regions (mov, jz, add; mov, syscall,
+ * add): one jump, one detour segment per probe (a run), each probe seen
+ * at its own address, every call exact.  A thread parked at each
+ * boundary goes on in the segment of the probe there, whose handler then
+ * runs (its int3 had not), and in the ones after it.  Then one probe of
+ * the run goes away: the others stay optimised (a shorter run), exact.
+ */
+UKT_CASE_T(thread_parked_at_each_boundary_of_a_run_goes_on_in_its_segments, 60)
+{
+	long pid = getpid();
+	struct { struct park k; long hits; } parks[] = {
+		{ { "jcc, at the start", sfr_jcc_p, 0, 0, 7, 5, false, 12 }, 3 },
+		{ { "jcc, at the jz (taken)", sfr_jcc_p, 2, 7, 7, 0, true, 107 }, 1 },
+		{ { "jcc, at the jz (not taken)", sfr_jcc_p, 2, 7, 7, 5, false, 12 }, 2 },
+		{ { "jcc, at the add", sfr_jcc_p, 4, 7, 7, 5, false, 12 }, 1 },
+		{ { "syscall, at the start", sfr_sys_p, 0, 0, SYS_getpid, 3, false, pid + 3 }, 3 },
+		{ { "syscall, at the syscall", sfr_sys_p, 2, SYS_getpid, SYS_getpid, 3, false,
+		    pid + 3 }, 2 },
+		{ { "syscall, after it", sfr_sys_p, 4, pid, SYS_getpid, 3, false, pid + 3 }, 1 },
+	};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = park_here;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+
+	for (size_t i = 0; i < sizeof(parks) / sizeof(parks[0]); i++) {
+		cur_park = parks[i].k;
+		atomic_store(&parked, 0);
+		atomic_store(&park_go, 0);
+		park_result = 0;
+		hits = 0;
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, park_thread, NULL), 0);
+		while (!atomic_load(&parked))
+			sched_yield();
+		struct kprobe kp[3];
+		for (int j = 0; j < 3; j++) {
+			memset(&kp[j], 0, sizeof(kp[j]));
+			kp[j].addr = code_at(cur_park.probe, 2 * (unsigned long)j);
+			kp[j].pre_handler = count_ip;
+			UKT_EQ(register_kprobe(&kp[j]), 0);
+		}
+		wait_for_kprobe_optimizer();
+		for (int j = 0; j < 3; j++)
+			UKT_EXPECT_OPTIMIZED(&kp[j]);
+		atomic_store(&park_go, 1);
+		void *v;
+		UKT_EQ(pthread_join(th, &v), 0);
+		UKT_EQ((long)v, 1);
+		if (park_result != cur_park.want)
+			UKT_FAIL("%s: %ld, want %ld", cur_park.what, park_result, cur_park.want);
+		if (hits != parks[i].hits)
+			UKT_FAIL("%s: %ld hits, want %ld", cur_park.what, hits, parks[i].hits);
+		/* every call: each probe on its way, at its own address */
+		hits = 0;
+		if (cur_park.probe == sfr_jcc_p) {
+			UKT_EQ(sfr_jcc(7, 5), 12);
+			UKT_EQ(sfr_jcc(7, 0), 107);
+			UKT_EQ(hits, 3 + 2);
+		} else {
+			UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+			UKT_EQ(hits, 3);
+		}
+		/* the middle one goes: the others, a shorter run, stay exact */
+		unregister_kprobe(&kp[1]);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp[0]);
+		UKT_EXPECT_OPTIMIZED(&kp[2]);
+		hits = 0;
+		if (cur_park.probe == sfr_jcc_p) {
+			UKT_EQ(sfr_jcc(7, 5), 12);
+			UKT_EQ(sfr_jcc(7, 0), 107);
+			UKT_EQ(hits, 2 + 1);
+		} else {
+			UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+			UKT_EQ(hits, 2);
+		}
+		unregister_kprobe(&kp[0]);
+		unregister_kprobe(&kp[2]);
+		UKT_EQ(ip_wrong, 0);
+	}
+}
