@@ -438,10 +438,10 @@ static int run_every(void)
 	       t2 - t1, opt, pct(opt, set.n));
 	/*
 	 * Why the others are not: the checks refuse the probe's own region,
-	 * or they pass and the region holds the next probes (every
-	 * instruction is probed).  And what one detour per run of probed
-	 * instructions would reach: walking each function, a probe whose
-	 * checks pass would take every probe its 5 bytes cover.
+	 * or they pass and it is still a breakpoint (a probe on the dead
+	 * padding after a jmp, which a run's jump covers without running
+	 * it).  And the most runs can reach: walking each function, a probe
+	 * whose checks pass taking every probe its 5 bytes cover.
 	 */
 	struct why_count whys[32];
 	size_t nwhys = 0, inside = 0, by_runs = 0;
@@ -468,13 +468,11 @@ static int run_every(void)
 		}
 		i = j;
 	}
-	printf("  not optimized: %zu pass the checks but their region holds the next probe(s)",
-	       inside);
+	printf("  not optimized: %zu pass the checks", inside);
 	for (size_t i = 0; i < nwhys; i++)
 		printf("; %lu %s", whys[i].n, whys[i].text);
-	printf("\n  one detour per run of probed instructions (a probe whose checks pass taking "
-	       "the probes its jump covers) would reach %zu (%.1f%%)\n", by_runs,
-	       pct(by_runs, set.n));
+	printf("\n  the most runs can reach (a probe whose checks pass taking the probes its "
+	       "jump covers): %zu (%.1f%%)\n", by_runs, pct(by_runs, set.n));
 
 	ei_set_zero(&set);
 	ei_sink_reset(&got);
@@ -506,12 +504,12 @@ static int run_every(void)
 	printf("| probes optimized | %zu / %zu = **%.1f%%** | >= 80%% |\n", opt, set.n,
 	       pct(opt, set.n));
 	printf("| hits on optimized probes | %.1f%% | |\n", pct(ohits, hits));
-	printf("| reach of one detour per run of probed instructions (estimate) | %.1f%% | |\n",
+	printf("| the most runs can reach (walking each function) | %.1f%% | |\n",
 	       pct(by_runs, set.n));
 	printf("| workload, ns added per hit ((probed - unprobed) / %lu hits) | %.0f | |\n", hits,
 	       per);
 	printf("| one optimized probe's hit, same handler, ns | %.2f | |\n", one);
-	printf("| ratio | **%.0f x** | <= 10 x |\n", one > 0 ? per / one : 0.0);
+	printf("| ratio | **%.1f x** | <= 10 x |\n", one > 0 ? per / one : 0.0);
 	return single_opt ? 0 : 1;
 }
 
