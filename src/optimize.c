@@ -5,7 +5,9 @@
  *
  * A site is optimised when it has probes, all enabled and none with a
  * post_handler, no internal hook, the knob is on, and no other armed site
- * lies inside its region.  Optimising a batch:
+ * lies inside its region, or only plain kprobes, which its jump then
+ * covers as a run (one detour segment per probe, struct seg).  Optimising
+ * a batch:
  *
  *   1. (lock) analyse each queued site once (analyze.c: the safety checks
  *      and the vector class), build its detour once (kept for the life of
