@@ -337,6 +337,22 @@ static int run_single(int argc, char **argv)
 
 /* ---- every -------------------------------------------------------------- */
 
+/* bytes of ukprobes' executable slot memory (slots, detours, segments) */
+static unsigned long slot_code_bytes(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned long lo, hi, t = 0;
+	char perm[8];
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "ukprobes-slots") &&
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && perm[2] == 'x')
+			t += hi - lo;
+	if (f)
+		fclose(f);
+	return t;
+}
+
 /* lea 1(%rdi),%rax; ret: the optimised single probe's target */
 __asm__(".text\n"
 	"	.p2align 4\n"
@@ -433,6 +449,7 @@ static int run_every(void)
 	size_t opt = 0;
 	for (size_t i = 0; i < set.n; i++)
 		opt += !!(set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED);
+	unsigned long code = slot_code_bytes();
 	printf("every instruction of libz: %zu functions, %zu probes registered in %.2f s, "
 	       "optimizer done %.2f s later: %zu optimized (%.1f%%)\n", z.nfns, set.n, t1 - t0,
 	       t2 - t1, opt, pct(opt, set.n));
@@ -503,6 +520,8 @@ static int run_every(void)
 	printf("|---|---:|---:|\n");
 	printf("| probes optimized | %zu / %zu = **%.1f%%** | >= 80%% |\n", opt, set.n,
 	       pct(opt, set.n));
+	printf("| ukprobes' code memory (slots, detours, segments), MiB | %.1f | |\n",
+	       (double)code / (1 << 20));
 	printf("| hits on optimized probes | %.1f%% | |\n", pct(ohits, hits));
 	printf("| the most runs can reach (walking each function) | %.1f%% | |\n",
 	       pct(by_runs, set.n));
