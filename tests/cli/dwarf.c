@@ -24,23 +24,6 @@ static int words(char *line, char **w, int max)
 	return n;
 }
 
-/* the args after "EV: (...) " of the n-th line of event ev */
-static char *event_args(const char *out, const char *ev, int n)
-{
-	char key[64];
-	snprintf(key, sizeof key, " %s: (", ev);
-	const char *p = out;
-	for (int k = 0; (p = strstr(p, key)); p++, k++) {
-		if (k < n)
-			continue;
-		const char *close = strstr(p, ") ");
-		const char *eol = strchr(p, '\n');
-		UKT_ASSERT(close && eol && close < eol);
-		return strndup(close + 2, (size_t)(eol - close - 2));
-	}
-	return NULL;
-}
-
 /* the n-th line of the program's output starting with prefix, after it */
 static char *printed(const char *out, const char *prefix, int n)
 {

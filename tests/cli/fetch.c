@@ -26,23 +26,6 @@ static int match(const char *want, const char *got)
 	return *got == 0;
 }
 
-/* the args of the n-th line of event ev in out: after "ev: (...)" */
-static char *args_of(const char *out, const char *ev, int n)
-{
-	char key[64];
-	snprintf(key, sizeof key, " %s: (", ev);
-	const char *p = out;
-	for (int k = 0; (p = strstr(p, key)); p++, k++) {
-		if (k < n)
-			continue;
-		const char *close = strstr(p, ") ");
-		const char *eol = strchr(p, '\n');
-		UKT_ASSERT(close && eol && close < eol);
-		return strndup(close + 2, (size_t)(eol - close - 2));
-	}
-	return NULL;
-}
-
 /*
  * ukprobe with the target's definitions first..first+n-1 on "fetch run":
  * every EXPECT line of those events must match ukprobe's line, and there
@@ -82,7 +65,7 @@ static void run_fetch(int first, int n, const char *const *evs, int nevs, int ca
 		char *eol = strchr(want, '\n');
 		UKT_ASSERT(eol);
 		char *w = strndup(want, (size_t)(eol - want));
-		char *got = args_of(r.out, ev, seen[e]++);
+		char *got = event_args(r.out, ev, seen[e]++);
 		if (!got || !match(w, got)) {
 			show(&r);
 			UKT_FAIL("%s #%d:\n  want: %s\n  got:  %s", ev, seen[e] - 1, w,
@@ -95,7 +78,7 @@ static void run_fetch(int first, int n, const char *const *evs, int nevs, int ca
 	UKT_EQ(checked, nevs * calls);
 	for (int e = 0; e < nevs; e++) {
 		UKT_EQ(seen[e], calls);
-		char *extra = args_of(r.out, evs[e], calls);	/* no more lines than calls */
+		char *extra = event_args(r.out, evs[e], calls);	/* no more lines than calls */
 		UKT_ASSERT(extra == NULL);
 	}
 	run_free(&r);

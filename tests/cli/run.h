@@ -173,6 +173,24 @@ static inline int count_lines(const char *s, const char *needle)
 	return n;
 }
 
+/* the arguments of the n-th line of event ev in out (what follows
+ * "ev: (...) "), malloc'd, or NULL */
+static inline char *event_args(const char *out, const char *ev, int n)
+{
+	char key[64];
+	snprintf(key, sizeof key, " %s: (", ev);
+	const char *p = out;
+	for (int k = 0; (p = strstr(p, key)); p++, k++) {
+		if (k < n)
+			continue;
+		const char *close = strstr(p, ") ");
+		const char *eol = strchr(p, '\n');
+		UKT_ASSERT(close && eol && close < eol);
+		return strndup(close + 2, (size_t)(eol - close - 2));
+	}
+	return NULL;
+}
+
 static inline void show(const struct run *r)
 {
 	fprintf(stderr, "  status %d\n  --- stdout (%zu bytes) ---\n%.4000s\n  --- stderr ---\n%.4000s\n",
