@@ -510,6 +510,27 @@ static int lazy_match(const char *file, int ln, const char *pattern)
 	return fnmatch(p, l, 0) == 0;
 }
 
+/* row i of a line table: its address, line, is_stmt, end_sequence, file */
+struct line_row {
+	Dwarf_Addr addr;
+	int line;
+	bool stmt, endseq;
+	const char *file;
+};
+
+static void line_row(Dwarf_Lines *lines, size_t i, struct line_row *r)
+{
+	Dwarf_Line *l = dwarf_onesrcline(lines, i);
+	r->addr = 0;
+	r->line = 0;
+	r->stmt = r->endseq = false;
+	dwarf_lineaddr(l, &r->addr);
+	dwarf_lineno(l, &r->line);
+	dwarf_linebeginstatement(l, &r->stmt);
+	dwarf_lineendsequence(l, &r->endseq);
+	r->file = dwarf_linesrc(l, NULL, NULL);
+}
+
 /* every address in CU where LINE (or a line matching LAZY) of a file
  * matching SRC begins (is_stmt, the previous row of its sequence on
  * another line); within DIE if set */
@@ -523,16 +544,13 @@ static void line_addrs(Dwarf_Die *cu, const char *src, long line,
 	int prev_line = -1;
 	const char *prev_file = NULL;
 	for (size_t i = 0; i < n; i++) {
-		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		Dwarf_Addr a;
-		int ln;
-		bool stmt, endseq;
-		dwarf_lineaddr(l, &a);
-		dwarf_lineno(l, &ln);
-		dwarf_linebeginstatement(l, &stmt);
-		dwarf_lineendsequence(l, &endseq);
-		const char *f = dwarf_linesrc(l, NULL, NULL);
-		if (endseq) {
+		struct line_row row;
+		line_row(lines, i, &row);
+		Dwarf_Addr a = row.addr;
+		int ln = row.line;
+		bool stmt = row.stmt;
+		const char *f = row.file;
+		if (row.endseq) {
 			prev_line = -1;
 			prev_file = NULL;
 			continue;
@@ -2101,16 +2119,12 @@ static void code_lines(Dwarf_Die *cu, const char *src, Dwarf_Die *within,
 	if (dwarf_getsrclines(cu, &lines, &n) != 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		Dwarf_Addr a;
-		int ln;
-		bool stmt, endseq;
-		dwarf_lineaddr(l, &a);
-		dwarf_lineno(l, &ln);
-		dwarf_linebeginstatement(l, &stmt);
-		dwarf_lineendsequence(l, &endseq);
-		const char *lf = dwarf_linesrc(l, NULL, NULL);
-		if (!stmt || endseq || !lf || !tail_match(lf, src) || ln < lo || ln > hi)
+		struct line_row row;
+		line_row(lines, i, &row);
+		Dwarf_Addr a = row.addr;
+		int ln = row.line;
+		const char *lf = row.file;
+		if (!row.stmt || row.endseq || !lf || !tail_match(lf, src) || ln < lo || ln > hi)
 			continue;
 		if (within && (dwarf_haspc(within, a) <= 0 || a == entry))
 			continue;
