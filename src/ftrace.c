@@ -10,7 +10,7 @@
  *	push %r11
  *	mov %fs:ukp_self, %r11		; the thread block
  *	test %r11, %r11 ; jz attach
- *	incq ft_in(%r11)		; this call is inside (grace periods)
+ *	incq ft_depth(%r11)		; this call is inside (grace periods)
  *	jmp <code>			; the cfg's own code, or far:
  *   far:	mov cfg(%rip), %r11 ; jmp *(%r11)	; entry.S, reading the cfg
  *	...
@@ -594,7 +594,7 @@ static int make_stub(struct ft_site *s)
 	size_t again = k;
 	if (!ukp_fast_readers)
 		c[k++] = 0xf0;					/* lock */
-	EMIT_INCQ_R11(c, &k, ft_in);
+	EMIT_INCQ_R11(c, &k, ft_depth);
 	while ((k + 1) & 3)
 		c[k++] = 0x90;					/* nop */
 	c[k++] = 0xe9;						/* jmp far (for now) */
@@ -641,21 +641,23 @@ static int make_stub(struct ft_site *s)
  * ~1.5 ns slower here for that chain of loads).
  *
  * A block is reused for another cfg of its site once a grace period has
- * passed since its last one was replaced: every thread counted in then
- * has counted out.  A thread that has counted out may still be in the
- * last instructions (pop %r11, ret), so these, the count out before them,
- * stand at the block's end, written once when the block is made and the
- * same for every cfg; the code before them is what changes, and it ends
- * where they begin.
+ * passed since its last one was replaced: every thread inside then has
+ * come out.  A thread that has counted out may still be in the last
+ * instructions (the count of depth 0, pop %r11, ret), so these, the count
+ * out before them, stand at the block's end, written once when the block
+ * is made and the same for every cfg; the code before them is what
+ * changes, and it ends where they begin.
  */
-#define BODY_TAIL (BODY_SIZE - 19)
+#define BODY_TAIL (BODY_SIZE - 28)
 
 static size_t body_tail(uint8_t *c)
 {
 	size_t k = BODY_TAIL;
 
 	emit_self_r11(c, &k);
-	EMIT_INCQ_R11(c, &k, ft_out);
+	emit_r11_insn(c, &k, 0xff, 0x8b, offsetof(struct ukp_thread, ft_depth));	/* decq */
+	c[k++] = 0x75; c[k++] = 7;				/* jnz (inside still) */
+	EMIT_INCQ_R11(c, &k, ft_qs);				/* depth 0 again */
 	c[k++] = 0x41; c[k++] = 0x5b;				/* pop %r11 */
 	c[k++] = 0xc3;						/* ret */
 	return k;

@@ -26,8 +26,8 @@ _Static_assert(sizeof(struct ft_ent) == FE_SIZE, "ft_ent size");
 _Static_assert((FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED) == FL_ANY_REGS &&
 	       FTRACE_OPS_FL_IPMODIFY == FL_IPMODIFY, "ftrace flags");
 UKP_OFF(struct ft_opp, live, FO_LIVE, 1);
-UKP_OFF(struct ukp_thread, ft_in, T_FT_IN, 8);
-UKP_OFF(struct ukp_thread, ft_out, T_FT_OUT, 8);
+UKP_OFF(struct ukp_thread, ft_depth, T_FT_DEPTH, 8);
+UKP_OFF(struct ukp_thread, ft_qs, T_FT_QS, 8);
 UKP_OFF(struct ukp_thread, errno_p, T_ERRNO_P, 8);
 
 /* ---- recursion protection ---------------------------------------------------- */

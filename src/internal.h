@@ -149,10 +149,12 @@ struct ukp_thread {
 	const ucontext_t *cur_uc;	/* the trap's context while pre runs */
 	struct ukp_jrec jrec[UKP_JP_DEPTH];
 	/* copy_from_user_nofault from a handler needs no state: entry.S */
-	/* ftrace (ftrace.c, entry.S): calls that entered and left a patch
-	 * site's stub (the grace period waits for in == out), and the
+	/* ftrace (ftrace.c, entry.S): the stub calls this thread is inside
+	 * (they nest: a callback may call a traced function), and how many
+	 * times that depth came back to 0 (the grace period waits for a
+	 * thread seen inside until either is seen to; sync.c); and the
 	 * recursion contexts held by ftrace_test_recursion_trylock */
-	unsigned long ft_in, ft_out;
+	unsigned long ft_depth, ft_qs;
 	unsigned ft_rdepth;
 	unsigned long ft_rsp[UKP_FT_CONTEXTS];
 	/* the lean hit is a kretprobe's return (kret.c): a fault resumes
@@ -176,7 +178,7 @@ struct ukp_thread {
 	struct ukp_kinst *kc_inst;
 	_Atomic int kc_steal;
 	/* the handler running now was reached through an ftrace stub's
-	 * call (ukp_kprobe_ftrace_hit), which counted it in (ft_in) */
+	 * call (ukp_kprobe_ftrace_hit), which counted it in (ft_depth) */
 	int ft_hit;
 	/* the instance a kretprobe's entry holds, from its take until it
 	 * is in flight or given back (kret.c) */
@@ -360,6 +362,14 @@ void ukp_kret_entry_fault(struct ukp_thread *t);
 void ukp_hits_gone(struct ukp_thread *t);
 /* Returns once every thread that was in the hit path has left it. */
 void ukp_synchronize(void);
+/* an ftrace stub's call left from C (FT_OUT in entry.S) */
+static inline void ukp_ft_out(struct ukp_thread *t)
+{
+	unsigned long d = t->ft_depth - 1;
+	__atomic_store_n(&t->ft_depth, d, __ATOMIC_RELEASE);
+	if (!d)
+		__atomic_store_n(&t->ft_qs, t->ft_qs + 1, __ATOMIC_RELEASE);
+}
 /* Another thread's kept instance of kretprobe k (see kc_k), or NULL;
  * *busy set if a thread keeping one was inside a hit, so it could not be
  * taken.  Called inside a hit too (an entry that found none free). */

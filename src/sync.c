@@ -53,7 +53,8 @@ static void thread_exit(void *arg)
 	/* a thread that dies inside a handler (pthread_exit) leaves it */
 	__atomic_store_n(&t->nest, 0, __ATOMIC_RELEASE);
 	t->in_handler = 0;
-	__atomic_store_n(&t->ft_out, t->ft_in, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->ft_depth, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->ft_qs, t->ft_qs + 1, __ATOMIC_RELEASE);
 	t->ft_rdepth = 0;
 	t->nfrec = 0;
 	self = NULL;
@@ -75,7 +76,7 @@ static void fork_child(void)
 		if (t && t != self) {
 			ukp_kret_thread_gone(t);
 			t->nest = 0;
-			t->ft_out = t->ft_in;
+			t->ft_depth = 0;
 			atomic_store(&t->free, 1);
 		}
 	}
@@ -329,15 +330,19 @@ struct ukp_kinst *ukp_kc_take(const struct ukp_kret *k, bool *busy)
 }
 
 /*
- * ftrace's grace period.  A stub counts every call in (ft_in) before it
- * reads anything that can change, and out (ft_out) after the callbacks
- * returned; both are plain stores of the thread itself.  The writer has
- * already published the new state; membarrier makes every thread's
- * counters visible (a thread whose "in" store was still buffered is
- * interrupted, and reads the new state afterwards), then each thread seen
- * inside is waited for until it has been seen with no call inside.  Calls
- * nest (a callback calling a traced function), so "in == out" is the test,
- * not a count of exits.
+ * ftrace's grace period.  A stub counts every call in (ft_depth + 1)
+ * before it reads anything that can change, and out (ft_depth - 1) after
+ * the callbacks returned, counting in ft_qs each time the depth is back
+ * at 0; all plain stores of the thread itself.  The writer has already
+ * published the new state; membarrier makes every thread's counters
+ * visible (a thread whose "in" store was still buffered is interrupted,
+ * and reads the new state afterwards), then each thread seen inside is
+ * waited for until it has been at depth 0 since: ft_qs moved on from
+ * what it was before the depth was read.  Calls nest (a callback calling
+ * a traced function), so depth 0 is the test, not a count of exits; and
+ * it is counted, not only sampled, since a thread that calls traced
+ * functions back to back is inside nearly all the time: sampled, it was
+ * seen at depth 0 once in seconds.
  */
 void ukp_ftrace_synchronize(void)
 {
@@ -350,10 +355,13 @@ void ukp_ftrace_synchronize(void)
 		struct ukp_thread *t = block(i);
 		if (!t || t == me)
 			continue;
+		unsigned long qs = __atomic_load_n(&t->ft_qs, __ATOMIC_ACQUIRE);
+		if (!__atomic_load_n(&t->ft_depth, __ATOMIC_ACQUIRE))
+			continue;
 		for (unsigned spin = 0;; spin++) {
-			unsigned long out = __atomic_load_n(&t->ft_out, __ATOMIC_ACQUIRE);
-			unsigned long in = __atomic_load_n(&t->ft_in, __ATOMIC_ACQUIRE);
-			if (in == out || atomic_load(&t->free))
+			if (__atomic_load_n(&t->ft_qs, __ATOMIC_ACQUIRE) != qs ||
+			    !__atomic_load_n(&t->ft_depth, __ATOMIC_ACQUIRE) ||
+			    atomic_load(&t->free))
 				break;
 			backoff(spin);
 		}

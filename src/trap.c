@@ -680,7 +680,7 @@ static void hit_left(struct ukp_thread *t, int ft_hit, struct ukp_kinst *entry,
 		     struct ukp_kinst *ret)
 {
 	if (ft_hit)
-		__atomic_store_n(&t->ft_out, t->ft_out + 1, __ATOMIC_RELEASE);
+		ukp_ft_out(t);
 	if (entry && entry != t->kret_top)	/* in flight: settled there */
 		ukp_kret_inst_left(entry);
 	if (ret && ret == t->kret_orphan)

@@ -446,6 +446,63 @@ UKT_CASE_T(register_and_unregister_while_another_thread_calls, 20)
 	UKT_EQ(hits, h);
 }
 
+/* A callback that keeps its thread inside a stub for 2 ms a call, the
+ * thread calling it back to back: the thread is at depth 0 for a few
+ * nanoseconds every 2 ms.  Each unregister waits for it (a grace period)
+ * and must see that moment, not hope to sample it: sampled every 100 us,
+ * one wait took seconds on average and the case its timeout. */
+static atomic_long busy_calls;
+static void busy_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		    struct pt_regs *regs)
+{
+	(void)ip; (void)parent_ip; (void)op; (void)regs;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 2000000);
+	atomic_fetch_add(&busy_calls, 1);
+}
+
+static void *loop_add(void *arg)
+{
+	long bad = 0;
+	(void)arg;
+	while (!atomic_load(&stop))
+		bad += fe_add(3, 4) != 7;
+	return (void *)bad;
+}
+
+UKT_CASE_T(unregister_returns_while_another_thread_is_nearly_always_inside, 20)
+{
+	struct ftrace_ops busy = { .func = busy_cb };
+	UKT_EQ(set_f(&busy, "fe_add", 1), 0);
+	UKT_EQ(register_ftrace_function(&busy), 0);
+	pthread_t t;
+	UKT_EQ(pthread_create(&t, NULL, loop_add, NULL), 0);
+	while (atomic_load(&busy_calls) < 2)
+		usleep(1000);
+	for (int i = 0; i < 20; i++) {
+		struct ftrace_ops a = { .func = count_cb };
+		UKT_EQ(set_f(&a, "pf_mul", 1), 0);
+		UKT_EQ(register_ftrace_function(&a), 0);
+		long h = hits;
+		UKT_EQ(pf_mul(3, 4), 12);
+		UKT_EQ(hits, h + 1);
+		UKT_EQ(unregister_ftrace_function(&a), 0);
+		UKT_EQ(pf_mul(3, 4), 12);
+		UKT_EQ(hits, h + 1);
+	}
+	atomic_store(&stop, 1);
+	void *bad;
+	UKT_EQ(pthread_join(t, &bad), 0);
+	UKT_EQ((long)bad, 0);
+	UKT_EQ(unregister_ftrace_function(&busy), 0);
+	long n = busy_calls;
+	UKT_EQ(fe_add(1, 1), 2);
+	UKT_EQ(busy_calls, n);
+}
+
 /* ---- PERMANENT and ftrace_set_enabled ------------------------------------------------- */
 
 UKT_CASE(set_enabled_and_get_enabled)

@@ -39,8 +39,8 @@
 #define T_KRET_SLOT 2400
 #define T_KRET_ERRP 2408
 #define T_LEAN_KRET 2392
-#define T_FT_IN 2336
-#define T_FT_OUT 2344
+#define T_FT_DEPTH 2336
+#define T_FT_QS 2344
 #define T_KC_K 2432
 #define T_KC_INST 2440
 #define T_KC_STEAL 2448

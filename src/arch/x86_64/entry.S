@@ -1170,17 +1170,27 @@ ukp_nofault_fixup:
 
 /*
  * ftrace.  A patch site calls its stub (ftrace.c), which counts the call
- * in (ft_in) and jumps here with
+ * in (ft_depth) and jumps here with
  *
  *	%r11 = the site's cfg	(%rsp) = the traced function's r11
  *	8(%rsp) = the return into it (site + 5)
  *	16(%rsp) = the return into its caller (parent_ip)
  *
- * Each trampoline counts the call out (ft_out) once it is done with the
+ * Each trampoline counts the call out (FT_OUT) once it is done with the
  * cfg, and returns into the function with every register it had (the
  * flags are not live at a function's entry).  The stack below the
  * function's entry sp is free: no red zone to step over.
  */
+
+/* The call is out: one level less deep, and a count of the times the
+ * thread came back to depth 0 (a grace period waits for either; sync.c).
+ * \reg: the thread block. */
+.macro FT_OUT reg
+	decq T_FT_DEPTH(\reg)
+	jnz 9f
+	incq T_FT_QS(\reg)
+9:
+.endm
 
 /* Call \fn with the argument vector registers (0-7, full width), MXCSR
  * and the x87 control word saved around it; %rbx = the frame to come
@@ -1219,7 +1229,7 @@ ukp_ftrace_tramp_begin:
 	.type ukp_ftrace_tramp_none, @function
 ukp_ftrace_tramp_none:
 	THREAD_SELF %r11
-	incq T_FT_OUT(%r11)
+	FT_OUT %r11
 	pop %r11
 	ret
 	.size ukp_ftrace_tramp_none, .-ukp_ftrace_tramp_none
@@ -1261,7 +1271,7 @@ ukp_ftrace_tramp_none:
 	add $8, %rsp
 	.endif
 1:	THREAD_SELF %r11
-2:	incq T_FT_OUT(%r11)
+2:	FT_OUT %r11
 	POP_ARGS
 	pop %r11
 	ret
@@ -1305,7 +1315,7 @@ ukp_ftrace_tramp_list_lean:
 	jb 1b
 	mov %r15d, (%r14)
 	THREAD_SELF %r11
-	incq T_FT_OUT(%r11)
+	FT_OUT %r11
 	pop %r15
 	pop %r14
 	pop %r13
@@ -1338,7 +1348,7 @@ ukp_ftrace_tramp_list_lean:
 	.endif
 	mov %rbx, %rsp
 	THREAD_SELF %r11
-	incq T_FT_OUT(%r11)
+	FT_OUT %r11
 	pop %r12
 	pop %r12
 	pop %rbx
@@ -1367,7 +1377,7 @@ ukp_ftrace_tramp_list_lean:
 .endm
 .macro FT_REGS_LEAVE
 	THREAD_SELF %rax
-	incq T_FT_OUT(%rax)
+	FT_OUT %rax
 	LOAD_GPRS
 	lea PT_SIZE+8(%rsp), %rsp
 	ret
