@@ -205,6 +205,11 @@ $(B)/tools/%: tools/%.c $(AR_LIB) $(wildcard tests/*/*.h) tests/ukt.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(AR_LIB) $(LIB_LDLIBS) -lm
 
+# ukp-reach runs zlib's workload (tests/real/zlibwork.h)
+$(B)/tools/ukp-reach: tools/ukp-reach.c $(AR_LIB) $(wildcard tests/*/*.h) tests/ukt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Isrc -Itests -o $@ $< $(AR_LIB) $(LIB_LDLIBS) -lm -lz
+
 $(B)/examples/%: examples/%.c $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -rdynamic -o $@ $< $(USER_LINK)

@@ -433,6 +433,9 @@ struct ukp_site {
 	uint8_t held;		/* optimize.c: 1 held out of a batch, its first
 				   retry to come; 2 retried since */
 	bool requeued;		/* optimize.c: queued again by a retry */
+	struct ukp_site *run_head;	/* optimize.c: the site whose jump covers
+					   this one, its run's segment calling
+					   this one's probes (under ukp_lock) */
 	bool had_post;		/* a post_handler was here (the post trampoline
 				   may be returning into it) */
 };
@@ -459,7 +462,7 @@ int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 /* A detour: map (kept, not copied) says where each byte came from. */
 int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
 			  struct ukp_site *site, const struct ukp_copy_map *map,
-			  unsigned entry);
+			  unsigned entry, unsigned long exit);
 /* An address inside a slot or detour, mapped back to the code it copies. */
 struct ukp_slot_hit {
 	struct ukp_site *site;
@@ -469,6 +472,10 @@ struct ukp_slot_hit {
 	bool post, detour;
 	bool own;		/* a detour's own fast path: ukprobes' code,
 				   standing for no probed instruction */
+	bool in_copy;		/* a detour's copy of a region's instruction
+				   (not its entry, call or fast path) */
+	unsigned long exit;	/* a detour's way back to the original code
+				   (a run's segment: the run's end) */
 };
 bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h);
 

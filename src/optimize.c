@@ -5,7 +5,9 @@
  *
  * A site is optimised when it has probes, all enabled and none with a
  * post_handler, no internal hook, the knob is on, and no other armed site
- * lies inside its region.  Optimising a batch:
+ * lies inside its region, or only plain kprobes, which its jump then
+ * covers as a run (one detour segment per probe, struct seg).  Optimising
+ * a batch:
  *
  *   1. (lock) analyse each queued site once (analyze.c: the safety checks
  *      and the vector class), build its detour once (kept for the life of
@@ -46,6 +48,24 @@
 
 #define OPT_DELAY_NS	(5 * 1000 * 1000)	/* let a registration burst gather */
 
+/*
+ * A run's segment: a detour of a site whose instruction a run's jump
+ * covers (or of the run's first site), holding the copy of that
+ * instruction and of the unprobed ones after it up to the next probed
+ * one, calling this site's probes, and going on to the next segment's
+ * entry (the last one: back after the run).  Per site, one per shape
+ * ever built, never freed (a thread may be inside): the site's lists
+ * and trampolines are kept in step in all of them.
+ */
+struct seg {
+	struct ukp_region r;		/* r.next: the next segment's entry */
+	uint8_t *detour;
+	unsigned entry, copy;
+	struct ukp_copy_map map;
+	unsigned long exit;		/* the run's end */
+	struct seg *older;
+};
+
 struct ukp_opt {
 	int state;			/* 0 untried, 1 ready, -1 refused */
 	char why[112];
@@ -54,6 +74,13 @@ struct ukp_opt {
 	unsigned entry, copy;
 	bool kret;			/* the return probes' variant */
 	struct ukp_copy_map map;
+	struct seg *segs;		/* this site's segments */
+	/* while this site heads a run (nrun > 0): the sites its jump covers
+	 * that are armed, itself first, by address, and their segments; the
+	 * jump goes to run_seg[0]'s entry */
+	unsigned nrun;
+	struct ukp_site *run[UKP_REGION_MAX];
+	struct seg *run_seg[UKP_REGION_MAX];
 };
 
 static int opt_knob = 1;
@@ -96,6 +123,14 @@ static void set_flags_locked(struct ukp_site *s, bool on)
 	}
 }
 
+/* the flags of a site and, heading a run, of the sites its jump covers */
+static void set_run_flags_locked(struct ukp_site *s, bool on)
+{
+	set_flags_locked(s, on);
+	for (unsigned i = 1; s->opt && i < s->opt->nrun; i++)
+		set_flags_locked(s->opt->run[i], on);
+}
+
 /* Does the analysed region of s, k bytes before an address, cover it? */
 static bool region_covers(const struct ukp_site *s, unsigned k)
 {
@@ -114,9 +149,32 @@ bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
 	return false;
 }
 
-/* Temporary conditions (1.4.4): may this site be optimised now? */
-static bool wanted_locked(struct ukp_site *s)
+/*
+ * A probe that a run's segment may call: plain kprobes (pre_handlers,
+ * all enabled), no post_handler, jprobe or return probe, no hook, not
+ * an ftrace site.
+ */
+static bool plain_locked(struct ukp_site *s)
 {
+	if (!s->opt || s->ftrace || s->hook || atomic_load(&s->dead))
+		return false;
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	if (!l || !l->n || l->any_post)
+		return false;
+	for (unsigned i = 0; i < l->n; i++)
+		if ((l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE)) ||
+		    ukp_is_jprobe_handler(l->p[i]) || ukp_is_kret_entry(l->p[i]))
+			return false;
+	return true;
+}
+
+/* Temporary conditions (1.4.4): may this site be optimised now?  With
+ * run, armed probes inside its region may be taken into a run (*run
+ * says whether it is one); without, none. */
+static bool wanted_locked(struct ukp_site *s, bool *run)
+{
+	if (run)
+		*run = false;
 	if (!opt_knob || !ukp_knob_enabled || s->ftrace || atomic_load(&s->dead))
 		return false;
 	/* the dynamic linker's hook (kprobes.c) runs from a detour too */
@@ -130,19 +188,36 @@ static bool wanted_locked(struct ukp_site *s)
 			return false;	/* a jprobe blocks optimisation */
 	}
 	/* no other armed probe inside (before the analysis: inside the
-	 * jump's own bytes, which every region covers) */
+	 * jump's own bytes, which every region covers), unless a run takes
+	 * them: each at an instruction of the analysed region, plain, not
+	 * optimised nor in another run */
 	unsigned len = region_covers(s, 0) ? s->opt->r.len : UKP_ARCH_JMP_LEN;
+	bool inside = false;
 	for (unsigned k = 1; k < len; k++) {
 		struct ukp_site *o = ukp_site_lookup(s->addr + k);
-		if (o && (o->armed || o->optimized))
+		if (!o || (!o->armed && !o->optimized))
+			continue;
+		if (!run || o->optimized || !region_covers(s, 0) || !plain_locked(o) ||
+		    (atomic_load(&o->resume) && o->run_head != s))
 			return false;
+		bool at_insn = false;
+		for (unsigned j = 1; j < s->opt->r.ninsn; j++)
+			at_insn |= s->opt->r.insn[j].addr == o->addr;
+		if (!at_insn)
+			return false;
+		inside = true;
 	}
+	if (inside && (!plain_locked(s) || s->opt->kret))
+		return false;
 	/* no jump, done or pending, over this address */
 	for (unsigned k = 1; k < 16; k++) {
 		struct ukp_site *o = ukp_site_lookup(s->addr - k);
-		if (region_covers(o, k) && (o->optimized || o->resume))
+		/* (a run's site: its own region is no jump, its head's is) */
+		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head)))
 			return false;
 	}
+	if (run)
+		*run = inside;
 	return true;
 }
 
@@ -427,7 +502,8 @@ int ukp_opt_handler_check(void *fn, char *why, size_t n)
 /* The trampoline for the site's probes as they are now: a lean one if
  * every handler leaves the vector state alone (the leaf one if the only
  * handler is a leaf), else the one for what is live at the probe point. */
-static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
+static void (*tramp_vsave_locked(const struct ukp_site *s, bool kret,
+				 enum ukp_vsave vsave))(void)
 {
 	if (s->hook)	/* ordinary C, in the dynamic linker's midst */
 		return ukp_arch_opt_tramp(UKP_VSAVE_XSAVE);
@@ -438,13 +514,24 @@ static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
 		return ukp_opt_tramp_lean_leaf;
 	if (l && l->gpr_only)
 		return ukp_opt_tramp_lean;
-	return ukp_arch_opt_tramp(s->opt->r.vsave);
+	return ukp_arch_opt_tramp(vsave);
+}
+
+static void (*tramp_for_locked(const struct ukp_site *s, bool kret))(void)
+{
+	return tramp_vsave_locked(s, kret, s->opt->r.vsave);
 }
 
 /* a word of the detour's header (UKP_ARCH_HDR_*) */
 static uint8_t *hdr_word(const struct ukp_opt *o, unsigned off)
 {
 	return o->detour + (o->kret ? UKP_ARCH_KRET_HDR : UKP_ARCH_SEL_SIZE) + off;
+}
+
+/* a segment's (never the return probes' variant) */
+static uint8_t *seg_word(const struct seg *g, unsigned off)
+{
+	return g->detour + UKP_ARCH_SEL_SIZE + off;
 }
 
 /* Does the detour's entry go straight to one of its own fast paths
@@ -463,14 +550,20 @@ static int sel_mode_locked(const struct ukp_site *s)
 /* sel, and the entry's jmp (an aligned displacement: one store, and a
  * thread running it meanwhile goes the old way or the new one, each of
  * which checks the list for itself, as ftrace retargets its stubs) */
+static void sel_set_at(uint8_t *detour, unsigned entry, int mode)
+{
+	if (ukp_slot_is_shared(detour))	/* the parent's code */
+		return;
+	unsigned to = ukp_arch_detour_sel(entry, mode);
+	ukp_slot_set_word(detour + UKP_ARCH_SEL, (uint64_t)(uintptr_t)detour + to);
+	ukp_slot_set_u32(detour + entry + 1,
+			 (uint32_t)(int32_t)((long)to - (long)(entry + UKP_ARCH_JMP_LEN)));
+}
+
 static void sel_set_locked(const struct ukp_opt *o, int mode)
 {
-	if (o->kret || ukp_slot_is_shared(o->detour))	/* the parent's code */
-		return;
-	unsigned to = ukp_arch_detour_sel(o->entry, mode);
-	ukp_slot_set_word(o->detour + UKP_ARCH_SEL, (uint64_t)(uintptr_t)o->detour + to);
-	ukp_slot_set_u32(o->detour + o->entry + 1,
-			 (uint32_t)(int32_t)((long)to - (long)(o->entry + UKP_ARCH_JMP_LEN)));
+	if (!o->kret)
+		sel_set_at(o->detour, o->entry, mode);
 }
 
 const uint8_t *ukp_opt_detour_header(unsigned long addr)
@@ -495,6 +588,9 @@ void ukp_opt_list_published_locked(struct ukp_site *s)
 	if (s->opt && s->opt->detour)
 		ukp_slot_set_private_word(hdr_word(s->opt, UKP_ARCH_HDR_LIST),
 				  (uint64_t)(uintptr_t)atomic_load(&s->probes));
+	for (struct seg *g = s->opt ? s->opt->segs : NULL; g; g = g->older)
+		ukp_slot_set_private_word(seg_word(g, UKP_ARCH_HDR_LIST),
+					  (uint64_t)(uintptr_t)atomic_load(&s->probes));
 }
 
 /* The probes changed: the detour goes on through a word in its header
@@ -506,6 +602,13 @@ static void tramp_refresh_locked(struct ukp_site *s)
 	if (s && s->opt && s->opt->detour && !ukp_slot_is_shared(s->opt->detour)) {
 		ukp_slot_set_word(tramp_word(s->opt), (uint64_t)(uintptr_t)tramp_for_locked(s, s->opt->kret));
 		sel_set_locked(s->opt, sel_mode_locked(s));
+	}
+	for (struct seg *g = s && s->opt ? s->opt->segs : NULL; g; g = g->older) {
+		if (ukp_slot_is_shared(g->detour))
+			continue;
+		ukp_slot_set_word(seg_word(g, UKP_ARCH_HDR_TRAMP),
+				  (uint64_t)(uintptr_t)tramp_vsave_locked(s, false, g->r.vsave));
+		sel_set_at(g->detour, g->entry, sel_mode_locked(s));
 	}
 }
 
@@ -558,7 +661,8 @@ static void prepare_locked(struct ukp_site *s)
 	if (len < 0) {
 		snprintf(o->why, sizeof(o->why), "unrelocatable instruction: %s",
 			 strerror(-len));
-	} else if (!d || ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry)) {
+	} else if (!d || ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry,
+						 s->addr + o->r.len)) {
 		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
 	} else {
 		o->kret = kret;
@@ -581,6 +685,119 @@ static void prepare_locked(struct ukp_site *s)
 	report_refusal(s);
 }
 
+/*
+ * The segment of site m in the run that s heads: instructions [from, to)
+ * of s's region, going on to next (0: after them).  Made once per shape.
+ */
+static struct seg *seg_get_locked(struct ukp_site *m, struct ukp_site *s, unsigned from,
+				  unsigned to, unsigned long next)
+{
+	const struct ukp_region *hr = &s->opt->r;
+	unsigned long end = to < hr->ninsn ? hr->insn[to].addr : hr->addr + hr->len;
+	unsigned long exit = hr->addr + hr->len;
+	for (struct seg *g = m->opt->segs; g; g = g->older)
+		if (g->r.len == end - m->addr && g->r.next == next && g->exit == exit &&
+		    g->r.ninsn == to - from)
+			return g;
+	struct seg *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->r.addr = m->addr;
+	g->r.len = (unsigned)(end - m->addr);
+	g->r.ninsn = to - from;
+	memcpy(g->r.insn, &hr->insn[from], g->r.ninsn * sizeof(g->r.insn[0]));
+	memcpy(g->r.orig, hr->orig + (m->addr - hr->addr), g->r.len);
+	g->r.next = next;
+	g->exit = exit;
+	if (m == s) {
+		g->r.vsave = hr->vsave;
+		g->r.flags_dead = hr->flags_dead;
+	} else {
+		struct ukp_where w;
+		const struct ukp_objdesc *od = ukp_sym_where(m->addr, &w) || !w.obj ? NULL :
+					       desc_of(w.obj);
+		ukp_arch_opt_point(m->addr, w.func_start, w.func_end, od, &g->r.vsave,
+				   &g->r.flags_dead);	/* else: everything saved */
+	}
+	uint8_t code[UKP_DETOUR_MAX];
+	const struct ukp_plist *l = atomic_load(&m->probes);
+	void (*tramp)(void) = tramp_vsave_locked(m, false, g->r.vsave);
+	int sel = sel_mode_locked(m);
+	int len = ukp_arch_build_detour(&g->r, code, m->addr, m, l, tramp, sel, false,
+					&g->entry, &g->copy, &g->map);
+	uint8_t *d = len < 0 ? NULL : ukp_slot_alloc(m->addr, (size_t)len + 16);
+	if (d)
+		len = ukp_arch_build_detour(&g->r, code, (unsigned long)d, m, l, tramp, sel, false,
+					    &g->entry, &g->copy, &g->map);
+	if (len < 0 || !d || ukp_slot_write_detour(d, code, (size_t)len, m, &g->map, g->entry,
+						   exit)) {
+		free(g);	/* its memory, if any, stays unused: nothing ran there */
+		return NULL;
+	}
+	g->detour = d;
+	g->older = m->opt->segs;
+	m->opt->segs = g;
+	return g;
+}
+
+/*
+ * s heads a run: the armed sites its region covers, each one's segment
+ * (built back to front: each goes on to the next one's entry).  false:
+ * no memory for them (s is then left a breakpoint).
+ */
+static bool run_build_locked(struct ukp_site *s)
+{
+	struct ukp_opt *o = s->opt;
+	const struct ukp_region *hr = &o->r;
+	struct ukp_site *ms[UKP_REGION_MAX];
+	unsigned idx[UKP_REGION_MAX], n = 0;
+	struct seg *sg[UKP_REGION_MAX];
+
+	ms[n] = s;
+	idx[n++] = 0;
+	for (unsigned j = 1; j < hr->ninsn; j++) {
+		struct ukp_site *m = ukp_site_lookup(hr->insn[j].addr);
+		if (m && m->armed) {
+			ms[n] = m;
+			idx[n++] = j;
+		}
+	}
+	unsigned long next = 0;
+	for (unsigned i = n; i-- > 0;) {
+		sg[i] = seg_get_locked(ms[i], s, idx[i], i + 1 < n ? idx[i + 1] : hr->ninsn, next);
+		if (!sg[i])
+			return false;
+		next = (unsigned long)sg[i]->detour + sg[i]->entry;
+	}
+	o->nrun = n;
+	memcpy(o->run, ms, n * sizeof(ms[0]));
+	memcpy(o->run_seg, sg, n * sizeof(sg[0]));
+	return true;
+}
+
+/* where s's jump goes, and where a trap at s resumes */
+static unsigned long jump_target(const struct ukp_opt *o)
+{
+	return o->nrun ? (unsigned long)o->run_seg[0]->detour + o->run_seg[0]->entry :
+			 (unsigned long)o->detour + o->entry;
+}
+
+/* publish (or take back) where traps at s and its run's sites resume */
+static void run_publish_locked(struct ukp_site *s, bool on)
+{
+	struct ukp_opt *o = s->opt;
+	if (!o->nrun) {
+		atomic_store(&s->resume, on ? o->detour + o->copy : NULL);
+		return;
+	}
+	for (unsigned i = 0; i < o->nrun; i++) {
+		struct seg *g = o->run_seg[i];
+		atomic_store(&o->run[i]->resume, on ? g->detour + g->copy : NULL);
+		if (i)
+			o->run[i]->run_head = on ? s : NULL;
+	}
+}
+
 /* ---- the registry's side -------------------------------------------------- */
 
 static void unopt_add(struct ukp_unopt *u, struct ukp_site *s)
@@ -601,16 +818,19 @@ static void unopt_add(struct ukp_unopt *u, struct ukp_site *s)
 
 void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s)
 {
+	if (s && s->run_head)
+		ukp_opt_collect_site_locked(u, s->run_head);
 	if (s && (s->optimized || atomic_load(&s->resume) || s->queued))
 		unopt_add(u, s);
 }
 
-/* Every site whose jump (done, pending, or queued) covers addr. */
+/* Every site whose jump (done, pending, or queued) covers addr (a run's
+ * site at addr: its head's). */
 void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr)
 {
 	for (unsigned k = 0; k < 16; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
-		if (s && (!k || region_covers(s, k)))
+		if (s && (!k || (region_covers(s, k) && !s->run_head)))
 			ukp_opt_collect_site_locked(u, s);
 	}
 }
@@ -636,7 +856,7 @@ static void poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s
  */
 bool ukp_opt_hook_direct_locked(struct ukp_site *s)
 {
-	if (!s->hook || s->armed || !wanted_locked(s))
+	if (!s->hook || s->armed || !wanted_locked(s, NULL))
 		return false;
 	prepare_locked(s);
 	struct ukp_opt *o = s->opt;
@@ -674,20 +894,33 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 		if (!s->optimized)
 			continue;
 		s->optimized = false;
-		set_flags_locked(s, false);
+		set_run_flags_locked(s, false);
 		if (atomic_load(&s->dead) || !p1 || !p2)
 			continue;
 		/* the int3 stays: the registry disarms it if it must */
 		p1[n1++] = (struct ukp_poke){ s->addr, UKP_ARCH_BREAKPOINT };
+		size_t from = n2;
 		poke_region(p2, &n2, s, 1, UKP_ARCH_JMP_LEN, s->opt->r.orig);
+		/* a run's sites: their int3s, which the jump covered */
+		for (unsigned i = 1; i < s->opt->nrun; i++) {
+			unsigned long k = s->opt->run[i]->addr - s->addr;
+			if (k < UKP_ARCH_JMP_LEN && s->opt->run[i]->armed)
+				p2[from + k - 1].byte = UKP_ARCH_BREAKPOINT;
+		}
 		s->armed = true;
 	}
 	ukp_text_poke_batch(p1, n1);
 	ukp_text_poke_batch(p2, n2);
 	/* only now may a hit resume in the one-instruction slot: its jump
 	 * back lands inside the region, which holds the original code again */
-	for (size_t i = 0; i < u->n; i++)
-		atomic_store(&u->v[i]->resume, NULL);
+	for (size_t i = 0; i < u->n; i++) {
+		struct ukp_site *s = u->v[i];
+		if (s->opt && s->opt->nrun) {
+			run_publish_locked(s, false);
+			s->opt->nrun = 0;
+		}
+		atomic_store(&s->resume, NULL);
+	}
 	free(p1);
 	free(p2);
 	free(u->v);
@@ -710,7 +943,8 @@ static bool push_locked(struct ukp_site ***v, size_t *n, size_t *cap, struct ukp
 
 static bool queue_locked(struct ukp_site *s)
 {
-	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s) ||
+	bool run;
+	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s, &run) ||
 	    !push_locked(&queue, &nqueue, &capqueue, s))
 		return false;
 	s->queued = true;
@@ -821,6 +1055,23 @@ static bool in_batch_region(const struct ukp_site *s)
 	return batch_site_at(s->addr, false) >= 0;
 }
 
+/*
+ * The batch site whose region holds, past its first byte, the address a
+ * thread at a in a detour goes back to (the copy's fall-through exit,
+ * site + the region's length), or -1.  Only a detour whose jump is gone
+ * can have it so (a live jump keeps every region over its exit out), and
+ * a thread may still be in its copy: asleep in a system call there, or
+ * preempted.  Its branches out are branch targets, which no region
+ * holds; a call's return address is the same exit.
+ */
+static long detour_exit_in_batch(unsigned long a)
+{
+	struct ukp_slot_hit h;
+	if (!ukp_slot_find(a, &h) || !h.detour)
+		return -1;
+	return batch_site_at(h.exit, true);
+}
+
 static bool in_post_trampoline(unsigned long a)
 {
 	return a >= (unsigned long)ukp_post_trampoline && a < (unsigned long)ukp_post_trampoline_end;
@@ -841,6 +1092,8 @@ static int place_ip(unsigned long *ip)
 		return 3;
 	if (ukp_slot_find(a, &h) && !h.detour && in_batch_region(h.site))
 		return 3;
+	if (detour_exit_in_batch(a) >= 0)
+		return 3;	/* out of the detour in a moment */
 	for (size_t i = 0; i < ask.nnops; i++)
 		if (a > ask.nops[i] && a < ask.nops[i] + 5)
 			*ip = ask.nops[i] + 5;
@@ -848,9 +1101,28 @@ static int place_ip(unsigned long *ip)
 	if (i < 0)
 		return 2;
 	const struct ukp_site *s = ask.v[i];
-	for (unsigned k = 1; k < s->opt->map.n; k++)
-		if (s->addr + s->opt->map.orig_off[k] == a) {
-			*ip = (unsigned long)s->opt->detour + s->opt->map.copy_off[k];
+	const struct ukp_opt *o = s->opt;
+	/* a run: at a site of it, its segment's entry (its int3 has not run:
+	 * its probes' turn comes); elsewhere the instruction's copy in the
+	 * segment holding it */
+	for (unsigned r = o->nrun; r-- > 0;) {
+		const struct seg *g = o->run_seg[r];
+		if (a < g->r.addr)
+			continue;
+		if (a == g->r.addr) {
+			*ip = (unsigned long)g->detour + g->entry;
+			return 2;
+		}
+		for (unsigned k = 1; k < g->map.n; k++)
+			if (g->r.addr + g->map.orig_off[k] == a) {
+				*ip = (unsigned long)g->detour + g->map.copy_off[k];
+				return 2;
+			}
+		return 3;
+	}
+	for (unsigned k = 1; k < o->map.n; k++)
+		if (s->addr + o->map.orig_off[k] == a) {
+			*ip = (unsigned long)o->detour + o->map.copy_off[k];
 			return 2;
 		}
 	return 3;
@@ -960,6 +1232,8 @@ static int hold_ip(unsigned long a, bool frame)
 	long i = batch_site_at(a, true);
 	if (i < 0 && ukp_slot_find(a, &h) && !h.detour)
 		i = batch_site_at(h.site->addr, false);
+	if (i < 0)
+		i = detour_exit_in_batch(a);
 	if (i >= 0 && ask.held) {
 		ask.held[i] = true;
 		return 2;
@@ -973,9 +1247,13 @@ static int hold_ip(unsigned long a, bool frame)
 /* the int3 at the start of a batch site or nops, where a hit traps */
 static bool at_batch_int3(unsigned long a)
 {
-	for (size_t i = 0; i < ask.n; i++)
+	for (size_t i = 0; i < ask.n; i++) {
 		if (ask.v[i]->addr == a)
 			return true;
+		for (unsigned r = 1; r < ask.v[i]->opt->nrun; r++)
+			if (ask.v[i]->opt->run[r]->addr == a)
+				return true;
+	}
 	for (size_t i = 0; i < ask.nnops; i++)
 		if (ask.nops[i] == a)
 			return true;
@@ -1351,6 +1629,13 @@ static int ask_all_threads(struct ukp_site **v, size_t n, bool *held)
 
 /* ---- the optimizer ---------------------------------------------------------- */
 
+static int by_addr(const void *a, const void *b)
+{
+	unsigned long x = (*(struct ukp_site *const *)a)->addr;
+	unsigned long y = (*(struct ukp_site *const *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
 static void optimize_batch(void)
 {
 	struct ukp_site **batch;
@@ -1361,6 +1646,8 @@ static void optimize_batch(void)
 	unsigned long gen_target = queued_gen;
 	batch = malloc((nqueue + 1) * sizeof(*batch));
 	gens = malloc((nqueue + 1) * sizeof(*gens));
+	/* by address: a run's first site comes before the ones it takes */
+	qsort(queue, nqueue, sizeof(*queue), by_addr);
 	for (size_t i = 0; i < nqueue; i++) {
 		struct ukp_site *s = queue[i];
 		if (!s->queued)
@@ -1372,17 +1659,23 @@ static void optimize_batch(void)
 				retried_locked(s, again);
 			continue;
 		}
-		bool ok = wanted_locked(s);
+		bool run = false;
+		bool ok = wanted_locked(s, &run);
 		if (ok) {
 			prepare_locked(s);
-			ok = s->opt && s->opt->detour && wanted_locked(s);
+			ok = s->opt && s->opt->detour && wanted_locked(s, &run);
+		}
+		if (ok) {
+			s->opt->nrun = 0;
+			if (run)
+				ok = run_build_locked(s);
 		}
 		if (!ok) {
 			if (s->requeued)
 				retried_locked(s, false);
 			continue;
 		}
-		atomic_store(&s->resume, s->opt->detour + s->opt->copy);
+		run_publish_locked(s, true);
 		gens[n] = s->gen;
 		batch[n++] = s;
 	}
@@ -1407,14 +1700,21 @@ static void optimize_batch(void)
 		err = -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct ukp_site *s = batch[i];
-		if (s->gen != gens[i] || !wanted_locked(s) || !s->armed) {
+		bool run = false;
+		if (s->gen != gens[i] || !wanted_locked(s, &run) || !s->armed ||
+		    run != (s->opt->nrun > 0)) {
+			if (s->gen == gens[i]) {	/* (else unoptimised: taken back) */
+				run_publish_locked(s, false);
+				s->opt->nrun = 0;
+			}
 			if (s->requeued || s->held)
 				retried_locked(s, false);
 			continue;
 		}
 		if (err || held[i]) {
 			/* could not prove every thread outside: later */
-			atomic_store(&s->resume, NULL);
+			run_publish_locked(s, false);
+			s->opt->nrun = 0;
 			nheld += !err;
 			if (!push_locked(&retry, &nretry, &capretry, s)) {
 				if (s->requeued || s->held)	/* no try to wait for */
@@ -1430,12 +1730,12 @@ static void optimize_batch(void)
 		if (s->requeued || s->held)
 			retried_locked(s, false);
 		uint8_t jmp[UKP_ARCH_JMP_LEN];
-		ukp_arch_make_jump(jmp, s->addr, (unsigned long)s->opt->detour + s->opt->entry);
+		ukp_arch_make_jump(jmp, s->addr, jump_target(s->opt));
 		poke_region(p1, &n1, s, 1, UKP_ARCH_JMP_LEN, jmp);
 		p2[n2++] = (struct ukp_poke){ s->addr, jmp[0] };
 		ukp_mark_patched_locked(s->addr, s->opt->r.len);
 		s->optimized = true;
-		set_flags_locked(s, true);
+		set_run_flags_locked(s, true);
 	}
 	ukp_text_poke_batch(p1, n1);
 	ukp_text_poke_batch(p2, n2);

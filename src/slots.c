@@ -34,6 +34,7 @@ struct slot_meta {
 	bool post;
 	const struct ukp_copy_map *map;	/* detours: where each byte came from */
 	unsigned entry;			/* detours: where the jump lands */
+	unsigned long exit;		/* detours: where the copy goes back */
 };
 
 struct chunk {
@@ -297,10 +298,10 @@ int ukp_slot_write(uint8_t *slot, const uint8_t *code, size_t len,
 
 int ukp_slot_write_detour(uint8_t *slot, const uint8_t *code, size_t len,
 			  struct ukp_site *site, const struct ukp_copy_map *map,
-			  unsigned entry)
+			  unsigned entry, unsigned long exit)
 {
 	return slot_put(slot, code, len, (struct slot_meta){
-		.site = site, .map = map, .entry = entry });
+		.site = site, .map = map, .entry = entry, .exit = exit });
 }
 
 static const struct slot_meta *meta_of(unsigned long ip, struct chunk **cp)
@@ -335,6 +336,8 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 	h->post = m->post;
 	h->detour = m->map != NULL;
 	h->own = m->map && o >= m->map->len;
+	h->in_copy = false;
+	h->exit = m->exit;
 	if (m->map) {
 		const struct ukp_copy_map *map = m->map;
 		/* past the copy: the detour's own fast path (own: the
@@ -347,6 +350,7 @@ bool ukp_slot_find(unsigned long ip, struct ukp_slot_hit *h)
 		} else {
 			h->orig_ip = m->site->addr + map->orig_off[k];
 			h->retry_ip = base + map->copy_off[k];
+			h->in_copy = true;
 		}
 	} else {
 		h->sp_fix = m->sp_fix ? m->sp_fix[o] : 0;

@@ -884,14 +884,44 @@ void ukp_hits_gone(struct ukp_thread *t)
 		fault_rec_left(t, &t->frec[--t->nfrec]);
 }
 
-/* Where a fault of a probed instruction's copy runs it again: its slot,
+/*
+ * Where a fault of a probed instruction's copy runs it again: its slot,
  * or, once the site is being optimised, the detour's copy of its region
  * (the slot jumps back to the instruction after it, which the jump may
- * cover by the time a handler that waited returns). */
+ * cover by the time a handler that waited returns).
+ *
+ * In a detour: its copy while the site's jump is there or pending
+ * (resume set: the copy goes back to the region's end, which stays clear
+ * of other jumps).  Once the jump is gone, the original code instead -
+ * the instruction in place, or the site's slot for its first one (its
+ * int3 may be armed, and the hit's handlers ran) - since the copy goes
+ * back to the address after the old region, which a new probe's jump may
+ * cover by then: the optimizer judged the frame by the original address
+ * this handler showed, and moved it if a new region held it.  Called
+ * with the optimizer's question blocked: the answer sees the frame
+ * before or after this choice, never between the choice and its store.
+ */
 static unsigned long retry_at(const struct ukp_slot_hit *h)
 {
-	uint8_t *r = h->detour ? NULL : atomic_load_explicit(&h->site->resume, memory_order_acquire);
+	uint8_t *r = atomic_load_explicit(&h->site->resume, memory_order_acquire);
+	if (h->detour) {
+		if (r || h->own)
+			return h->retry_ip;
+		if (h->in_copy && h->orig_ip == h->site->addr)
+			return (unsigned long)h->site->slot;
+		return h->orig_ip;
+	}
 	return r ? (unsigned long)r : h->retry_ip;
+}
+
+/* the frame's ip, if still the fault's original address, to retry_at() */
+static void retry_set(const struct ukp_slot_hit *h, ucontext_t *uc, unsigned long at)
+{
+	uint64_t ask = 1ULL << (UKP_SIG_ASK - 1), old = 0;
+	ukp_raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&ask, (long)&old, 8, 0, 0);
+	if (ukp_arch_uc_ip(uc) == at)
+		ukp_arch_uc_set_ip(uc, retry_at(h));
+	ukp_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 }
 
 static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
@@ -927,13 +957,12 @@ static void slot_fault(const struct ukp_slot_hit *h, int sig, siginfo_t *si,
 			ukp_arch_regs_to_uc(uc, &regs);
 			/* unchanged ip: run the instruction again, out of line */
 			if (regs.ip == at && regs.sp == ukp_arch_uc_sp(uc))
-				ukp_arch_uc_set_ip(uc, retry_at(h));
+				retry_set(h, uc, at);
 			return;
 		}
 	}
 	chain(sig, si, uc);
-	if (ukp_arch_uc_ip(uc) == at)
-		ukp_arch_uc_set_ip(uc, retry_at(h));	/* retry without a second hit */
+	retry_set(h, uc, at);	/* retry without a second hit */
 }
 
 /*

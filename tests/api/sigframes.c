@@ -13,6 +13,12 @@
  * program's SIGSEGV handler waits for the test to optimise the probe
  * before it opens the page and returns (the load runs again).
  *
+ * Then threads parked at each instruction boundary of regions holding a
+ * conditional branch or a system call (fabricated in a signal handler,
+ * which sets the registers the boundary has and waits); threads left in
+ * the detour of a probe whose jump is gone, whose way back a new region
+ * holds (asleep in its system call, or faulting in its copy).
+ *
  * Then the question's own corners: wait_for_kprobe_optimizer() called
  * while a retry batch runs; a program handler that longjmps out of the
  * answer; a frame in the post trampoline, which returns to a site it
@@ -56,6 +62,14 @@ long sfr_other(long x);
 __asm__(".text\n.p2align 4\n.globl sfr_other\n.type sfr_other,@function\n"
 	"sfr_other: push %rbp\n mov %rdi,%rax\n add $1,%rax\n pop %rbp\n ret\n"
 	".size sfr_other,.-sfr_other\n");
+
+/* read(fd, buf, n) + 1: a probe at 0 covers [0, 7) (xor, syscall, mov),
+ * one at 4 covers [4, 11) (mov, lea): the first one's copy goes back to 7,
+ * inside the second one's jump */
+long sfr_sys(long fd, void *buf, long n);
+__asm__(".text\n.p2align 4\n.globl sfr_sys\n.type sfr_sys,@function\n"
+	"sfr_sys: xor %eax,%eax\n syscall\n mov %rax,%rcx\n lea 1(%rcx),%rax\n ret\n"
+	".size sfr_sys,.-sfr_sys\n");
 
 static long *page;
 static long (*volatile load_fn)(const long *) = sfr_load;
@@ -742,4 +756,370 @@ UKT_CASE_T(answer_on_the_least_sigaltstack, 30)
 	atomic_store(&f_stop, 1);
 	pthread_join(th, NULL);
 
+}
+
+/* ---- a thread asleep in a stale detour, whose way out is a new region ---- */
+
+/* f + k, computed at run time: a rip-relative lea of f + k (clang folds
+ * the constant) is a code pointer into f's middle, which the analysis
+ * counts as a jump target */
+static kprobe_opcode_t *code_at(void *f, unsigned long k)
+{
+	unsigned long a = (unsigned long)f;
+	__asm__("" : "+r"(a));
+	return (kprobe_opcode_t *)(a + k);
+}
+
+static atomic_int reader_tid;
+static int sys_pipe[2];
+
+static void *sys_reader(void *arg)
+{
+	(void)arg;
+	char c;
+	atomic_store(&reader_tid, (int)syscall(SYS_gettid));
+	return (void *)sfr_sys(sys_pipe[0], &c, 1);
+}
+
+/* the system call thread tid sleeps in (its number), or -1 running */
+static long sleeping_in(int tid)
+{
+	char path[64], buf[256] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	FILE *f = fopen(path, "r");
+	UKT_ASSERT(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return !strncmp(buf, "running", 7) ? -1 : strtol(buf, NULL, 10);
+}
+
+/*
+ * A thread sleeps in the read() of a probe's detour copy; the probe goes
+ * away (its jump with it), and a probe whose region holds the address the
+ * copy goes back to is registered.  Its jump must wait for the thread to
+ * leave the detour: written under it, the thread would go back into the
+ * jump's displacement.  Held, not waited for (the thread may sleep for
+ * good); once the thread is out, a later try optimises it.
+ */
+UKT_CASE_T(thread_asleep_in_a_detour_holds_a_region_over_its_way_back, 60)
+{
+	UKT_EQ(pipe(sys_pipe), 0);
+	struct kprobe kx = { .addr = (void *)sfr_sys, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kx), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kx);
+
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, sys_reader, NULL), 0);
+	while (!atomic_load(&reader_tid))
+		sched_yield();
+	int tid = atomic_load(&reader_tid);
+	for (int i = 0; i < 5000 && !(__atomic_load_n(&hits, __ATOMIC_RELAXED) == 1 &&
+				       sleeping_in(tid) == SYS_read); i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	UKT_EQ(sleeping_in(tid), SYS_read);
+	unsigned long pc = stopped_pc(tid);	/* in the detour's copy */
+	UKT_ASSERT(pc < (unsigned long)sfr_sys || pc >= (unsigned long)code_at(sfr_sys, 16));
+	unregister_kprobe(&kx);
+
+	struct kprobe ky = { .addr = code_at(sfr_sys, 4), .pre_handler = count };
+	UKT_EQ(register_kprobe(&ky), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EQ(ukt_probe_flags(&ky) & KPROBE_FLAG_OPTIMIZED, 0);	/* held */
+	UKT_EQ(stopped_pc(tid), pc);	/* still asleep there */
+
+	UKT_EQ(write(sys_pipe[1], "x", 1), 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 2);
+	UKT_EQ(hits, 1);	/* kx's: ky's instruction ran in kx's copy */
+	for (int i = 0; i < 2000 && !(ukt_probe_flags(&ky) & KPROBE_FLAG_OPTIMIZED); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	UKT_EXPECT_OPTIMIZED(&ky);
+	char c;
+	UKT_EQ(write(sys_pipe[1], "y", 1), 1);
+	UKT_EQ(sfr_sys(sys_pipe[0], &c, 1), 2);
+	UKT_EQ(c, 'y');
+	UKT_EQ(hits, 2);
+	unregister_kprobe(&ky);
+}
+
+/*
+ * The same with a signal frame: a thread faults on the load of a probe's
+ * detour copy and its handler waits; the probe goes away and a probe
+ * over the copy's way back (sfr_load + 8, inside a region from + 4) is
+ * registered and optimised.  The load runs again in the original code
+ * (the jump it was copied for is gone), not in the copy, which would go
+ * back into the new jump's displacement; on its way out it meets the new
+ * probe, whose handler runs.
+ */
+UKT_CASE_T(fault_in_a_stale_detour_runs_again_in_the_original_code, 60)
+{
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UKT_ASSERT(page != MAP_FAILED);
+	*page = 37;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct kprobe kx = { .addr = (void *)sfr_load, .pre_handler = count };
+	UKT_EQ(register_kprobe(&kx), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&kx);
+
+	UKT_EQ(mprotect(page, 4096, PROT_NONE), 0);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, loader, NULL), 0);
+	while (!atomic_load(&in_handler))
+		sched_yield();
+	UKT_EQ(hits, 1);
+	/* the load faulted in the detour's copy (the program's handler is
+	 * shown the original instruction) */
+	UKT_EQ(fault_ip, (unsigned long)code_at(sfr_load, 1));
+	unregister_kprobe(&kx);
+
+	struct kprobe ky = { .addr = code_at(sfr_load, 4), .pre_handler = count };
+	UKT_EQ(register_kprobe(&ky), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&ky);
+
+	atomic_store(&go, 1);
+	void *v;
+	UKT_EQ(pthread_join(th, &v), 0);
+	UKT_EQ((long)v, 42);
+	UKT_EQ(hits, 2);	/* kx's, then ky's */
+	UKT_EQ(sfr_load(page), 42);
+	UKT_EQ(hits, 3);
+	unregister_kprobe(&ky);
+}
+
+/* ---- a thread parked at each instruction boundary of a region ------------ */
+
+/*
+ * Regions with a conditional branch and a system call inside (the copy
+ * goes on after them): a probe at sfr_jcc_p covers [0, 6) = mov, jz, add;
+ * one at sfr_sys_p covers [0, 6) = mov, syscall, add.
+ *   sfr_jcc(x, y): y ? x + y : x + 100
+ *   sfr_sysg(nr, y): syscall nr (getpid) + y
+ */
+long sfr_jcc(long x, long y);
+long sfr_sysg(long nr, long y);
+__asm__(".text\n.p2align 4\n.globl sfr_jcc\n.type sfr_jcc,@function\n"
+	"sfr_jcc: test %esi,%esi\n"
+	".globl sfr_jcc_p\nsfr_jcc_p: mov %edi,%eax\n jz 1f\n add %esi,%eax\n ret\n"
+	"1: lea 100(%rax),%eax\n ret\n"
+	".size sfr_jcc,.-sfr_jcc\n"
+	".p2align 4\n.globl sfr_sysg\n.type sfr_sysg,@function\n"
+	"sfr_sysg:\n"
+	".globl sfr_sys_p\nsfr_sys_p: mov %edi,%eax\n syscall\n add %esi,%eax\n ret\n"
+	".size sfr_sysg,.-sfr_sysg\n"
+	/* where a parked thread's fabricated call returns */
+	".globl sfr_land\nsfr_land: mov %rax,%rdi\n call park_done\n ud2\n");
+extern char sfr_jcc_p[], sfr_sys_p[], sfr_land[];
+
+/* one parking place: the boundary, and the registers there */
+struct park {
+	const char *what;
+	char *probe;		/* the probe point, the region's start */
+	unsigned off;		/* the boundary, from it */
+	long ax, di, si;
+	bool zf;
+	long want;
+};
+
+static struct park cur_park;
+static sigjmp_buf park_jb;
+static atomic_int parked, park_go;
+static long park_result;
+static unsigned long park_stack[1024] __attribute__((aligned(16)));
+
+void park_done(long r);
+void park_done(long r)
+{
+	park_result = r;
+	siglongjmp(park_jb, 1);
+}
+
+/* SIGUSR2: the thread goes to the boundary with the registers it has
+ * there, as if called, and stays in this handler until told: its frame
+ * is what the optimizer's question finds, inside the region */
+static void park_here(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ctx;
+	greg_t *g = uc->uc_mcontext.gregs;
+	unsigned long *top = park_stack + 1024 - 2;	/* 16-aligned */
+	top[-1] = (unsigned long)sfr_land;		/* the return address */
+	g[REG_RSP] = (greg_t)(top - 1);
+	g[REG_RIP] = (greg_t)(cur_park.probe + cur_park.off);
+	g[REG_RAX] = cur_park.ax;
+	g[REG_RDI] = cur_park.di;
+	g[REG_RSI] = cur_park.si;
+	g[REG_EFL] = (g[REG_EFL] & ~0x40L) | (cur_park.zf ? 0x40L : 0);
+	atomic_store(&parked, 1);
+	while (!atomic_load(&park_go))
+		sched_yield();
+}
+
+static void *park_thread(void *arg)
+{
+	(void)arg;
+	if (sigsetjmp(park_jb, 1) == 0) {
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR2);
+		return (void *)-1L;	/* the handler's return went elsewhere */
+	}
+	return (void *)1L;
+}
+
+/*
+ * For each instruction boundary of the region (its start too): a thread
+ * parked there (in a signal handler whose frame returns there), the probe
+ * registered and optimised - the question moves the frame to the same
+ * instruction in the detour's copy - then the thread goes on and must
+ * compute what the function computes; the probe's handler runs only for
+ * the thread parked at the start, which then enters the jump.
+ */
+UKT_CASE_T(thread_parked_at_each_boundary_of_a_region_goes_on_in_the_copy, 60)
+{
+	long pid = getpid();
+	const struct park parks[] = {
+		{ "jcc, at the start", sfr_jcc_p, 0, 0, 7, 5, false, 12 },
+		{ "jcc, at the jz (taken)", sfr_jcc_p, 2, 7, 7, 0, true, 107 },
+		{ "jcc, at the jz (not taken)", sfr_jcc_p, 2, 7, 7, 5, false, 12 },
+		{ "jcc, at the add", sfr_jcc_p, 4, 7, 7, 5, false, 12 },
+		{ "syscall, at the start", sfr_sys_p, 0, 0, SYS_getpid, 3, false, pid + 3 },
+		{ "syscall, at the syscall", sfr_sys_p, 2, SYS_getpid, SYS_getpid, 3, false, pid + 3 },
+		{ "syscall, after it", sfr_sys_p, 4, pid, SYS_getpid, 3, false, pid + 3 },
+	};
+	UKT_EQ(sfr_jcc(7, 5), 12);
+	UKT_EQ(sfr_jcc(7, 0), 107);
+	UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = park_here;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+
+	for (size_t i = 0; i < sizeof(parks) / sizeof(parks[0]); i++) {
+		cur_park = parks[i];
+		atomic_store(&parked, 0);
+		atomic_store(&park_go, 0);
+		park_result = 0;
+		hits = 0;
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, park_thread, NULL), 0);
+		while (!atomic_load(&parked))
+			sched_yield();
+		struct kprobe kp = { .addr = (kprobe_opcode_t *)cur_park.probe, .pre_handler = count };
+		UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp);
+		atomic_store(&park_go, 1);
+		void *v;
+		UKT_EQ(pthread_join(th, &v), 0);
+		UKT_EQ((long)v, 1);
+		if (park_result != cur_park.want)
+			UKT_FAIL("%s: %ld, want %ld", cur_park.what, park_result, cur_park.want);
+		UKT_EQ(hits, cur_park.off == 0);
+		unregister_kprobe(&kp);
+	}
+}
+
+/* ---- runs: every instruction of a region probed --------------------------- */
+
+static long ip_wrong;
+static int count_ip(struct kprobe *p, struct pt_regs *r)
+{
+	if (r->ip != (unsigned long)p->addr)
+		ip_wrong++;
+	hits++;
+	return 0;
+}
+
+/*
+ * A probe on each instruction of the regions (mov, jz, add; mov, syscall,
+ * add): one jump, one detour segment per probe (a run), each probe seen
+ * at its own address, every call exact.  A thread parked at each
+ * boundary goes on in the segment of the probe there, whose handler then
+ * runs (its int3 had not), and in the ones after it.  Then one probe of
+ * the run goes away: the others stay optimised (a shorter run), exact.
+ */
+UKT_CASE_T(thread_parked_at_each_boundary_of_a_run_goes_on_in_its_segments, 60)
+{
+	long pid = getpid();
+	struct { struct park k; long hits; } parks[] = {
+		{ { "jcc, at the start", sfr_jcc_p, 0, 0, 7, 5, false, 12 }, 3 },
+		{ { "jcc, at the jz (taken)", sfr_jcc_p, 2, 7, 7, 0, true, 107 }, 1 },
+		{ { "jcc, at the jz (not taken)", sfr_jcc_p, 2, 7, 7, 5, false, 12 }, 2 },
+		{ { "jcc, at the add", sfr_jcc_p, 4, 7, 7, 5, false, 12 }, 1 },
+		{ { "syscall, at the start", sfr_sys_p, 0, 0, SYS_getpid, 3, false, pid + 3 }, 3 },
+		{ { "syscall, at the syscall", sfr_sys_p, 2, SYS_getpid, SYS_getpid, 3, false,
+		    pid + 3 }, 2 },
+		{ { "syscall, after it", sfr_sys_p, 4, pid, SYS_getpid, 3, false, pid + 3 }, 1 },
+	};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = park_here;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+
+	for (size_t i = 0; i < sizeof(parks) / sizeof(parks[0]); i++) {
+		cur_park = parks[i].k;
+		atomic_store(&parked, 0);
+		atomic_store(&park_go, 0);
+		park_result = 0;
+		hits = 0;
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, park_thread, NULL), 0);
+		while (!atomic_load(&parked))
+			sched_yield();
+		struct kprobe kp[3];
+		for (int j = 0; j < 3; j++) {
+			memset(&kp[j], 0, sizeof(kp[j]));
+			kp[j].addr = code_at(cur_park.probe, 2 * (unsigned long)j);
+			kp[j].pre_handler = count_ip;
+			UKT_EQ(register_kprobe(&kp[j]), 0);
+		}
+		wait_for_kprobe_optimizer();
+		for (int j = 0; j < 3; j++)
+			UKT_EXPECT_OPTIMIZED(&kp[j]);
+		atomic_store(&park_go, 1);
+		void *v;
+		UKT_EQ(pthread_join(th, &v), 0);
+		UKT_EQ((long)v, 1);
+		if (park_result != cur_park.want)
+			UKT_FAIL("%s: %ld, want %ld", cur_park.what, park_result, cur_park.want);
+		if (hits != parks[i].hits)
+			UKT_FAIL("%s: %ld hits, want %ld", cur_park.what, hits, parks[i].hits);
+		/* every call: each probe on its way, at its own address */
+		hits = 0;
+		if (cur_park.probe == sfr_jcc_p) {
+			UKT_EQ(sfr_jcc(7, 5), 12);
+			UKT_EQ(sfr_jcc(7, 0), 107);
+			UKT_EQ(hits, 3 + 2);
+		} else {
+			UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+			UKT_EQ(hits, 3);
+		}
+		/* the middle one goes: the others, a shorter run, stay exact */
+		unregister_kprobe(&kp[1]);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp[0]);
+		UKT_EXPECT_OPTIMIZED(&kp[2]);
+		hits = 0;
+		if (cur_park.probe == sfr_jcc_p) {
+			UKT_EQ(sfr_jcc(7, 5), 12);
+			UKT_EQ(sfr_jcc(7, 0), 107);
+			UKT_EQ(hits, 2 + 1);
+		} else {
+			UKT_EQ(sfr_sysg(SYS_getpid, 3), pid + 3);
+			UKT_EQ(hits, 2);
+		}
+		unregister_kprobe(&kp[0]);
+		unregister_kprobe(&kp[2]);
+		UKT_EQ(ip_wrong, 0);
+	}
 }

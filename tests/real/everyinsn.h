@@ -581,6 +581,70 @@ EI_FN size_t ei_sweep(const struct ei_fn *fn, struct ei_insn **out)
 	return n;
 }
 
+/*
+ * Every instruction boundary of fn appended to *v (grown as needed): like
+ * ei_sweep(), but stops at bytes Zydis cannot decode instead of failing
+ * (hand-written code of the C library holds data in a few functions).
+ * 0, or 1 when the function was swept only partly.
+ */
+EI_FN int ei_sweep_addrs(const struct ei_fn *fn, unsigned long **v, size_t *n, size_t *cap)
+{
+	static ZydisDecoder dec;
+	static int ready;
+	unsigned long pc = fn->start, end = fn->start + fn->size;
+
+	if (!ready) {
+		ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+		ready = 1;
+	}
+	while (pc < end) {
+		ZydisDecodedInstruction d;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, (const void *)pc, end - pc, &d, ops)))
+			return 1;
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 65536;
+			*v = realloc(*v, *cap * sizeof(**v));
+			if (!*v) {
+				fprintf(stderr, "ei_sweep_addrs: out of memory\n");
+				exit(1);
+			}
+		}
+		(*v)[(*n)++] = pc;
+		pc += d.length;
+	}
+	return 0;
+}
+
+/* Has the file at path a .symtab, or a debug file found by build-id? */
+EI_FN int ei_has_symbols(const char *path)
+{
+	size_t len;
+	const void *f = ei_map_file(path, &len);
+	int yes = 0;
+
+	if (!f)
+		return 0;
+	if (memcmp(f, ELFMAG, SELFMAG) == 0) {
+		const Elf64_Shdr *nsh = ei_section(f, ".note.gnu.build-id", SHT_NOTE);
+		if (ei_section(f, NULL, SHT_SYMTAB)) {
+			yes = 1;
+		} else if (nsh) {
+			const Elf64_Nhdr *nh = (const void *)((const char *)f + nsh->sh_offset);
+			const unsigned char *id = (const unsigned char *)(nh + 1) +
+						  ((nh->n_namesz + 3) & ~3U);
+			char dbg[256];
+			int k = snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%02x/", id[0]);
+			for (unsigned i = 1; i < nh->n_descsz && k < (int)sizeof(dbg) - 8; i++)
+				k += snprintf(dbg + k, sizeof(dbg) - k, "%02x", id[i]);
+			snprintf(dbg + k, sizeof(dbg) - k, ".debug");
+			yes = access(dbg, R_OK) == 0;
+		}
+	}
+	munmap((void *)f, len);
+	return yes;
+}
+
 /* ---- closures ------------------------------------------------------------- */
 
 struct ei_fnset {

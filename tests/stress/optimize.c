@@ -13,7 +13,8 @@
  *   - a post_handler probe at the same address, registered and
  *     unregistered (alone or in a batch, sometimes before the optimizer
  *     has run);
- *   - a probe inside the region, registered and unregistered;
+ *   - a probe inside the region, registered and unregistered: with a
+ *     post_handler it blocks the jump, without it joins the jump's run;
  *   - disable/enable of one of them (that one is then not exact);
  *   - register, optimize, unregister of fresh probes (an optimized probe
  *     removed under running threads; no handler after unregister);
@@ -604,12 +605,16 @@ static void flip_knob(long it)
 	check_all(true, "knob on, wait", it);
 }
 
-/* a post_handler probe at each site (at), or a probe inside each region (!at) */
+/* a post_handler probe at each site (at), or a probe inside each region
+ * (!at): with a post_handler every other two iterations, which blocks the
+ * jump; without, it joins the jump's run (the jump is taken out and put
+ * back with the run's segments, and again without) */
 static void flip_blockers(long it, bool at)
 {
 	struct tprobe *t[NFN];
+	bool post = at || (it & 4);
 	for (int k = 0; k < NFN; k++)
-		t[k] = t_new(k, at ? site(k) : inner(k), at);
+		t[k] = t_new(k, at ? site(k) : inner(k), post);
 	AT(at ? "registering post_handler probes" : "registering inner probes");
 	t_register(t, NFN, it & 1);
 	if (it % 4 == 1) {
@@ -625,8 +630,9 @@ static void flip_blockers(long it, bool at)
 	AT("registered them, waiting");
 	wait_for_kprobe_optimizer();
 	AT("registered them, waited");
-	check_all(false, at ? "post_handler probe registered, wait" : "inner probe registered, wait",
-		  it);
+	check_all(!post, at ? "post_handler probe registered, wait" :
+		  post ? "inner post_handler probe registered, wait" :
+		  "inner probe registered (a run), wait", it);
 	AT("unregistering them");
 	t_unregister(t, NFN, it & 2);
 	AT("unregistered them, waiting");

@@ -2326,14 +2326,15 @@ void ukp_init_once(void);	/* internal.h: the engine, once */
 
 /* The region [A, A+n) of these bytes, decoded, into a detour built at D:
  * its copy's bytes (from the copy's start), and its map. */
-static size_t detour_copy(const uint8_t *code, size_t n, unsigned long a, unsigned long d,
-			  uint8_t *out, struct ukp_copy_map *map)
+static size_t detour_copy_next(const uint8_t *code, size_t n, unsigned long a, unsigned long d,
+			       uint8_t *out, struct ukp_copy_map *map, unsigned long next)
 {
 	static struct ukp_region r;
 	static uint8_t buf[UKP_DETOUR_MAX];
 	ukp_init_once();	/* the engine the template's copy reads */
 	memset(&r, 0, sizeof(r));
 	r.addr = a;
+	r.next = next;
 	for (size_t off = 0; off < n; r.ninsn++) {
 		int len = ukp_arch_decode(code + off, n - off, a + off, &r.insn[r.ninsn]);
 		UKT_ASSERT(len > 0);
@@ -2371,6 +2372,12 @@ static void put_rel32(uint8_t *p, unsigned long from_end, unsigned long to)
 {
 	int32_t v = (int32_t)(long)(to - from_end);
 	memcpy(p, &v, 4);
+}
+
+static size_t detour_copy(const uint8_t *code, size_t n, unsigned long a, unsigned long d,
+			  uint8_t *out, struct ukp_copy_map *map)
+{
+	return detour_copy_next(code, n, a, d, out, map, 0);
 }
 
 /*
@@ -2437,4 +2444,35 @@ UKT_CASE(detour_syscall_inside_region)
 	put_rel32(want + 16, copy_at + 20, a + 5);
 	expect_bytes("syscall inside", got, n, want, sizeof(want));
 	UKT_EQ(map.copy_off[1], 12);
+}
+
+/*
+ * A run's segment: the copy falls through to the next segment's entry N
+ * (region.next), not back to A + len; a jcc's taken way still goes to its
+ * target, a system call's rcx is still the address after it in place.
+ *	85 ff 74 02 eb 05 e9 <A+4+0x10> e9 <N>
+ *	0f 05 48 b9 <A+2 as 8 bytes> e9 <N>
+ */
+UKT_CASE(detour_segment_goes_on_to_the_next)
+{
+	const unsigned long a = 0x7f0000401000UL, d = a + 0x3000, nx = a + 0x5008;
+	uint8_t got[UKP_DETOUR_MAX];
+	struct ukp_copy_map map;
+	static const uint8_t jcc[] = { 0x85, 0xff, 0x74, 0x10 };
+	size_t n = detour_copy_next(jcc, sizeof(jcc), a, d, got, &map, nx);
+	uint8_t want[] = { 0x85, 0xff, 0x74, 0x02, 0xeb, 0x05, 0xe9, 0, 0, 0, 0,
+			   0xe9, 0, 0, 0, 0 };
+	unsigned long copy_at = d + (map.len - n);
+	put_rel32(want + 7, copy_at + 11, a + 4 + 0x10);
+	put_rel32(want + 12, copy_at + 16, nx);
+	expect_bytes("jcc segment", got, n, want, sizeof(want));
+
+	static const uint8_t sys[] = { 0x0f, 0x05 };
+	n = detour_copy_next(sys, sizeof(sys), a, d, got, &map, nx);
+	uint8_t want2[] = { 0x0f, 0x05, 0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, 0xe9, 0, 0, 0, 0 };
+	unsigned long next = a + 2;
+	copy_at = d + (map.len - n);
+	memcpy(want2 + 4, &next, 8);
+	put_rel32(want2 + 13, copy_at + 17, nx);
+	expect_bytes("syscall segment", got, n, want2, sizeof(want2));
 }

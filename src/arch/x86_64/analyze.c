@@ -1406,6 +1406,9 @@ static int refuse(char *why, size_t n, int err, const char *fmt, ...)
 	return err;
 }
 
+static void liveness_class(const struct objscan *os, unsigned long flo, unsigned long fhi,
+			   unsigned long addr, enum ukp_vsave *vsave, bool *flags_dead);
+
 int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fhi,
 			 const struct ukp_objdesc *od, struct ukp_region *r,
 			 char *why, size_t wn)
@@ -1504,6 +1507,14 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 		return refuse(why, wn, -EINVAL, "jump into the region: to +%lu",
 			      os->targets.v[ti] - addr);
 
+	liveness_class(os, flo, fhi, addr, &r->vsave, &r->flags_dead);
+	return 0;
+}
+
+/* The vector class and the flags' liveness at addr, from the function */
+static void liveness_class(const struct objscan *os, unsigned long flo, unsigned long fhi,
+			   unsigned long addr, enum ukp_vsave *vsave, bool *flags_dead)
+{
 	struct vm live;
 	/* the trampolines save registers whole, at the CPU's width (a
 	 * register live in its low 128 bits only is saved zmm-wide on
@@ -1513,19 +1524,39 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	 * status flags dead there: the detour's fast paths need not put them
 	 * back (relocate.c) */
 	bool known = liveness(os, flo, fhi, addr, &live);
-	r->flags_dead = known && !(live.lo & VM_FLAGS);
+	*flags_dead = known && !(live.lo & VM_FLAGS);
 	live.lo &= ~VM_FLAGS;
 	if (!known || (live.lo & VM_X87)) {
-		r->vsave = UKP_VSAVE_XSAVE;
+		*vsave = UKP_VSAVE_XSAVE;
 	} else if (!live.lo && !live.hi) {
-		r->vsave = UKP_VSAVE_NONE;
+		*vsave = UKP_VSAVE_NONE;
 	} else if (!((live.lo | live.hi) & ~VM_ARGS)) {
-		r->vsave = UKP_VSAVE_ARGS;
+		*vsave = UKP_VSAVE_ARGS;
 	} else if (!((live.lo | live.hi) & ~0xffffULL)) {
-		r->vsave = UKP_VSAVE_ALL16;
+		*vsave = UKP_VSAVE_ALL16;
 	} else {
-		r->vsave = ukp_vec_level >= 2 ? UKP_VSAVE_ALL32 : UKP_VSAVE_XSAVE;
+		*vsave = ukp_vec_level >= 2 ? UKP_VSAVE_ALL32 : UKP_VSAVE_XSAVE;
 	}
+}
+
+int ukp_arch_opt_point(unsigned long addr, unsigned long flo, unsigned long fhi,
+		       const struct ukp_objdesc *od, enum ukp_vsave *vsave, bool *flags_dead)
+{
+	*vsave = UKP_VSAVE_XSAVE;	/* unknown: everything */
+	*flags_dead = false;
+	if (!od || !od->key)
+		return -ENOENT;
+	struct objscan *os = scan_object(od);
+	if (!os)
+		return -ENOMEM;
+	if (fhi <= flo) {
+		const struct ukp_range *fr = range_containing(os, addr);
+		if (!fr)
+			return -ENOENT;
+		flo = fr->lo;
+		fhi = fr->hi;
+	}
+	liveness_class(os, flo, fhi, addr, vsave, flags_dead);
 	return 0;
 }
 

@@ -125,6 +125,8 @@ struct ukp_region {
 	enum ukp_vsave vsave;
 	bool flags_dead;	/* no status flag live at addr (liveness) */
 	uint8_t orig[16];	/* the original bytes of [addr, addr+len) */
+	unsigned long next;	/* where the copy's fall-through goes: 0 is
+				   addr + len (a run's segment: the next one) */
 };
 
 /*
@@ -136,6 +138,10 @@ struct ukp_region {
 int ukp_arch_opt_analyze(unsigned long addr, unsigned long func_lo,
 			 unsigned long func_hi, const struct ukp_objdesc *obj,
 			 struct ukp_region *r, char *why, size_t whylen);
+/* The vector class and the status flags' liveness at addr alone (a run
+ * of probed instructions: each one's segment); 0, or -ENOENT. */
+int ukp_arch_opt_point(unsigned long addr, unsigned long func_lo, unsigned long func_hi,
+		       const struct ukp_objdesc *obj, enum ukp_vsave *vsave, bool *flags_dead);
 /* Objects went away: drop their cached analyses. */
 void ukp_arch_opt_forget_if(bool (*gone)(const void *key));
 

@@ -133,10 +133,10 @@ static int emit_jcc_taken(struct emit *e, const struct ukp_insn *in, uint8_t *b,
 
 /* One instruction, relocated, then on to where it would have gone. */
 static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
-		     void *site, int16_t *sp_fix)
+		     void *site, int16_t *sp_fix, unsigned long cont)
 {
 	struct emit e = *ep;
-	unsigned long next = in->addr + in->len;
+	unsigned long next = in->addr + in->len;	/* cont: where it falls through */
 	uint8_t b[UKP_ARCH_MAX_INSN];
 
 	memcpy(b, in->bytes, in->len);
@@ -145,7 +145,7 @@ static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 	case UKP_FLOW_NONE:
 	case UKP_FLOW_STOP:
 		emit_copy(&e, in, b);
-		emit_cont(&e, next, post, site);
+		emit_cont(&e, cont, post, site);
 		break;
 	case UKP_FLOW_SYSCALL:
 		emit_copy(&e, in, b);
@@ -154,7 +154,7 @@ static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 		put8(&e, 0x48);
 		put8(&e, 0xb9);
 		put64(&e, next);
-		emit_cont(&e, next, post, site);
+		emit_cont(&e, cont, post, site);
 		break;
 	case UKP_FLOW_JMP:
 		emit_cont(&e, in->target, post, site);
@@ -163,7 +163,7 @@ static int emit_insn(struct emit *ep, const struct ukp_insn *in, int post,
 		int err = emit_jcc_taken(&e, in, b, post, site);
 		if (err)
 			return err;
-		emit_cont(&e, next, post, site);
+		emit_cont(&e, cont, post, site);
 		break;
 	}
 	case UKP_FLOW_CALL: {
@@ -223,7 +223,7 @@ int ukp_arch_build_slot(const struct ukp_insn *in, uint8_t *buf,
 {
 	struct emit e = { .buf = buf, .at = slot_addr, .cap = UKP_SLOT_MAX };
 	int16_t fix[UKP_COPY_MAP_MAX] = { 0 };
-	int err = emit_insn(&e, in, post, site, fix);
+	int err = emit_insn(&e, in, post, site, fix, in->addr + in->len);
 	memcpy(sp_fix, fix, UKP_SLOT_MAX * sizeof(*fix));
 	return err ? err : (int)e.len;
 }
@@ -422,7 +422,8 @@ int ukp_arch_build_detour(const struct ukp_region *r, uint8_t *buf,
 		map->copy_off[k] = (uint16_t)e.len;
 		map->orig_off[k] = (uint16_t)(in->addr - r->addr);
 		if (k + 1 == r->ninsn) {
-			if ((err = emit_insn(&e, in, 0, site, map->sp_fix)))
+			if ((err = emit_insn(&e, in, 0, site, map->sp_fix,
+					     r->next ? r->next : in->addr + in->len)))
 				return err;
 		} else if (in->flow == UKP_FLOW_JCC) {
 			/* inside the region (analyze.c: its target is not) */
