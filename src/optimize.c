@@ -81,6 +81,10 @@ struct ukp_opt {
 	unsigned nrun;
 	struct ukp_site *run[UKP_REGION_MAX];
 	struct seg *run_seg[UKP_REGION_MAX];
+	/* a punned jump (r.pun): its prefixes and the hop it lands on, a
+	 * jmp to the detour's entry (made once, never freed, as detours) */
+	unsigned pun_p;
+	unsigned long hop;
 };
 
 static int opt_knob = 1;
@@ -131,10 +135,11 @@ static void set_run_flags_locked(struct ukp_site *s, bool on)
 		set_flags_locked(s->opt->run[i], on);
 }
 
-/* Does the analysed region of s, k bytes before an address, cover it? */
+/* Does the analysed region of s, k bytes before an address, cover it:
+ * a byte its jump writes, or (punned) reads? */
 static bool region_covers(const struct ukp_site *s, unsigned k)
 {
-	return s && s->opt && s->opt->state > 0 && k < s->opt->r.len;
+	return s && s->opt && s->opt->state > 0 && k < ukp_arch_span(&s->opt->r);
 }
 
 bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
@@ -191,7 +196,7 @@ static bool wanted_locked(struct ukp_site *s, bool *run)
 	 * jump's own bytes, which every region covers), unless a run takes
 	 * them: each at an instruction of the analysed region, plain, not
 	 * optimised nor in another run */
-	unsigned len = region_covers(s, 0) ? s->opt->r.len : UKP_ARCH_JMP_LEN;
+	unsigned len = region_covers(s, 0) ? ukp_arch_span(&s->opt->r) : UKP_ARCH_JMP_LEN;
 	bool inside = false;
 	for (unsigned k = 1; k < len; k++) {
 		struct ukp_site *o = ukp_site_lookup(s->addr + k);
@@ -637,6 +642,120 @@ int ukp_opt_force_tramp(unsigned long addr, void (*tramp)(void))
 }
 
 /* The detour, once per site (never freed: a thread may be inside). */
+/*
+ * Hops: where a punned jump lands (its target fixed but for its low
+ * bytes), a jmp rel32 to the detour.  Pages of our own mapped where the
+ * targets fall (read+exec, written through /proc/self/mem as code is),
+ * a byte map of what each holds; never freed, as slots.
+ */
+struct hop_page { unsigned long base; uint64_t used[4096 / 64]; };
+static struct hop_page *hop_pages;	/* under ukp_lock */
+static size_t nhop_pages, caphop_pages;
+
+static bool hop_free(const struct hop_page *g, unsigned off)
+{
+	for (unsigned i = off; i < off + UKP_ARCH_JMP_LEN; i++)
+		if (g->used[i / 64] & (1ULL << (i % 64)))
+			return false;
+	return true;
+}
+
+static bool reaches(unsigned long from, unsigned long to)
+{
+	long d = (long)(to - (from + UKP_ARCH_JMP_LEN));
+	return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+/* a hop's address in [lo, hi] within a page of ours, or 0 */
+static unsigned long hop_in_pages(unsigned long lo, unsigned long hi, unsigned long to)
+{
+	for (size_t i = 0; i < nhop_pages; i++) {
+		struct hop_page *g = &hop_pages[i];
+		unsigned long a = lo > g->base ? lo : g->base;
+		for (; a <= hi && a + UKP_ARCH_JMP_LEN <= g->base + 4096; a++)
+			if (hop_free(g, (unsigned)(a - g->base)) && reaches(a, to))
+				return a;
+	}
+	return 0;
+}
+
+static struct hop_page *hop_page_of(unsigned long a)
+{
+	for (size_t i = 0; i < nhop_pages; i++)
+		if (a - hop_pages[i].base < 4096)
+			return &hop_pages[i];
+	return NULL;
+}
+
+/* a new page of ours at base (free memory only), or NULL */
+static struct hop_page *hop_map(unsigned long base)
+{
+	if (nhop_pages == caphop_pages) {
+		size_t nc = caphop_pages ? 2 * caphop_pages : 16;
+		struct hop_page *nv = realloc(hop_pages, nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		hop_pages = nv;
+		caphop_pages = nc;
+	}
+	void *m = mmap((void *)base, 4096, PROT_READ | PROT_EXEC,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	if ((unsigned long)m != base) {		/* a kernel without NOREPLACE */
+		munmap(m, 4096);
+		return NULL;
+	}
+	struct hop_page *g = &hop_pages[nhop_pages++];
+	memset(g, 0, sizeof(*g));
+	g->base = base;
+	return g;
+}
+
+/* a hop in [lo, hi] to `to`, written; 0 if there is no room */
+static unsigned long hop_alloc(unsigned long lo, unsigned long hi, unsigned long to)
+{
+	unsigned long a = hop_in_pages(lo, hi, to);
+	/* else a new page: the first few the window starts in */
+	for (unsigned long base = lo & ~4095UL, tries = 0; !a && base <= hi && tries < 4;
+	     base += 4096, tries++) {
+		unsigned long at = lo > base ? lo : base;
+		if (at + UKP_ARCH_JMP_LEN > base + 4096 || !reaches(at, to) || hop_page_of(base) ||
+		    !hop_map(base))
+			continue;
+		a = at;
+	}
+	if (!a)
+		return 0;
+	struct hop_page *g = hop_page_of(a);
+	uint8_t jmp[UKP_ARCH_JMP_LEN];
+	struct ukp_poke pk[UKP_ARCH_JMP_LEN];
+	ukp_arch_make_jump(jmp, a, to);
+	for (unsigned i = 0; i < UKP_ARCH_JMP_LEN; i++)
+		pk[i] = (struct ukp_poke){ a + i, jmp[i] };
+	if (ukp_text_poke_batch(pk, UKP_ARCH_JMP_LEN))
+		return 0;
+	for (unsigned i = (unsigned)(a - g->base); i < a - g->base + UKP_ARCH_JMP_LEN; i++)
+		g->used[i / 64] |= 1ULL << (i % 64);
+	return a;
+}
+
+/* The hop of a punned region, to the detour's entry: the fewest prefixes
+ * first (the widest window) */
+static bool pun_place_locked(struct ukp_opt *o, unsigned long entry)
+{
+	unsigned long lo, hi;
+	for (unsigned p = 0; ukp_arch_pun_window(&o->r, p, &lo, &hi); p++) {
+		unsigned long a = hop_alloc(lo, hi, entry);
+		if (a) {
+			o->pun_p = p;
+			o->hop = a;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void prepare_locked(struct ukp_site *s)
 {
 	ukp_opt_analyse_locked(s);
@@ -664,6 +783,8 @@ static void prepare_locked(struct ukp_site *s)
 	} else if (!d || ukp_slot_write_detour(d, code, (size_t)len, s, &o->map, o->entry,
 						 s->addr + o->r.len)) {
 		snprintf(o->why, sizeof(o->why), "no detour memory within reach");
+	} else if (o->r.pun && !pun_place_locked(o, (unsigned long)d + o->entry)) {
+		snprintf(o->why, sizeof(o->why), "punned jump: no room where it can land");
 	} else {
 		o->kret = kret;
 		o->detour = d;
@@ -782,6 +903,25 @@ static unsigned long jump_target(const struct ukp_opt *o)
 			 (unsigned long)o->detour + o->entry;
 }
 
+/* The bytes of s's jump into jmp; how many of them it writes (a punned
+ * one: its instruction's, the rest are the code's own) */
+static unsigned jump_bytes(const struct ukp_opt *o, uint8_t jmp[UKP_ARCH_PUN_SPAN_MAX])
+{
+	if (o->r.pun) {
+		if (!ukp_arch_make_pun(jmp, &o->r, o->pun_p, o->hop))
+			return 0;
+		return o->r.len;
+	}
+	ukp_arch_make_jump(jmp, o->r.addr, jump_target(o));
+	return UKP_ARCH_JMP_LEN;
+}
+
+/* the bytes a jump of o writes */
+static unsigned jump_len(const struct ukp_opt *o)
+{
+	return o->r.pun ? o->r.len : UKP_ARCH_JMP_LEN;
+}
+
 /* publish (or take back) where traps at s and its run's sites resume */
 static void run_publish_locked(struct ukp_site *s, bool on)
 {
@@ -860,7 +1000,7 @@ bool ukp_opt_hook_direct_locked(struct ukp_site *s)
 		return false;
 	prepare_locked(s);
 	struct ukp_opt *o = s->opt;
-	if (!o || o->state < 0 || !o->detour || o->kret || o->r.ninsn != 1 ||
+	if (!o || o->state < 0 || !o->detour || o->kret || o->r.ninsn != 1 || o->r.pun ||
 	    o->r.insn[0].flow != UKP_FLOW_RET)
 		return false;
 	uint8_t jmp[UKP_ARCH_JMP_LEN];
@@ -900,7 +1040,7 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 		/* the int3 stays: the registry disarms it if it must */
 		p1[n1++] = (struct ukp_poke){ s->addr, UKP_ARCH_BREAKPOINT };
 		size_t from = n2;
-		poke_region(p2, &n2, s, 1, UKP_ARCH_JMP_LEN, s->opt->r.orig);
+		poke_region(p2, &n2, s, 1, jump_len(s->opt), s->opt->r.orig);
 		/* a run's sites: their int3s, which the jump covered */
 		for (unsigned i = 1; i < s->opt->nrun; i++) {
 			unsigned long k = s->opt->run[i]->addr - s->addr;
@@ -1729,9 +1869,14 @@ static void optimize_batch(void)
 		}
 		if (s->requeued || s->held)
 			retried_locked(s, false);
-		uint8_t jmp[UKP_ARCH_JMP_LEN];
-		ukp_arch_make_jump(jmp, s->addr, jump_target(s->opt));
-		poke_region(p1, &n1, s, 1, UKP_ARCH_JMP_LEN, jmp);
+		uint8_t jmp[UKP_ARCH_PUN_SPAN_MAX];
+		unsigned jl = jump_bytes(s->opt, jmp);
+		if (!jl) {	/* (cannot be: its hop is in its window) */
+			run_publish_locked(s, false);
+			s->opt->nrun = 0;
+			continue;
+		}
+		poke_region(p1, &n1, s, 1, jl, jmp);
 		p2[n2++] = (struct ukp_poke){ s->addr, jmp[0] };
 		ukp_mark_patched_locked(s->addr, s->opt->r.len);
 		s->optimized = true;

@@ -1123,3 +1123,183 @@ UKT_CASE_T(thread_parked_at_each_boundary_of_a_run_goes_on_in_its_segments, 60)
 		UKT_EQ(ip_wrong, 0);
 	}
 }
+
+/* ---- punned jumps ------------------------------------------------------------ */
+
+/*
+ * sfr_pun(x, n) = x + 3n (n >= 1).  Its first instruction is 2 bytes and
+ * the loop jumps back to the one after it (+2): no region of whole
+ * instructions can take a 5-byte jump there, so the jump is punned - its
+ * rel32's top bytes are the add's - and lands on a hop.
+ * sfr_pun1(x, y) = x + y ends in a 1-byte ret followed by bytes of no
+ * function (read as rel32 0x40000000: a target 1 GiB up), so its jump
+ * there is punned with a target fixed to the byte.
+ */
+long sfr_pun(long x, long n);
+long sfr_pun1(long x, long y);
+__asm__(".text\n.p2align 4\n.globl sfr_pun\n.type sfr_pun,@function\n"
+	"sfr_pun:\n"
+	".globl sfr_pun_p\nsfr_pun_p: xor %eax,%eax\n"
+	".globl sfr_pun_loop\nsfr_pun_loop: add $3,%rax\n dec %rsi\n jnz sfr_pun_loop\n"
+	" add %rdi,%rax\n ret\n"
+	".size sfr_pun,.-sfr_pun\n"
+	".p2align 4\n.globl sfr_pun1\n.type sfr_pun1,@function\n"
+	"sfr_pun1: lea (%rdi,%rsi),%rax\n"
+	".globl sfr_pun1_p\nsfr_pun1_p: ret\n"
+	".size sfr_pun1,.-sfr_pun1\n"
+	".byte 0x00, 0x00, 0x00, 0x40, 0xcc, 0xcc, 0xcc, 0xcc\n");
+extern char sfr_pun_p[], sfr_pun_loop[], sfr_pun1_p[];
+
+/* The jump at p (k bytes of its own, the rest as they were): p's first
+ * bytes are prefixes and an 0xe9 whose target holds a jmp rel32 (a hop) */
+static void expect_punned(const char *p, unsigned k, const uint8_t *orig)
+{
+	const uint8_t *c = (const uint8_t *)code_at((void *)p, 0);
+	unsigned np = 0;
+	while (np < k && c[np] == 0x26)
+		np++;
+	if (np >= k || c[np] != 0xe9)
+		UKT_FAIL("no punned jump at %p: %02x %02x", (void *)p, c[0], c[1]);
+	if (memcmp(c + k, orig + k, 4))
+		UKT_FAIL("the bytes after the punned instruction changed");
+	int32_t rel;
+	memcpy(&rel, c + np + 1, 4);
+	const uint8_t *hop = c + np + 5 + rel;
+	if (hop[0] != 0xe9)
+		UKT_FAIL("the punned jump's target %p holds %02x, not a jmp", (void *)hop, hop[0]);
+}
+
+/*
+ * Punned, optimised, exact; a thread parked at each boundary of the bytes
+ * the jump writes or reads (the instruction, and the ones its rel32 runs
+ * into) goes on and computes what the function computes: a thread at
+ * the first enters the jump (its hit counts), the others run the code that
+ * is still there.
+ */
+UKT_CASE_T(thread_parked_at_each_boundary_of_a_punned_jump_goes_on, 60)
+{
+	/* where the thread parks, the probe, the hits the thread makes */
+	const struct { struct park k; char *probe; long hits; } parks[] = {
+		{ { "pun, at the start", sfr_pun_p, 0, 0, 10, 2, false, 16 }, sfr_pun_p, 1 },
+		{ { "pun, at the loop (rel32's bytes)", sfr_pun_p, 2, 3, 10, 1, false, 16 },
+		  sfr_pun_p, 0 },
+		{ { "pun, at the dec", sfr_pun_p, 6, 6, 10, 1, false, 16 }, sfr_pun_p, 0 },
+		{ { "pun1, at the lea", (char *)sfr_pun1, 0, 0, 4, 5, false, 9 }, sfr_pun1_p, 1 },
+		{ { "pun1, at the ret", sfr_pun1_p, 0, 9, 4, 5, false, 9 }, sfr_pun1_p, 1 },
+	};
+	UKT_EQ(sfr_pun(10, 2), 16);
+	UKT_EQ(sfr_pun1(4, 5), 9);
+	uint8_t orig[16], orig1[16];
+	memcpy(orig, code_at(sfr_pun_p, 0), sizeof(orig));
+	memcpy(orig1, code_at(sfr_pun1_p, 0), sizeof(orig1));
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = park_here;
+	sa.sa_flags = SA_SIGINFO;
+	UKT_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+
+	for (size_t i = 0; i < sizeof(parks) / sizeof(parks[0]); i++) {
+		cur_park = parks[i].k;
+		char *at = parks[i].probe;
+		cur_park.probe = (char *)code_at(cur_park.probe, 0);
+		atomic_store(&parked, 0);
+		atomic_store(&park_go, 0);
+		park_result = 0;
+		hits = 0;
+		pthread_t th;
+		UKT_EQ(pthread_create(&th, NULL, park_thread, NULL), 0);
+		while (!atomic_load(&parked))
+			sched_yield();
+		struct kprobe kp = { .addr = (kprobe_opcode_t *)at, .pre_handler = count };
+		UKT_EQ(register_kprobe(&kp), 0);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&kp);
+		if (at == sfr_pun_p)
+			expect_punned(at, 2, orig);
+		else
+			expect_punned(at, 1, orig1);
+		atomic_store(&park_go, 1);
+		void *v;
+		UKT_EQ(pthread_join(th, &v), 0);
+		UKT_EQ((long)v, 1);
+		if (park_result != cur_park.want)
+			UKT_FAIL("%s: %ld, want %ld", cur_park.what, park_result, cur_park.want);
+		UKT_EQ(hits, parks[i].hits);
+		/* and every call after */
+		hits = 0;
+		UKT_EQ(sfr_pun(10, 4), 22);
+		UKT_EQ(sfr_pun1(4, 6), 10);
+		UKT_EQ(hits, 1);
+		unregister_kprobe(&kp);
+		if (memcmp(code_at(sfr_pun_p, 0), orig, sizeof(orig)) ||
+		    memcmp(code_at(sfr_pun1_p, 0), orig1, sizeof(orig1)))
+			UKT_FAIL("%s: the code is not what it was after unregister_kprobe", cur_park.what);
+	}
+}
+
+/*
+ * A probe in the bytes a punned jump reads (the loop's add, at +2): its
+ * int3 would change the jump's target, so the punned probe goes back to
+ * a breakpoint first, and is punned again once the other is gone - while
+ * a thread calls the function all along: every result right, every call
+ * of the punned probe counted.
+ */
+static atomic_int pun_stop;
+static atomic_long pun_calls, pun_bad;
+static void *pun_caller(void *arg)
+{
+	(void)arg;
+	for (long n = 1; !atomic_load(&pun_stop); n = n % 7 + 1) {
+		if (sfr_pun(n, n) != 4 * n)
+			atomic_fetch_add(&pun_bad, 1);
+		atomic_fetch_add(&pun_calls, 1);
+	}
+	return NULL;
+}
+
+static atomic_long hits_a, hits_b;
+static int count_a(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	atomic_fetch_add(&hits_a, 1);
+	return 0;
+}
+static int count_b(struct kprobe *p, struct pt_regs *r)
+{
+	(void)p; (void)r;
+	atomic_fetch_add(&hits_b, 1);
+	return 0;
+}
+
+UKT_CASE_T(probe_in_a_punned_jumps_bytes_takes_its_jump_back, 60)
+{
+	uint8_t orig[16];
+	memcpy(orig, code_at(sfr_pun_p, 0), sizeof(orig));
+	struct kprobe a = { .addr = (kprobe_opcode_t *)sfr_pun_p, .pre_handler = count_a };
+	UKT_EQ(register_kprobe(&a), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&a);
+	expect_punned(sfr_pun_p, 2, orig);
+	pthread_t th;
+	UKT_EQ(pthread_create(&th, NULL, pun_caller, NULL), 0);
+	for (int i = 0; i < 30; i++) {
+		struct kprobe b = { .addr = (kprobe_opcode_t *)sfr_pun_loop, .pre_handler = count_b };
+		UKT_EQ(register_kprobe(&b), 0);
+		if (ukt_probe_flags(&a) & KPROBE_FLAG_OPTIMIZED)
+			UKT_FAIL("round %d: the punned probe is still optimized beside a probe in its bytes", i);
+		long hb = hits_b;
+		UKT_EQ(sfr_pun(5, 3), 14);
+		UKT_ASSERT(hits_b >= hb + 3);
+		unregister_kprobe(&b);
+		wait_for_kprobe_optimizer();
+		UKT_EXPECT_OPTIMIZED(&a);
+		expect_punned(sfr_pun_p, 2, orig);
+	}
+	atomic_store(&pun_stop, 1);
+	UKT_EQ(pthread_join(th, NULL), 0);
+	UKT_EQ(pun_bad, 0);
+	UKT_ASSERT(pun_calls > 0);
+	UKT_EQ(hits_a, pun_calls + 30);
+	unregister_kprobe(&a);
+	UKT_ASSERT(!memcmp(code_at(sfr_pun_p, 0), orig, sizeof(orig)));
+}

@@ -1409,6 +1409,50 @@ static int refuse(char *why, size_t n, int err, const char *fmt, ...)
 static void liveness_class(const struct objscan *os, unsigned long flo, unsigned long fhi,
 			   unsigned long addr, enum ukp_vsave *vsave, bool *flags_dead);
 
+/*
+ * The punned jump (E9Patch's tactic, PLDI 2020): where no region of whole
+ * instructions can take a 5-byte jump, the first instruction alone (k < 5
+ * bytes) becomes a jump whose rel32 runs on into the bytes after it, which
+ * stay as they are.  Every instruction boundary but the first stays where
+ * it was, with the same bytes, so nothing can jump into the region - a
+ * branch target right after it, an indirect jump no analysis bounds, the
+ * function's end, a call: none of these matters.  The price: the jump's
+ * target is fixed but for its low k-1 bytes (fewer with prefixes, which
+ * give other targets), so it lands on a hop (a jmp rel32 to the detour)
+ * placed there (optimize.c), and the bytes it reads after the instruction
+ * (up to k + 4 with the most prefixes: ukp_arch_span) must not change while
+ * it is there (no other probe's int3 or jump, no ftrace site).
+ */
+static int region_pun(const struct ukp_objdesc *od, unsigned long addr, unsigned long fhi,
+		      struct ukp_region *r, char *why, size_t wn)
+{
+	memset(r, 0, sizeof(*r));
+	r->addr = addr;
+	if (addr + UKP_ARCH_PUN_SPAN_MAX > od->exec_hi)
+		return refuse(why, wn, -EINVAL, "punned jump past the object's code");
+	uint8_t buf[16];
+	ukp_arch_engine->read_text(addr, buf, sizeof(buf));
+	struct ukp_insn *in = &r->insn[0];
+	size_t avail = fhi - addr < UKP_ARCH_MAX_INSN ? fhi - addr : UKP_ARCH_MAX_INSN;
+	if (ukp_arch_decode(buf, avail, addr, in) < 0)
+		return refuse(why, wn, -EILSEQ, "undecodable function: at %#lx", addr);
+	if (in->is_int3)
+		return refuse(why, wn, -EINVAL, "unrelocatable instruction: int3");
+	if (in->len >= UKP_ARCH_JMP_LEN || addr + in->len > fhi)
+		return refuse(why, wn, -EINVAL, "no punned jump: one instruction");
+	r->ninsn = 1;
+	r->len = in->len;
+	r->pun = true;
+	memcpy(r->orig, buf, ukp_arch_span(r));
+	if (ukp_arch_engine->ftrace_overlaps(addr, addr + ukp_arch_span(r)))
+		return refuse(why, wn, -EBUSY, "ftrace patch site inside the region");
+	return 0;
+}
+
+static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
+		       unsigned long addr, unsigned long fhi, struct ukp_region *r,
+		       char *why, size_t wn);
+
 int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fhi,
 			 const struct ukp_objdesc *od, struct ukp_region *r,
 			 char *why, size_t wn)
@@ -1427,17 +1471,38 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 		flo = fr->lo;
 		fhi = fr->hi;
 	}
+	bool indirect = false;
 	for (size_t i = 0; i < os->ntaint; i++) {
-		if (addr >= os->taint[i].lo && addr < os->taint[i].hi)
-			return refuse(why, wn, -EINVAL, "%s",
-				      os->taint_why[i] == TAINT_INDIRECT ?
-				      "indirect jump in the function" :
-				      "undecodable function");
+		if (addr >= os->taint[i].lo && addr < os->taint[i].hi) {
+			if (os->taint_why[i] != TAINT_INDIRECT)
+				return refuse(why, wn, -EINVAL, "undecodable function");
+			indirect = true;
+		}
 	}
-	if (!os->unwind_ok)
-		return refuse(why, wn, -EINVAL,
-			      "landing pad inside the region: unwind tables unreadable");
+	int err = os->unwind_ok ? region_jump(os, od, addr, fhi, r, why, wn) :
+		  refuse(why, wn, -EINVAL, "landing pad inside the region: unwind tables unreadable");
+	/* an indirect jump might land inside the region: unless it has no
+	 * inside (one instruction, no padding) */
+	if (!err && indirect && (r->ninsn > 1 || r->len > r->insn[0].len))
+		err = refuse(why, wn, -EINVAL, "indirect jump in the function");
+	if (err == -EINVAL || err == -EBUSY) {
+		char pwhy[96];
+		struct ukp_region pr;
+		if (!region_pun(od, addr, fhi, &pr, pwhy, sizeof(pwhy))) {
+			*r = pr;
+			err = 0;
+		}
+	}
+	if (!err)
+		liveness_class(os, flo, fhi, addr, &r->vsave, &r->flags_dead);
+	return err;
+}
 
+/* The region of whole instructions a jump at addr overwrites, checked */
+static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
+		       unsigned long addr, unsigned long fhi, struct ukp_region *r,
+		       char *why, size_t wn)
+{
 	/* instructions covering 5 bytes */
 	uint8_t buf[32];
 	ukp_arch_engine->read_text(addr, buf, sizeof(buf));
@@ -1506,8 +1571,6 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	if (ti < os->targets.n && os->targets.v[ti] < end)
 		return refuse(why, wn, -EINVAL, "jump into the region: to +%lu",
 			      os->targets.v[ti] - addr);
-
-	liveness_class(os, flo, fhi, addr, &r->vsave, &r->flags_dead);
 	return 0;
 }
 

@@ -127,7 +127,28 @@ struct ukp_region {
 	uint8_t orig[16];	/* the original bytes of [addr, addr+len) */
 	unsigned long next;	/* where the copy's fall-through goes: 0 is
 				   addr + len (a run's segment: the next one) */
+	bool pun;		/* one instruction of len < 5 bytes, whose jump
+				   reads its rel32's high bytes from the code
+				   after it (analyze.c: region_pun); orig holds
+				   of ukp_arch_span() */
 };
+
+/* The bytes whose values a region's jump depends on: its own, and for a
+ * punned jump those its rel32 reads on (at most the instruction's length
+ * and 4: with as many prefixes as leave one byte of its own) */
+#define UKP_ARCH_PUN_SPAN_MAX 8
+static inline unsigned ukp_arch_span(const struct ukp_region *r)
+{
+	return r->pun ? r->len + 4 : r->len;
+}
+/* A punned jump with p prefixes: the first and last address its target
+ * can be (the hop's), or false if p is too many */
+bool ukp_arch_pun_window(const struct ukp_region *r, unsigned p, unsigned long *lo,
+			 unsigned long *hi);
+/* ...and its bytes (ukp_arch_span(r) of them; the ones after the
+ * instruction unchanged), to target in that window: false if not in it */
+bool ukp_arch_make_pun(uint8_t *out, const struct ukp_region *r, unsigned p,
+		       unsigned long target);
 
 /*
  * The safety checks of section 1.4.2, from decoding the function (and, once

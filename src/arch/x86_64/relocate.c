@@ -486,6 +486,39 @@ void ukp_arch_make_jump(uint8_t out[UKP_ARCH_JMP_LEN], unsigned long addr,
 	memcpy(out + 1, &rel, 4);
 }
 
+/* The prefix a punned jump is padded with: ES, ignored in 64-bit mode */
+#define PUN_PREFIX 0x26
+
+bool ukp_arch_pun_window(const struct ukp_region *r, unsigned p, unsigned long *lo,
+			 unsigned long *hi)
+{
+	if (!r->pun || p >= r->len)
+		return false;
+	unsigned f = r->len - 1 - p;	/* the low bytes of rel32 it writes */
+	uint8_t rel[4] = { 0 };
+	for (unsigned i = f; i < 4; i++)
+		rel[i] = r->orig[p + 1 + i];
+	int32_t base;
+	memcpy(&base, rel, 4);		/* its top byte is the code's: signed */
+	*lo = r->addr + p + UKP_ARCH_JMP_LEN + (unsigned long)(long)base;
+	*hi = *lo + ((1UL << (8 * f)) - 1);
+	return true;
+}
+
+bool ukp_arch_make_pun(uint8_t *out, const struct ukp_region *r, unsigned p,
+		       unsigned long target)
+{
+	unsigned long lo, hi;
+	if (!ukp_arch_pun_window(r, p, &lo, &hi) || target < lo || target > hi)
+		return false;
+	int32_t rel = (int32_t)(long)(target - (r->addr + p + UKP_ARCH_JMP_LEN));
+	memcpy(out, r->orig, ukp_arch_span(r));
+	memset(out, PUN_PREFIX, p);
+	out[p] = 0xe9;
+	memcpy(out + p + 1, &rel, 4);
+	return !memcmp(out + r->len, r->orig + r->len, ukp_arch_span(r) - r->len);
+}
+
 void (*ukp_arch_opt_tramp(enum ukp_vsave v))(void)
 {
 	switch (v) {
