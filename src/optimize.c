@@ -282,7 +282,10 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 	ukp_lock_registry();
 	int err = analyse(addr, &r, why, n);
 	pthread_mutex_unlock(&ukp_lock);
-	if (!err)
+	if (!err && r.pun)
+		snprintf(why, n, "ok (punned jump, %u-byte instruction), saves %s", r.len,
+			 ukp_arch_vsave_name(r.vsave));
+	else if (!err)
 		snprintf(why, n, "ok, saves %s", ukp_arch_vsave_name(r.vsave));
 	return err;
 }
@@ -322,6 +325,8 @@ void ukp_opt_analyse_locked(struct ukp_site *s)
 	if (analyse(s->addr, &o->r, o->why, sizeof(o->why))) {
 		o->state = -1;
 		report_refusal(s);
+	} else if (o->r.pun) {
+		report(s, 1, o->why);	/* "punned jump: <the region's refusal>" */
 	}
 }
 

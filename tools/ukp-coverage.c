@@ -62,6 +62,16 @@ static struct reason {
 } reasons[MAX_REASONS + 1];		/* the last one: "(other reasons)" */
 static size_t nreasons;
 
+/* the tactic of each optimizable place: [0] a region of whole
+ * instructions, [k] a punned jump over a k-byte instruction */
+static struct reason tactics[5] = {
+	{ "region of whole instructions", { 0 }, { 0 } },
+	{ "punned jump, 1-byte instruction", { 0 }, { 0 } },
+	{ "punned jump, 2-byte instruction", { 0 }, { 0 } },
+	{ "punned jump, 3-byte instruction", { 0 }, { 0 } },
+	{ "punned jump, 4-byte instruction", { 0 }, { 0 } },
+};
+
 static struct lib libs[MAX_LIBS];
 static size_t nlibs;
 static int verbose;
@@ -97,8 +107,13 @@ static int check(unsigned long addr, const struct ei_fn *fn, int entry, struct l
 	char why[256] = "";
 	int r = ukp_opt_check(addr, why, sizeof(why));
 
-	if (r == 0)
+	if (r == 0) {
+		const char *p = strstr(why, "punned jump, ");
+		unsigned k = p ? (unsigned)atoi(p + 13) : 0;
+		struct reason *t = &tactics[k < 5 ? k : 0];
+		(entry ? t->at_entry : t->at_bound)[l - libs]++;
 		return -1;
+	}
 	why[sizeof(why) - 1] = 0;
 	if (verbose && entry)
 		printf("  %s: %s (%#lx): %s\n", l->name, fn->name, addr,
@@ -192,11 +207,12 @@ static double share(size_t ok, size_t all)
 	return all ? 100.0 * (double)ok / (double)all : 0.0;
 }
 
-static void reason_table(const char *title, int at_entry, int namew, int colw)
+static void reason_table(const char *title, const struct reason *reasons, size_t nr,
+			 int at_entry, int namew, int colw)
 {
 	size_t shown = 0;
 
-	for (size_t r = 0; r <= MAX_REASONS; r++) {
+	for (size_t r = 0; r < nr; r++) {
 		size_t tot = 0;
 		for (size_t i = 0; i < nlibs; i++)
 			tot += at_entry ? reasons[r].at_entry[i] : reasons[r].at_bound[i];
@@ -330,7 +346,10 @@ int main(int argc, char **argv)
 			printf("(%s: %zu functions have bytes Zydis cannot decode; swept up to them)\n",
 			       libs[i].name, libs[i].partial);
 
-	reason_table(titles[0], 1, namew, colw);
-	reason_table(titles[1], 0, namew, colw);
+	reason_table("tactics at function entries", tactics, 5, 1, namew, colw);
+	reason_table(any_sampled ? "tactics at the boundaries checked" :
+		     "tactics at all boundaries", tactics, 5, 0, namew, colw);
+	reason_table(titles[0], reasons, MAX_REASONS + 1, 1, namew, colw);
+	reason_table(titles[1], reasons, MAX_REASONS + 1, 0, namew, colw);
 	return 0;
 }

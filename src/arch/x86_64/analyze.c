@@ -1482,13 +1482,16 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 	int err = os->unwind_ok ? region_jump(os, od, addr, fhi, r, why, wn) :
 		  refuse(why, wn, -EINVAL, "landing pad inside the region: unwind tables unreadable");
 	/* an indirect jump might land inside the region: unless it has no
-	 * inside (one instruction, no padding) */
-	if (!err && indirect && (r->ninsn > 1 || r->len > r->insn[0].len))
+	 * inside (one instruction, no padding); the first reason to give */
+	if (indirect && (err == -EINVAL || (!err && (r->ninsn > 1 || r->len > r->insn[0].len))))
 		err = refuse(why, wn, -EINVAL, "indirect jump in the function");
 	if (err == -EINVAL || err == -EBUSY) {
 		char pwhy[96];
 		struct ukp_region pr;
 		if (!region_pun(od, addr, fhi, &pr, pwhy, sizeof(pwhy))) {
+			/* why: what the region of whole instructions met */
+			snprintf(pwhy, sizeof(pwhy), "%s", why);
+			snprintf(why, wn, "punned jump: %s", pwhy);
 			*r = pr;
 			err = 0;
 		}
