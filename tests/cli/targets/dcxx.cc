@@ -100,13 +100,13 @@ int main(int argc, char **)
 	long r = s.area(7, p);
 	r += geo::inner::twice(argc + 20);
 	r += twice(argc + 30);
-	geo::Vec a = { argc + 1, 5 }, b = { 2, argc + 8 };
+	geo::Vec a = { argc + 1, 5 }, b = { 3, argc + 8 };
 	geo::Vec c = a + b;
 	r += (c == a) + c(argc + 2) + a[argc] + (b << (argc + 2));
 	geo::Box<int> bi = { 40 + argc };
 	geo::Box<long> bl = { 50L + argc };
 	r += bi.get(argc + 3) + bl.get(argc + 4);
-	r += geo::maxof<long>(argc + 60, 61) + geo::maxof<int>(argc + 70, 65);
+	r += geo::maxof<long>(argc + 60, 58) + geo::maxof<int>(argc + 70, 65);
 	std::printf("main r=%ld\n", r);
 	return 0;
 }
