@@ -197,11 +197,30 @@ static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
  * the start of a name's component, the longest of C++'s (operator<<=),
  * except that ++ before a digit is + and an offset (operator++4 is
  * operator+ at +4). */
-static const char *const cxx_ops[] = {
-	"<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "==", "!=",
-	"&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=",
-	"->", "+", "-", "*", "/", "%", "^", "&", "|", "~", "!", "=", "<", ">", ",",
+static const struct {
+	const char *sym, *code;	/* the Itanium C++ ABI's code, for event names */
+} cxx_ops[] = {
+	{ "<=>", "ss" }, { "<<=", "lS" }, { ">>=", "rS" }, { "->*", "pm" },
+	{ "()", "cl" }, { "[]", "ix" }, { "<<", "ls" }, { ">>", "rs" },
+	{ "<=", "le" }, { ">=", "ge" }, { "==", "eq" }, { "!=", "ne" },
+	{ "&&", "aa" }, { "||", "oo" }, { "++", "pp" }, { "--", "mm" },
+	{ "+=", "pL" }, { "-=", "mI" }, { "*=", "mL" }, { "/=", "dV" },
+	{ "%=", "rM" }, { "^=", "eO" }, { "&=", "aN" }, { "|=", "oR" },
+	{ "->", "pt" }, { "+", "pl" }, { "-", "mi" }, { "*", "ml" },
+	{ "/", "dv" }, { "%", "rm" }, { "^", "eo" }, { "&", "an" },
+	{ "|", "or" }, { "~", "co" }, { "!", "nt" }, { "=", "aS" },
+	{ "<", "lt" }, { ">", "gt" }, { ",", "cm" },
 };
+#define N_CXX_OPS (sizeof cxx_ops / sizeof *cxx_ops)
+
+/* the operator whose symbol starts O (the longest), or -1 */
+static int cxx_op(const char *o)
+{
+	for (size_t k = 0; k < N_CXX_OPS; k++)
+		if (!strncmp(o, cxx_ops[k].sym, strlen(cxx_ops[k].sym)))
+			return (int)k;
+	return -1;
+}
 
 /* at S+I: the length of "operator" and its symbol, 0 when that is not an
  * operator's name starting a component */
@@ -210,13 +229,12 @@ static size_t operator_at(const char *s, size_t i)
 	if ((i > 0 && s[i - 1] != ':') || strncmp(s + i, "operator", 8) != 0)
 		return 0;
 	const char *o = s + i + 8;
-	for (size_t k = 0; k < sizeof cxx_ops / sizeof *cxx_ops; k++) {
-		size_t l = strlen(cxx_ops[k]);
-		if (!strncmp(o, cxx_ops[k], l))
-			return 8 + (l == 2 && o[0] == '+' && o[1] == '+' &&
-				    isdigit((unsigned char)o[2]) ? 1 : l);
-	}
-	return 0;
+	int k = cxx_op(o);
+	if (k < 0)
+		return 0;
+	if (!strcmp(cxx_ops[k].sym, "++") && isdigit((unsigned char)o[2]))
+		return 9;
+	return 8 + strlen(cxx_ops[k].sym);
 }
 
 struct name_scan {
@@ -228,7 +246,7 @@ struct name_scan {
 
 /* the function name at the start of place S: up to the first '@', '%',
  * ';', '+' or ':' (not of a "::") outside brackets and operators; -1
- * with *bad its offset when a bracket is not balanced */
+ * with *bad its offset when a bracket is not balanced, -2 nested too deep */
 static int scan_name(const char *s, struct name_scan *r, size_t *bad)
 {
 	char close[64];
@@ -254,7 +272,7 @@ static int scan_name(const char *s, struct name_scan *r, size_t *bad)
 		if (c == '(' || c == '[' || (c == '<' && !in_paren)) {
 			if (d == 64) {
 				*bad = i;
-				return -1;
+				return -2;
 			}
 			open_at[d] = i;
 			close[d++] = c == '(' ? ')' : c == '[' ? ']' : '>';
@@ -562,8 +580,12 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 	struct name_scan ns;
 	size_t bad;
 	char cxx_name[sizeof pl->func] = "";
-	if (scan_name(buf, &ns, &bad) != 0) {
-		seterr(err, base + (int)bad, "Unbalanced '%c' in the name", buf[bad]);
+	int sc = scan_name(buf, &ns, &bad);
+	if (sc != 0) {
+		if (sc == -2)
+			seterr(err, base + (int)bad, "Brackets nested too deep in the name");
+		else
+			seterr(err, base + (int)bad, "Unbalanced '%c' in the name", buf[bad]);
 		return -1;
 	}
 	if (ns.cxx && !ns.path) {
@@ -2196,7 +2218,14 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		if (event[0])
 			snprintf(ev, sizeof ev, "%s", event);
 		else {
-			snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe", pl.ret ? "__return" : "");
+			/* an operator by its ABI code: operator== is operator_eq */
+			int op = fn && operator_at(fn, 0) ? cxx_op(fn + 8) : -1;
+			if (op >= 0)
+				snprintf(ev, sizeof ev, "operator_%s%s%s", cxx_ops[op].code,
+					 fn + 8 + strlen(cxx_ops[op].sym), pl.ret ? "__return" : "");
+			else
+				snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe",
+					 pl.ret ? "__return" : "");
 			sanitize(ev);
 		}
 		if (s > 0) {

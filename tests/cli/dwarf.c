@@ -660,6 +660,12 @@ UKT_CASE(cxx_operators_and_templates)
 		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/m") == 2 &&
 			   count_lines(r.out, "p:dw/g") == 2);
 		run_free(&r);
+		/* an event is named after an operator by its ABI code */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-D", "p geo::Vec::operator==",
+			    "r geo::Vec::operator()", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:operator_eq ") == 1 &&
+			   count_lines(r.out, "r:operator_cl__return ") == 1);
+		run_free(&r);
 		/* -F's names are places; -L and -V take a blank within <...> */
 		r = ukprobe("probe", "-x", target(cxx[b]), "-F", "geo::maxof*", NULL);
 		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "geo::maxof<") == 2);
