@@ -190,14 +190,232 @@ static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
 
 /* ---- C++ names -------------------------------------------------------- */
 
-/* the first ':' of S that is not part of a "::" (C++ scope) */
+/* The name of a function in a place may hold what the place grammar
+ * reads otherwise: "::", template arguments (<...>), an operator's symbol.
+ * Balanced <...>, (...) and [...] are part of the name (within (...), <
+ * and > are plain), and so is the symbol after the keyword operator at
+ * the start of a name's component, the longest of C++'s (operator<<=),
+ * except that ++ before a digit is + and an offset (operator++4 is
+ * operator+ at +4). */
+static const struct {
+	const char *sym, *code;	/* the Itanium C++ ABI's code, for event names */
+} cxx_ops[] = {
+	{ "<=>", "ss" }, { "<<=", "lS" }, { ">>=", "rS" }, { "->*", "pm" },
+	{ "()", "cl" }, { "[]", "ix" }, { "<<", "ls" }, { ">>", "rs" },
+	{ "<=", "le" }, { ">=", "ge" }, { "==", "eq" }, { "!=", "ne" },
+	{ "&&", "aa" }, { "||", "oo" }, { "++", "pp" }, { "--", "mm" },
+	{ "+=", "pL" }, { "-=", "mI" }, { "*=", "mL" }, { "/=", "dV" },
+	{ "%=", "rM" }, { "^=", "eO" }, { "&=", "aN" }, { "|=", "oR" },
+	{ "->", "pt" }, { "+", "pl" }, { "-", "mi" }, { "*", "ml" },
+	{ "/", "dv" }, { "%", "rm" }, { "^", "eo" }, { "&", "an" },
+	{ "|", "or" }, { "~", "co" }, { "!", "nt" }, { "=", "aS" },
+	{ "<", "lt" }, { ">", "gt" }, { ",", "cm" },
+};
+#define N_CXX_OPS (sizeof cxx_ops / sizeof *cxx_ops)
+
+/* the operator whose symbol starts O (the longest), or -1 */
+static int cxx_op(const char *o)
+{
+	for (size_t k = 0; k < N_CXX_OPS; k++)
+		if (!strncmp(o, cxx_ops[k].sym, strlen(cxx_ops[k].sym)))
+			return (int)k;
+	return -1;
+}
+
+/* at S+I: the length of "operator" and its symbol, 0 when that is not an
+ * operator's name starting a component */
+static size_t operator_at(const char *s, size_t i)
+{
+	if ((i > 0 && s[i - 1] != ':') || strncmp(s + i, "operator", 8) != 0)
+		return 0;
+	const char *o = s + i + 8;
+	int k = cxx_op(o);
+	if (k < 0)
+		return 0;
+	if (!strcmp(cxx_ops[k].sym, "++") && isdigit((unsigned char)o[2]))
+		return 9;
+	return 8 + strlen(cxx_ops[k].sym);
+}
+
+struct name_scan {
+	size_t end;	/* the name is s[0, end) */
+	int cxx;	/* it holds brackets or an operator */
+	int path;	/* a '.' or '/' outside those: a source file's name */
+	size_t last;	/* its last component starts there (after "::") */
+};
+
+/* the function name at the start of place S: up to the first '@', '%',
+ * ';', '+' or ':' (not of a "::") outside brackets and operators; -1
+ * with *bad its offset when a bracket is not balanced, -2 nested too deep */
+static int scan_name(const char *s, struct name_scan *r, size_t *bad)
+{
+	char close[64];
+	size_t open_at[64];
+	int d = 0;
+	memset(r, 0, sizeof *r);
+	size_t i = 0;
+	while (s[i]) {
+		size_t ol = operator_at(s, i);
+		if (ol) {
+			r->cxx = 1;
+			i += ol;
+			continue;
+		}
+		char c = s[i];
+		int in_paren = d > 0 && close[d - 1] == ')';
+		if (c == ':' && s[i + 1] == ':') {
+			i += 2;
+			if (!d)
+				r->last = i;
+			continue;
+		}
+		if (c == '(' || c == '[' || (c == '<' && !in_paren)) {
+			if (d == 64) {
+				*bad = i;
+				return -2;
+			}
+			open_at[d] = i;
+			close[d++] = c == '(' ? ')' : c == '[' ? ']' : '>';
+			r->cxx = 1;
+			i++;
+			continue;
+		}
+		if (c == ')' || c == ']' || (c == '>' && !in_paren)) {
+			if (!d || close[d - 1] != c) {
+				*bad = i;
+				return -1;
+			}
+			d--;
+			i++;
+			continue;
+		}
+		if (!d && strchr("@%;+:", c))
+			break;
+		if (!d && (c == '.' || c == '/'))
+			r->path = 1;
+		i++;
+	}
+	if (d) {
+		*bad = open_at[d - 1];
+		return -1;
+	}
+	r->end = i;
+	return 0;
+}
+
+/* the first ':' of S that is not part of a "::" (C++ scope) or of the
+ * name's brackets or operator */
 static char *find_colon(const char *s)
 {
-	for (const char *p = s; (p = strchr(p, ':')) != NULL; p += 2) {
+	struct name_scan ns;
+	size_t bad, from = 0;
+	if (scan_name(s, &ns, &bad) == 0 && ns.cxx && !ns.path)
+		from = ns.end;
+	for (const char *p = s + from; (p = strchr(p, ':')) != NULL; p += 2) {
 		if (p[1] != ':')
 			return (char *)p;
 	}
 	return NULL;
+}
+
+static int int_word(const char *w, size_t l)
+{
+	static const char *const kw[] = { "unsigned", "signed", "long", "short", "int", "char" };
+	for (size_t k = 0; k < 6; k++)
+		if (strlen(kw[k]) == l && !strncmp(w, kw[k], l))
+			return (int)k;
+	return -1;
+}
+
+/* NAME spelled for comparing: blanks only between two words, the words of
+ * an integer type as clang++ writes them (g++'s "long int" is "long",
+ * "long unsigned int" "unsigned long", "unsigned" "unsigned int"); with
+ * strip, without template arguments */
+static void canon_name(const char *s, char *out, size_t n, int strip)
+{
+	size_t o = 0;
+#define PUT(c) do { if (o + 1 < n) out[o++] = (c); } while (0)
+#define WORDCH(c) (isalnum((unsigned char)(c)) || (c) == '_')
+	for (size_t i = 0; s[i];) {
+		size_t ol = operator_at(s, i);
+		if (ol) {
+			for (size_t k = 0; k < ol; k++)
+				PUT(s[i + k]);
+			i += ol;
+			continue;
+		}
+		char c = s[i];
+		if (c == ' ' || c == '\t') {
+			i++;
+			continue;
+		}
+		if (WORDCH(c)) {
+			if (o && WORDCH(out[o - 1]))
+				PUT(' ');
+			size_t e = i;
+			while (WORDCH(s[e]))
+				e++;
+			if (int_word(s + i, e - i) < 0) {
+				while (i < e)
+					PUT(s[i++]);
+				continue;
+			}
+			int cnt[6] = { 0 };
+			for (;;) {	/* the run of integer words */
+				cnt[int_word(s + i, e - i)]++;
+				size_t j = e;
+				while (s[j] == ' ' || s[j] == '\t')
+					j++;
+				size_t f = j;
+				while (WORDCH(s[f]))
+					f++;
+				if (f == j || int_word(s + j, f - j) < 0)
+					break;
+				i = j;
+				e = f;
+			}
+			i = e;
+			const char *t = cnt[5] ? "char" : cnt[3] ? "short" : cnt[2] >= 2 ?
+					"long long" : cnt[2] ? "long" : "int";
+			const char *sg = cnt[0] ? "unsigned " : cnt[1] && cnt[5] ? "signed " : "";
+			for (const char *q = sg; *q; q++)
+				PUT(*q);
+			for (const char *q = t; *q; q++)
+				PUT(*q);
+			continue;
+		}
+		if (c == '<' && strip && o && (WORDCH(out[o - 1]) || out[o - 1] == '>')) {
+			int d = 0;	/* template arguments: left out */
+			do {
+				d += s[i] == '<';
+				d -= s[i] == '>';
+				i++;
+			} while (s[i] && d > 0);
+			continue;
+		}
+		PUT(c);
+		i++;
+	}
+	out[o] = 0;
+#undef PUT
+#undef WORDCH
+}
+
+/* WANT (as written in a place) names HAVE (a function's name): spelled
+ * alike (canon_name), or without template arguments when WANT gives none
+ * (maxof is every maxof<T>, as gdb has it) */
+static int name_eq(const char *want, const char *have)
+{
+	char w[1024], h[1024], ws[1024];
+	canon_name(want, w, sizeof w, 0);
+	canon_name(have, h, sizeof h, 0);
+	if (!strcmp(w, h))
+		return 1;
+	canon_name(want, ws, sizeof ws, 1);
+	if (strcmp(w, ws) != 0)
+		return 0;
+	canon_name(have, h, sizeof h, 1);
+	return !strcmp(w, h);
 }
 
 static int is_cxx(Dwarf_Die *cu)
@@ -284,22 +502,22 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 	if (!name || dwarf_entrypc(die, &pc) != 0)
 		return;
 	/* C++: a qualified name (ns::f) is compared whole, a plain one
-	 * with the function's own name */
-	const char *q = strstr(m->func, "::");
+	 * with the function's own name (name_eq: template arguments) */
 	if (m->glob) {
 		if (fnmatch(m->func, name, 0) != 0 &&
 		    (!is_cxx(cu) || fnmatch(m->func, qual_name(die, cu, qn, sizeof qn), 0) != 0))
 			return;
-	} else if (q) {
-		const char *last = m->func + strlen(m->func);
-		while (last > m->func && !(last[-1] == ':' && last - 1 > m->func && last[-2] == ':'))
-			last--;
-		/* ::f is f outside any namespace or class */
-		const char *want = q == m->func ? m->func + 2 : m->func;
-		if (strcmp(last, name) != 0 || strcmp(want, qual_name(die, cu, qn, sizeof qn)) != 0)
+	} else {
+		struct name_scan ns;
+		size_t bad;
+		size_t last = scan_name(m->func, &ns, &bad) == 0 ? ns.last : 0;
+		if (!name_eq(m->func + last, name))
 			return;
-	} else if (strcmp(m->func, name) != 0)
-		return;
+		/* ::f is f outside any namespace or class */
+		const char *want = !strncmp(m->func, "::", 2) ? m->func + 2 : m->func;
+		if (last && !name_eq(want, qual_name(die, cu, qn, sizeof qn)))
+			return;
+	}
 	if (m->src) {
 		const char *f = decl_file(die, cu);
 		if (!f || !tail_match(f, m->src))
@@ -357,6 +575,28 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 	memset(pl, 0, sizeof *pl);
 	char buf[1024];
 	snprintf(buf, sizeof buf, "%s", p);
+	/* a C++ name with brackets or an operator (scan_name) stands aside
+	 * while the rest is read: x's in its place, the same length */
+	struct name_scan ns;
+	size_t bad;
+	char cxx_name[sizeof pl->func] = "";
+	int sc = scan_name(buf, &ns, &bad);
+	if (sc != 0) {
+		if (sc == -2)
+			seterr(err, base + (int)bad, "Brackets nested too deep in the name");
+		else
+			seterr(err, base + (int)bad, "Unbalanced '%c' in the name", buf[bad]);
+		return -1;
+	}
+	if (ns.cxx && !ns.path) {
+		if (ns.end >= sizeof cxx_name) {
+			seterr(err, base, "Name too long");
+			return -1;
+		}
+		memcpy(cxx_name, buf, ns.end);
+		cxx_name[ns.end] = 0;
+		memset(buf, 'x', ns.end);
+	}
 	char *semi = strchr(buf, ';');
 	if (semi) {
 		*semi = 0;
@@ -413,7 +653,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 		seterr(err, base, "Invalid place");
 		return -1;
 	}
-	snprintf(pl->func, sizeof pl->func, "%s", buf);
+	snprintf(pl->func, sizeof pl->func, "%s", cxx_name[0] ? cxx_name : buf);
 	return 0;
 }
 
@@ -1824,6 +2064,11 @@ static int is_source_place(const char *p)
 		return 1;
 	if (strstr(p, "::"))	/* a C++ name: no raw place has one */
 		return 1;
+	/* nor brackets or an operator (or a bracket left open) */
+	struct name_scan ns;
+	size_t bad;
+	if (scan_name(p, &ns, &bad) != 0 || (ns.cxx && !ns.path))
+		return 1;
 	const char *c = strchr(p, ':');
 	if (!c)
 		return 0;
@@ -1973,7 +2218,14 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		if (event[0])
 			snprintf(ev, sizeof ev, "%s", event);
 		else {
-			snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe", pl.ret ? "__return" : "");
+			/* an operator by its ABI code: operator== is operator_eq */
+			int op = fn && operator_at(fn, 0) ? cxx_op(fn + 8) : -1;
+			if (op >= 0)
+				snprintf(ev, sizeof ev, "operator_%s%s%s", cxx_ops[op].code,
+					 fn + 8 + strlen(cxx_ops[op].sym), pl.ret ? "__return" : "");
+			else
+				snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe",
+					 pl.ret ? "__return" : "");
 			sanitize(ev);
 		}
 		if (s > 0) {

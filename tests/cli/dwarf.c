@@ -608,6 +608,98 @@ UKT_CASE(cxx_qualified_names)
 	run_free(&r);
 }
 
+/* the entry address (file offset) of the only definition -D gives for def */
+static unsigned long place_offset(const char *build, const char *def)
+{
+	struct run r = ukprobe("probe", "-x", target(build), "-D", def, NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:") == 1);
+	const char *x = strstr(r.out, ":0x");
+	RUN_EXPECT(r, x != NULL);
+	unsigned long v = strtoul(x + 1, NULL, 16);
+	run_free(&r);
+	return v;
+}
+
+/* C++ operators and templates as places: the name's balanced <...>,
+ * (...), [...] and the symbol after operator are the name, :RELLINE,
+ * %return and +OFFS follow it; a template's arguments as g++ or clang++
+ * spells them (long int, long), or none for every instance */
+UKT_CASE(cxx_operators_and_templates)
+{
+	static const char *const cxx[] = { "dcxx-gcc-O0", "dcxx-gcc-O2", "dcxx-clang-O0",
+		"dcxx-clang-O2" };
+	for (size_t b = 0; b < sizeof cxx / sizeof *cxx; b++) {
+		/* g++ -O2 gives the line of get's printf no statement row */
+		const char *g4 = strstr(cxx[b], "-O0") ? "p:dw/g4 geo::Box<int>::get:2 v=this->v add" :
+			"p:dw/g4 geo::Box<int>::get v=this->v add";
+		struct run r = ukprobe("trace",
+				       "p:dw/plus geo::Vec::operator+ x=this->x y=this->y ox=o.x oy=o.y",
+				       "p:dw/eq geo::Vec::operator==:2 x=this->x ox=o.x",
+				       "p:dw/call geo::Vec::operator() k y=this->y",
+				       "r:dw/index geo::Vec::operator[] i",
+				       "p:dw/shl geo::operator<< s x=v.x",
+				       g4,
+				       "p:dw/g8 geo::Box<long>::get v=this->v add",
+				       "p:dw/m8 geo::maxof<long> a b",
+				       "p:dw/m4 geo::maxof<int>%return a b",
+				       "--", target(cxx[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "plus", "plus ", 1, 4);
+		same_values(&r, "eq", "eq ", 1, 2);
+		same_values(&r, "call", "call ", 1, 2);
+		same_values(&r, "index", "index ", 1, 1);
+		same_values(&r, "shl", "shl ", 1, 2);
+		same_values(&r, "g4", "get4 ", 1, 2);
+		same_values(&r, "g8", "get8 ", 1, 2);
+		same_values(&r, "m8", "max8 ", 1, 2);
+		same_values(&r, "m4", "max4 ", 1, 2);
+		run_free(&r);
+		/* without template arguments: every instance */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-D", "p:dw/m maxof a",
+			    "p:dw/g geo::Box::get add", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/m") == 2 &&
+			   count_lines(r.out, "p:dw/g") == 2);
+		run_free(&r);
+		/* an event is named after an operator by its ABI code */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-D", "p geo::Vec::operator==",
+			    "r geo::Vec::operator()", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:operator_eq ") == 1 &&
+			   count_lines(r.out, "r:operator_cl__return ") == 1);
+		run_free(&r);
+		/* -F's names are places; -L and -V take a blank within <...> */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-F", "geo::maxof*", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "geo::maxof<") == 2);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-L", "geo::maxof<long int>", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "<geo::maxof<long int>@") == 1 &&
+			   count_lines(r.out, "      0  ") == 1);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-V", "geo::Vec::operator[]:2", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\tint\ti") == 1);
+		run_free(&r);
+		/* +OFFS after a name; ++ before a digit is + and an offset */
+		unsigned long eq = place_offset(cxx[b], "p geo::Vec::operator=="),
+			      plus = place_offset(cxx[b], "p geo::Vec::operator+");
+		UKT_EQ(place_offset(cxx[b], "p geo::Vec::operator==+4"), eq + 4);
+		UKT_EQ(place_offset(cxx[b], "p geo::Vec::operator++0x3"), plus + 3);
+	}
+	static const struct {
+		const char *def, *msg;
+		int offset;
+	} bad[] = {
+		{ "p geo::Box<int::get v", "Unbalanced '<' in the name", 10 },
+		{ "p geo::Vec::operator[]] i", "Unbalanced ']' in the name", 22 },
+		{ "p geo::Box<int>)::get v", "Unbalanced ')' in the name", 15 },
+		{ "p geo::Box<char>::get v", "Function geo::Box<char>::get is not found", 2 },
+		{ "p geo::Vec::operator+:x", "Invalid line number", 22 },
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		struct run r = ukprobe("trace", bad[k].def, "--", target("dcxx-gcc-O0"), NULL);
+		expect_caret(&r, bad[k].msg, bad[k].def, bad[k].offset);
+		run_free(&r);
+	}
+}
+
 /* what the parser or the agent finds wrong in a translated definition is
  * shown in the definition as written, the caret on the word it came from */
 UKT_CASE(errors_in_translations_point_into_what_was_written)

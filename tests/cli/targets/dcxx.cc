@@ -1,6 +1,8 @@
 /* C++ names for the DWARF tests: a method of a class in a namespace, a
- * function in a nested namespace and one of the same name outside; each
- * prints what the tests read. */
+ * function in a nested namespace and one of the same name outside,
+ * operators (members and a free one), a class template's method and a
+ * function template, each instantiated twice; each prints what the tests
+ * read. */
 #include <cstdio>
 
 namespace geo {
@@ -30,6 +32,59 @@ __attribute__((noinline)) int twice(int v)
 	return 2 * v;
 }
 }
+
+struct Vec {
+	long x, y;
+	__attribute__((noinline)) Vec operator+(const Vec &o) const;
+	__attribute__((noinline)) bool operator==(const Vec &o) const;
+	__attribute__((noinline)) long operator()(long k) const;
+	__attribute__((noinline)) long operator[](int i) const;
+};
+
+Vec Vec::operator+(const Vec &o) const
+{
+	std::printf("plus x=%ld y=%ld ox=%ld oy=%ld\n", x, y, o.x, o.y);
+	return Vec{ x + o.x, y + o.y };
+}
+
+bool Vec::operator==(const Vec &o) const
+{
+	std::printf("eq x=%ld ox=%ld\n", x, o.x);
+	return x == o.x && y == o.y;
+}
+
+long Vec::operator()(long k) const
+{
+	std::printf("call k=%ld y=%ld\n", k, y);
+	return k * x + y;
+}
+
+long Vec::operator[](int i) const
+{
+	std::printf("index i=%d\n", i);
+	return i ? y : x;
+}
+
+__attribute__((noinline)) long operator<<(const Vec &v, int s)
+{
+	std::printf("shl s=%d x=%ld\n", s, v.x);
+	return v.x << s;
+}
+
+template <typename T> struct Box {
+	T v;
+	__attribute__((noinline)) T get(T add) const
+	{
+		std::printf("get%zu v=%ld add=%ld\n", sizeof(T), (long)v, (long)add);
+		return v + add;
+	}
+};
+
+template <typename T> __attribute__((noinline)) T maxof(T a, T b)
+{
+	std::printf("max%zu a=%ld b=%ld\n", sizeof(T), (long)a, (long)b);
+	return a > b ? a : b;
+}
 }
 
 __attribute__((noinline)) int twice(int v)	/* the same name, global */
@@ -45,6 +100,13 @@ int main(int argc, char **)
 	long r = s.area(7, p);
 	r += geo::inner::twice(argc + 20);
 	r += twice(argc + 30);
+	geo::Vec a = { argc + 1, 5 }, b = { 3, argc + 8 };
+	geo::Vec c = a + b;
+	r += (c == a) + c(argc + 2) + a[argc] + (b << (argc + 2));
+	geo::Box<int> bi = { 40 + argc };
+	geo::Box<long> bl = { 50L + argc };
+	r += bi.get(argc + 3) + bl.get(argc + 4);
+	r += geo::maxof<long>(argc + 60, 58) + geo::maxof<int>(argc + 70, 65);
 	std::printf("main r=%ld\n", r);
 	return 0;
 }
