@@ -22,6 +22,7 @@
  * never called with ukp_lock held, because the dlclose hook takes
  * ukp_lock from inside the hit path.
  */
+#include <fcntl.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -330,6 +331,40 @@ static int build_slot(struct ukp_site *s, bool post, uint8_t **out)
 }
 
 /* Find or create the site at addr (under ukp_lock). */
+/*
+ * The byte the file mapped at addr holds there (a file-backed mapping):
+ * 0, or -ENOENT.  What the code is before anyone patched it, as the
+ * kernel's uprobes read it (from the file, not the process).
+ */
+static int file_byte(unsigned long addr, uint8_t *b)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -ENOENT;
+	char line[4096];
+	int err = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) < 3 ||
+		    addr < lo || addr >= hi)
+			continue;
+		char *path = line + at;
+		path[strcspn(path, "\n")] = 0;
+		if (at && path[0] == '/') {
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				if (pread(fd, b, 1, (off_t)(off + (addr - lo))) == 1)
+					err = 0;
+				close(fd);
+			}
+		}
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
 static int site_get_locked(unsigned long addr, const struct ukp_where *w,
 			   struct ukp_site **out)
 {
@@ -352,6 +387,18 @@ static int site_get_locked(unsigned long addr, const struct ukp_where *w,
 	if (err < 0) {
 		free(s);
 		return err;
+	}
+	/* an int3 the file does not hold: another tool's breakpoint (a
+	 * kernel uprobe, a debugger), which takes the traps there and
+	 * whose instruction it alone knows; copied, it would trap in our
+	 * slot and kill the program */
+	uint8_t fb;
+	if (code[0] == UKP_ARCH_BREAKPOINT && !file_byte(addr, &fb) &&
+	    fb != UKP_ARCH_BREAKPOINT) {
+		ukp_log("kprobe at %#lx: another tool's breakpoint is there (a kernel "
+			"uprobe, a debugger); not probed", addr);
+		free(s);
+		return -EBUSY;
 	}
 	s->orig = code[0];
 	s->ftrace = ukp_ftrace_site_at(addr) == 1;

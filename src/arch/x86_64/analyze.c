@@ -1444,6 +1444,10 @@ static int region_pun(const struct ukp_objdesc *od, unsigned long addr, unsigned
 	r->len = in->len;
 	r->pun = true;
 	memcpy(r->orig, buf, ukp_arch_span(r));
+	/* an int3 in the bytes it reads may be another tool's breakpoint,
+	 * whose removal would move the jump's target */
+	if (memchr(r->orig + r->len, UKP_ARCH_BREAKPOINT, ukp_arch_span(r) - r->len))
+		return refuse(why, wn, -EINVAL, "punned jump: an int3 in the bytes it reads");
 	if (ukp_arch_engine->ftrace_overlaps(addr, addr + ukp_arch_span(r)))
 		return refuse(why, wn, -EBUSY, "ftrace patch site inside the region");
 	return 0;
