@@ -1520,13 +1520,21 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		snprintf(out, n, "%s*", sub);
 		return;
 	case DW_TAG_const_type:
+	case DW_TAG_volatile_type: {
+		/* a qualified pointer is "T* const", as C declares it */
+		const char *q = dwarf_tag(&t) == DW_TAG_const_type ? "const" : "volatile";
+		Dwarf_Attribute qa;
+		Dwarf_Die qt;
+		bool ptr = dwarf_attr_integrate(&t, DW_AT_type, &qa) && dwarf_formref_die(&qa, &qt) &&
+			   (dwarf_tag(&qt) == DW_TAG_pointer_type ||
+			    dwarf_tag(&qt) == DW_TAG_reference_type);
 		type_name(&t, sub, sizeof sub);
-		snprintf(out, n, "const %s", sub);
+		if (ptr)
+			snprintf(out, n, "%s %s", sub, q);
+		else
+			snprintf(out, n, "%s %s", q, sub);
 		return;
-	case DW_TAG_volatile_type:
-		type_name(&t, sub, sizeof sub);
-		snprintf(out, n, "volatile %s", sub);
-		return;
+	}
 	case DW_TAG_array_type:
 		type_name(&t, sub, sizeof sub);
 		snprintf(out, n, "%s[]", sub);

@@ -677,6 +677,12 @@ UKT_CASE(cxx_operators_and_templates)
 		r = ukprobe("probe", "-x", target(cxx[b]), "-V", "geo::Vec::operator[]:2", NULL);
 		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\tint\ti") == 1);
 		run_free(&r);
+		/* this of a const method: a pointer to const, itself const
+		 * for g++ (T* const, as C declares it; not "const const") */
+		r = ukprobe("probe", "-x", target(cxx[b]), "-V", "geo::Vec::operator+", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\tconst struct Vec*") == 1 &&
+			   count_lines(r.out, "this") == 1 && !strstr(r.out, "const const"));
+		run_free(&r);
 		/* +OFFS after a name; ++ before a digit is + and an offset */
 		unsigned long eq = place_offset(cxx[b], "p geo::Vec::operator=="),
 			      plus = place_offset(cxx[b], "p geo::Vec::operator+");
