@@ -523,6 +523,12 @@ static int session_msg(struct session *s)
 		enable_all(s);
 		send_mute(s->fd);
 	} else if (t == UKPA_STOP) {
+		/* the events off in this process first: a child forked from
+		 * then on inherits them off, one forked before lets go of the
+		 * area in its fork handler (a fork between letting go and the
+		 * area's end recorded a child's event) */
+		for (unsigned k = 0; k < s->nev; k++)
+			ukpev_event_disable(s->ev[k]);
 		attach_area = NULL;
 		session_end(s);
 		send_msg(s->fd, UKPA_STOPPED, NULL, 0, NULL, 0, -1);

@@ -58,6 +58,8 @@ struct ukt_case {
 } while (0)
 
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -71,6 +73,18 @@ struct ukt_case {
 #include <ukprobes.h>
 
 /* seconds on the monotonic clock: the stress cases' time bounds */
+/* write s into the file at path (appended, or over what it held) */
+static inline void ukt_put(const char *path, const char *s, int append)
+{
+	int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
+	if (fd < 0)
+		UKT_FAIL("%s: %s", path, strerror(errno));
+	ssize_t n = write(fd, s, strlen(s));
+	if (n != (ssize_t)strlen(s))
+		UKT_FAIL("%s <- %s: %s", path, s, strerror(errno));
+	close(fd);
+}
+
 static inline double ukt_now(void)
 {
 	struct timespec ts;

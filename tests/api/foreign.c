@@ -38,17 +38,6 @@ static int count(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
-static void put(const char *path, const char *s, int append)
-{
-	int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
-	if (fd < 0)
-		UKT_FAIL("%s: %s", path, strerror(errno));
-	ssize_t n = write(fd, s, strlen(s));
-	if (n != (ssize_t)strlen(s))
-		UKT_FAIL("%s <- %s: %s", path, s, strerror(errno));
-	close(fd);
-}
-
 /* the path and file offset of the mapping holding a */
 static unsigned long mapped_at(unsigned long a, char *path, size_t n)
 {
@@ -81,18 +70,18 @@ UKT_CASE_T(kernel_uprobe_there_is_ebusy, 60)
 	unsigned long off = mapped_at(a, path, sizeof(path));
 	snprintf(grp, sizeof(grp), "ukt_foreign_%d", (int)getpid());
 	snprintf(buf, sizeof(buf), "p:%s/f %s:0x%lx\n", grp, path, off);
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	snprintf(en, sizeof(en), TRACEFS "/events/%s/f/enable", grp);
-	put(en, "1", 0);
+	ukt_put(en, "1", 0);
 	/* the kernel's int3 is in our copy of the code now */
 	UKT_EQ(*(volatile unsigned char *)a, 0xcc);
 
 	struct kprobe kp = { .addr = (kprobe_opcode_t *)a, .pre_handler = count };
 	int r = register_kprobe(&kp);
 	UKT_EQ(fo_target(4), 13);	/* the kernel's probe, ours not */
-	put(en, "0", 0);
+	ukt_put(en, "0", 0);
 	snprintf(buf, sizeof(buf), "-:%s/f\n", grp);
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	UKT_EQ(r, -EBUSY);
 	UKT_EQ(hits, 0);
 	UKT_EQ(fo_target(5), 16);

@@ -26,17 +26,6 @@ static int tracefs_ready(void)
 	return access(TRACEFS "/uprobe_events", W_OK) == 0;
 }
 
-static void put(const char *path, const char *s, int append)
-{
-	int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
-	if (fd < 0)
-		UKT_FAIL("%s: %s", path, strerror(errno));
-	ssize_t n = write(fd, s, strlen(s));
-	if (n != (ssize_t)strlen(s))
-		UKT_FAIL("%s <- %s: %s", path, s, strerror(errno));
-	close(fd);
-}
-
 /* the file offset of link-time address v in the ELF file f */
 static unsigned long file_offset(const unsigned char *f, unsigned long v)
 {
@@ -157,11 +146,11 @@ static long *kernel_run(const char *fn, const char *reg, char *const *argv,
 	char grp[64];
 	snprintf(grp, sizeof grp, "ukt_cli_%d", (int)getpid());
 	snprintf(buf, sizeof buf, "p:%s/f %s:0x%lx size=%%%s:u64\n", grp, libc, off, reg);
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	snprintf(buf, sizeof buf, "p:%s/start %s:0x%lx\n", grp, argv[0], entry_offset(argv[0]));
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	snprintf(buf, sizeof buf, "%s/buffer_size_kb", inst);
-	put(buf, "16384", 0);
+	ukt_put(buf, "16384", 0);
 
 	/* the workload waits, stopped, until its pid is the only one traced */
 	int out = open("/dev/null", O_WRONLY);
@@ -179,12 +168,12 @@ static long *kernel_run(const char *fn, const char *reg, char *const *argv,
 	snprintf(buf, sizeof buf, "%s/set_event_pid", inst);
 	char pids[32];
 	snprintf(pids, sizeof pids, "%d", (int)pid);
-	put(buf, pids, 0);
+	ukt_put(buf, pids, 0);
 	snprintf(buf, sizeof buf, "%s/events/%s/enable", inst, grp);
-	put(buf, "1", 0);
+	ukt_put(buf, "1", 0);
 	kill(pid, SIGCONT);
 	UKT_EQ(wait_status(pid), 0);
-	put(buf, "0", 0);
+	ukt_put(buf, "0", 0);
 	snprintf(buf, sizeof buf, "%s/trace", inst);
 	char *trace = slurp_file(buf);
 	/* nothing lost: entries in the buffer == entries written */
@@ -204,9 +193,9 @@ static long *kernel_run(const char *fn, const char *reg, char *const *argv,
 	free(trace);
 	UKT_ASSERT(rmdir(inst) == 0);
 	snprintf(buf, sizeof buf, "-:%s/f\n", grp);
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	snprintf(buf, sizeof buf, "-:%s/start\n", grp);
-	put(TRACEFS "/uprobe_events", buf, 1);
+	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	close(out);
 	return v;
 }

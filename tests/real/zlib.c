@@ -73,6 +73,23 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
+/* a probe on every instruction of every function of libz (loaded into
+ * z): the set, not yet registered; compress2's entry address */
+static unsigned long libz_set(struct ei_obj *z, struct ei_set *set, int post)
+{
+	struct ei_fnset all;
+	ei_obj_load(z, "libz.so", 1);
+	unsigned long entry_addr = (unsigned long)dlsym(RTLD_DEFAULT, "compress2");
+	UKT_ASSERT(entry_addr);
+	all.n = z->nfns;
+	all.v = malloc(z->nfns * sizeof(*all.v));
+	UKT_ASSERT(all.v);
+	for (size_t i = 0; i < z->nfns; i++)
+		all.v[i] = &z->fns[i];
+	ei_set_build(set, z, all, post, "libz.so.1:compress2", entry_addr, 8);
+	return entry_addr;
+}
+
 /*
  * stride 1: every instruction of every function; stride k > 1: every k-th
  * boundary counted across the whole library (so not every function entry),
@@ -84,7 +101,6 @@ static void run_zlib(void (*run)(struct ei_sink *), const char *name, int post, 
 	struct monitor mon = { .budget = budget };
 	static struct ei_sink ref, got;
 	static struct ei_obj z;
-	struct ei_fnset all;
 	struct ei_set set;
 	double t0, t1, t2, t3;
 
@@ -103,15 +119,7 @@ static void run_zlib(void (*run)(struct ei_sink *), const char *name, int post, 
 	ei_sink_expect_same(&ref, &got, "unprobed rerun");
 	UKT_EQ(calls, ref_calls);
 
-	ei_obj_load(&z, "libz.so", 1);
-	unsigned long entry_addr = (unsigned long)dlsym(RTLD_DEFAULT, "compress2");
-	UKT_ASSERT(entry_addr);
-	all.n = z.nfns;
-	all.v = malloc(z.nfns * sizeof(*all.v));
-	UKT_ASSERT(all.v);
-	for (size_t i = 0; i < z.nfns; i++)
-		all.v[i] = &z.fns[i];
-	ei_set_build(&set, &z, all, post, "libz.so.1:compress2", entry_addr, 8);
+	unsigned long entry_addr = libz_set(&z, &set, post);
 	if (stride > 1) {
 		/* thin out, keeping the compress2 probes made by name */
 		size_t w = 0;
@@ -202,7 +210,6 @@ static void run_zlib_apart(unsigned stride, unsigned phase)
 {
 	static struct ei_sink ref, got;
 	static struct ei_obj z;
-	struct ei_fnset all;
 	struct ei_set set;
 
 	ei_sink_init(&ref, 256UL << 20);
@@ -213,15 +220,7 @@ static void run_zlib_apart(unsigned stride, unsigned phase)
 	unsigned long ref_calls = calls;
 	UKT_ASSERT(ref_calls > 0);
 
-	ei_obj_load(&z, "libz.so", 1);
-	unsigned long entry_addr = (unsigned long)dlsym(RTLD_DEFAULT, "compress2");
-	UKT_ASSERT(entry_addr);
-	all.n = z.nfns;
-	all.v = malloc(z.nfns * sizeof(*all.v));
-	UKT_ASSERT(all.v);
-	for (size_t i = 0; i < z.nfns; i++)
-		all.v[i] = &z.fns[i];
-	ei_set_build(&set, &z, all, 0, "libz.so.1:compress2", entry_addr, 8);
+	libz_set(&z, &set, 0);
 	size_t w = 0;
 	for (size_t i = 0; i < set.n; i++)
 		if (i % stride == phase && !set.pr[i].kp.symbol_name)
