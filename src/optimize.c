@@ -282,9 +282,14 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 	ukp_lock_registry();
 	int err = analyse(addr, &r, why, n);
 	pthread_mutex_unlock(&ukp_lock);
-	if (!err && r.pun)
-		snprintf(why, n, "ok (punned jump, %u-byte instruction), saves %s", r.len,
-			 ukp_arch_vsave_name(r.vsave));
+	if (!err && r.pun) {
+		/* why: "punned jump: <what the region of whole instructions met>" */
+		char region[96];
+		snprintf(region, sizeof(region), "%s",
+			 strncmp(why, "punned jump: ", 13) ? "?" : why + 13);
+		snprintf(why, n, "ok (punned jump, %u-byte instruction; its region: %s), saves %s",
+			 r.len, region, ukp_arch_vsave_name(r.vsave));
+	}
 	else if (!err)
 		snprintf(why, n, "ok, saves %s", ukp_arch_vsave_name(r.vsave));
 	return err;

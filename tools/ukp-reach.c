@@ -80,7 +80,9 @@ struct why_count {
 	unsigned long n;
 };
 
-static void count_why(struct why_count *w, size_t *nw, size_t cap, const char *why)
+/* add n to the count of why's text up to its first ':' */
+static void add_why(struct why_count *w, size_t *nw, size_t cap, const char *why,
+		    unsigned long n)
 {
 	char t[64];
 	size_t k = 0;
@@ -91,13 +93,18 @@ static void count_why(struct why_count *w, size_t *nw, size_t cap, const char *w
 	t[k] = 0;
 	for (size_t i = 0; i < *nw; i++)
 		if (!strcmp(w[i].text, t)) {
-			w[i].n++;
+			w[i].n += n;
 			return;
 		}
 	if (*nw < cap) {
 		snprintf(w[*nw].text, sizeof(w[0].text), "%s", t);
-		w[(*nw)++].n = 1;
+		w[(*nw)++].n = n;
 	}
+}
+
+static void count_why(struct why_count *w, size_t *nw, size_t cap, const char *why)
+{
+	add_why(w, nw, cap, why, 1);
 }
 
 static void single_lib(const char *arg, unsigned long per_lib, double max_secs, struct reach *r)
@@ -506,6 +513,26 @@ static int run_every(void)
 	for (size_t i = 0; i < set.n; i++)
 		if (set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED)
 			ohits += set.snap[i];
+	/* the hits that trapped, by why their probe is a breakpoint */
+	struct why_count trapped[32];
+	size_t ntrapped = 0;
+	unsigned long thits = 0;
+	for (size_t i = 0; i < set.n; i++) {
+		if ((set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED) || !set.snap[i])
+			continue;
+		char why[256] = "", text[160];
+		if (ukp_opt_check(set.pr[i].addr, why, sizeof(why)) == 0) {
+			const char *reg = strstr(why, "its region: ");
+			snprintf(text, sizeof(text), "%s%.*s", reg ?
+				 "punned (neighbours probed), its region " : "passes the checks",
+				 reg ? (int)strcspn(reg + 12, ":)") : 0, reg ? reg + 12 : "");
+		} else {
+			why[sizeof(why) - 1] = 0;
+			snprintf(text, sizeof(text), "%s", why);
+		}
+		add_why(trapped, &ntrapped, 32, text, set.snap[i]);
+		thits += set.snap[i];
+	}
 	ei_set_unregister(&set);
 	UKT_ASSERT(hits > 0);
 	double per = (t - unprobed) * 1e9 / (double)hits;
@@ -513,6 +540,10 @@ static int run_every(void)
 	       "%lu hits on %zu instructions (%.1f%% of the hits on optimized probes): "
 	       "%.0f ns added per hit, %.0f ns per hit all told\n", unprobed, t, hits, distinct,
 	       pct(ohits, hits), per, t * 1e9 / (double)hits);
+	printf("  hits that trapped: %lu", thits);
+	for (size_t i = 0; i < ntrapped; i++)
+		printf("; %lu %s", trapped[i].n, trapped[i].text);
+	printf("\n");
 	printf("one optimized probe, the same handler: %.2f ns per hit%s\n", one,
 	       single_opt ? "" : " (NOT optimized: the ratio is meaningless)");
 

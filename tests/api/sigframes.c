@@ -990,9 +990,15 @@ UKT_CASE_T(thread_parked_at_each_boundary_of_a_region_goes_on_in_the_copy, 60)
 		{ "jcc, at the jz (taken)", sfr_jcc_p, 2, 7, 7, 0, true, 107 },
 		{ "jcc, at the jz (not taken)", sfr_jcc_p, 2, 7, 7, 5, false, 12 },
 		{ "jcc, at the add", sfr_jcc_p, 4, 7, 7, 5, false, 12 },
+		/* the ret: its own 5 bytes hold the jz's target, so the region
+		 * takes it in (region_extend) */
+		{ "jcc, at the ret (taken in)", sfr_jcc_p, 6, 12, 7, 5, false, 12 },
 		{ "syscall, at the start", sfr_sys_p, 0, 0, SYS_getpid, 3, false, pid + 3 },
 		{ "syscall, at the syscall", sfr_sys_p, 2, SYS_getpid, SYS_getpid, 3, false, pid + 3 },
 		{ "syscall, after it", sfr_sys_p, 4, pid, SYS_getpid, 3, false, pid + 3 },
+		/* its ret: past it is the function's end */
+		{ "syscall, at the ret (taken in)", sfr_sys_p, 6, pid + 3, SYS_getpid, 3, false,
+		  pid + 3 },
 	};
 	UKT_EQ(sfr_jcc(7, 5), 12);
 	UKT_EQ(sfr_jcc(7, 0), 107);

@@ -1455,7 +1455,53 @@ static int region_pun(const struct ukp_objdesc *od, unsigned long addr, unsigned
 
 static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
 		       unsigned long addr, unsigned long fhi, struct ukp_region *r,
-		       char *why, size_t wn);
+		       char *why, size_t wn, unsigned min_len);
+
+/*
+ * A region ends where an instruction begins (a) that could take no jump
+ * of its own: its 5 bytes hold a branch target, or run past the function's
+ * end, or a call.  Probed with the region's site - every instruction of a
+ * loop, say - it stays a breakpoint.  So the region takes it in (the jump
+ * is the same 5 bytes; the copy holds one instruction more), while a is
+ * no branch target itself and the region reaches it by falling through,
+ * up to 16 bytes (what the optimizer's look back over regions reaches).
+ */
+static void region_extend(const struct objscan *os, const struct ukp_objdesc *od,
+			  unsigned long fhi, struct ukp_region *r)
+{
+	for (int step = 0; step < UKP_REGION_MAX; step++) {
+		const struct ukp_insn *last = &r->insn[r->ninsn - 1];
+		unsigned long a = r->addr + r->len;
+		if (a >= fhi || last->addr + last->len != a || r->ninsn == UKP_REGION_MAX ||
+		    (last->flow != UKP_FLOW_NONE && last->flow != UKP_FLOW_JCC &&
+		     last->flow != UKP_FLOW_SYSCALL))
+			return;
+		size_t ti = ulv_lower(&os->targets, a);
+		if (ti < os->targets.n && os->targets.v[ti] == a)
+			return;		/* a jump lands there: it stays a boundary */
+		struct ukp_region ar;
+		char w[96];
+		memset(&ar, 0, sizeof(ar));
+		ar.addr = a;
+		if (region_jump(os, od, a, fhi, &ar, w, sizeof(w), UKP_ARCH_JMP_LEN) != -EINVAL ||
+		    (!strstr(w, "jump into the region") && !strstr(w, "crosses the function's end") &&
+		     !strstr(w, "call inside the region")))
+			return;		/* a takes a jump of its own (or nothing can) */
+		uint8_t b[UKP_ARCH_MAX_INSN];
+		struct ukp_insn ai;
+		size_t avail = fhi - a < sizeof(b) ? fhi - a : sizeof(b);
+		ukp_arch_engine->read_text(a, b, avail);
+		if (ukp_arch_decode(b, avail, a, &ai) < 0 || a + ai.len - r->addr > 16)
+			return;
+		struct ukp_region xr;
+		memset(&xr, 0, sizeof(xr));
+		xr.addr = r->addr;
+		if (region_jump(os, od, r->addr, fhi, &xr, w, sizeof(w),
+				(unsigned)(a + ai.len - r->addr)))
+			return;
+		*r = xr;
+	}
+}
 
 int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fhi,
 			 const struct ukp_objdesc *od, struct ukp_region *r,
@@ -1483,8 +1529,10 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 			indirect = true;
 		}
 	}
-	int err = os->unwind_ok ? region_jump(os, od, addr, fhi, r, why, wn) :
+	int err = os->unwind_ok ? region_jump(os, od, addr, fhi, r, why, wn, UKP_ARCH_JMP_LEN) :
 		  refuse(why, wn, -EINVAL, "landing pad inside the region: unwind tables unreadable");
+	if (!err && !indirect)
+		region_extend(os, od, fhi, r);
 	/* an indirect jump might land inside the region: unless it has no
 	 * inside (one instruction, no padding); the first reason to give */
 	if (indirect && (err == -EINVAL || (!err && (r->ninsn > 1 || r->len > r->insn[0].len))))
@@ -1508,14 +1556,14 @@ int ukp_arch_opt_analyze(unsigned long addr, unsigned long flo, unsigned long fh
 /* The region of whole instructions a jump at addr overwrites, checked */
 static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
 		       unsigned long addr, unsigned long fhi, struct ukp_region *r,
-		       char *why, size_t wn)
+		       char *why, size_t wn, unsigned min_len)
 {
-	/* instructions covering 5 bytes */
+	/* instructions covering 5 bytes (min_len: at least that many) */
 	uint8_t buf[32];
 	ukp_arch_engine->read_text(addr, buf, sizeof(buf));
 	unsigned long pc = addr;
 	bool falls = true;
-	while (pc < addr + UKP_ARCH_JMP_LEN) {
+	while (pc < addr + min_len) {
 		if (!falls)
 			break;	/* the rest must be unreachable padding */
 		if (pc >= fhi)
@@ -1530,7 +1578,7 @@ static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
 			return refuse(why, wn, -EINVAL, "region crosses the function's end");
 		r->ninsn++;
 		pc += in->len;
-		bool last = pc >= addr + UKP_ARCH_JMP_LEN;
+		bool last = pc >= addr + min_len;
 		switch (in->flow) {
 		case UKP_FLOW_NONE:
 			if (in->is_int3)
@@ -1555,6 +1603,8 @@ static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
 			break;
 		}
 	}
+	if (pc < addr + min_len && min_len > UKP_ARCH_JMP_LEN)
+		return refuse(why, wn, -EINVAL, "region ends before what it must cover");
 	unsigned long end = addr + UKP_ARCH_JMP_LEN > pc ? addr + UKP_ARCH_JMP_LEN : pc;
 	/* padding: past the function, in no other function, never executed,
 	 * and looking like what compilers and assemblers pad with (nops,
