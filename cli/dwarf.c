@@ -356,8 +356,8 @@ static void canon_name(const char *s, char *out, size_t n, int strip)
 			while (WORDCH(s[e]))
 				e++;
 			if (int_word(s + i, e - i) < 0) {
-				while (i < e)
-					PUT(s[i++]);
+				for (; i < e; i++)	/* (PUT skips its argument when full) */
+					PUT(s[i]);
 				continue;
 			}
 			int cnt[6] = { 0 };

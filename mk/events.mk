@@ -42,7 +42,17 @@ $(B)/fuzz/ukpev-fuzz: $(FUZZ_SRCS) $(wildcard src/events/*.h) include/ukprobes/e
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRCS)
-fuzz: $(B)/fuzz/ukpev-fuzz
-	@mkdir -p $(B)/fuzz/corpus
+# and ukprobe's source-level place parser (cli/dwarf.c, whole), a third of
+# the time, from its own seeds (fuzz/dwplace-corpus)
+$(B)/fuzz/dwplace-fuzz: fuzz/dwplace_fuzz.c cli/dwarf.c cli/dwarf.h cli/elf.c cli/elf.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ \
+		fuzz/dwplace_fuzz.c cli/elf.c -ldw -lelf
+fuzz: $(B)/fuzz/ukpev-fuzz $(B)/fuzz/dwplace-fuzz
+	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/dwplace-corpus
 	$(B)/fuzz/ukpev-fuzz -max_total_time=$(FUZZ_TIME) -timeout=5 -rss_limit_mb=2048 \
 		-max_len=4096 -print_final_stats=1 $(B)/fuzz/corpus fuzz/corpus
+	$(B)/fuzz/dwplace-fuzz -max_total_time=$$(( $(FUZZ_TIME) / 3 + 1 )) -timeout=5 \
+		-rss_limit_mb=2048 -max_len=2048 -print_final_stats=1 \
+		$(B)/fuzz/dwplace-corpus fuzz/dwplace-corpus
