@@ -330,7 +330,6 @@ static int build_slot(struct ukp_site *s, bool post, uint8_t **out)
 	return ukp_slot_write(slot, code, (size_t)len, s, fix);
 }
 
-/* Find or create the site at addr (under ukp_lock). */
 /*
  * The byte the file mapped at addr holds there (a file-backed mapping):
  * 0, or -ENOENT.  What the code is before anyone patched it, as the
@@ -365,6 +364,7 @@ static int file_byte(unsigned long addr, uint8_t *b)
 	return err;
 }
 
+/* Find or create the site at addr (under ukp_lock). */
 static int site_get_locked(unsigned long addr, const struct ukp_where *w,
 			   struct ukp_site **out)
 {

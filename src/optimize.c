@@ -144,7 +144,7 @@ static bool region_covers(const struct ukp_site *s, unsigned k)
 
 bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
 {
-	for (unsigned k = 1; k < 16; k++) {
+	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 		if (s && s->optimized && region_covers(s, k)) {
 			*b = s->opt->r.orig[k];
@@ -215,7 +215,7 @@ static bool wanted_locked(struct ukp_site *s, bool *run)
 	if (inside && (!plain_locked(s) || s->opt->kret))
 		return false;
 	/* no jump, done or pending, over this address */
-	for (unsigned k = 1; k < 16; k++) {
+	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
 		struct ukp_site *o = ukp_site_lookup(s->addr - k);
 		/* (a run's site: its own region is no jump, its head's is) */
 		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head)))
@@ -289,9 +289,9 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 			 strncmp(why, "punned jump: ", 13) ? "?" : why + 13);
 		snprintf(why, n, "ok (punned jump, %u-byte instruction; its region: %s), saves %s",
 			 r.len, region, ukp_arch_vsave_name(r.vsave));
-	}
-	else if (!err)
+	} else if (!err) {
 		snprintf(why, n, "ok, saves %s", ukp_arch_vsave_name(r.vsave));
+	}
 	return err;
 }
 
@@ -913,23 +913,23 @@ static unsigned long jump_target(const struct ukp_opt *o)
 			 (unsigned long)o->detour + o->entry;
 }
 
-/* The bytes of s's jump into jmp; how many of them it writes (a punned
- * one: its instruction's, the rest are the code's own) */
+/* the bytes a jump of o writes (a punned one: its instruction's, the
+ * rest are the code's own) */
+static unsigned jump_len(const struct ukp_opt *o)
+{
+	return o->r.pun ? o->r.len : UKP_ARCH_JMP_LEN;
+}
+
+/* The bytes of o's jump into jmp; how many of them it writes, 0 if none */
 static unsigned jump_bytes(const struct ukp_opt *o, uint8_t jmp[UKP_ARCH_PUN_SPAN_MAX])
 {
 	if (o->r.pun) {
 		if (!ukp_arch_make_pun(jmp, &o->r, o->pun_p, o->hop))
 			return 0;
-		return o->r.len;
+	} else {
+		ukp_arch_make_jump(jmp, o->r.addr, jump_target(o));
 	}
-	ukp_arch_make_jump(jmp, o->r.addr, jump_target(o));
-	return UKP_ARCH_JMP_LEN;
-}
-
-/* the bytes a jump of o writes */
-static unsigned jump_len(const struct ukp_opt *o)
-{
-	return o->r.pun ? o->r.len : UKP_ARCH_JMP_LEN;
+	return jump_len(o);
 }
 
 /* publish (or take back) where traps at s and its run's sites resume */
@@ -978,7 +978,7 @@ void ukp_opt_collect_site_locked(struct ukp_unopt *u, struct ukp_site *s)
  * site at addr: its head's). */
 void ukp_opt_collect_locked(struct ukp_unopt *u, unsigned long addr)
 {
-	for (unsigned k = 0; k < 16; k++) {
+	for (unsigned k = 0; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 		if (s && (!k || (region_covers(s, k) && !s->run_head)))
 			ukp_opt_collect_site_locked(u, s);
@@ -1158,7 +1158,7 @@ static void requeue_retry_locked(void)
 void ukp_opt_update_locked(unsigned long addr)
 {
 	tramp_refresh_locked(ukp_site_lookup(addr));
-	for (unsigned k = 0; k < 16; k++) {
+	for (unsigned k = 0; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 		if (s && (!k || !s->opt || s->opt->state > 0))
 			enqueue_locked(s);

@@ -1464,7 +1464,7 @@ static int region_jump(const struct objscan *os, const struct ukp_objdesc *od,
  * loop, say - it stays a breakpoint.  So the region takes it in (the jump
  * is the same 5 bytes; the copy holds one instruction more), while a is
  * no branch target itself and the region reaches it by falling through,
- * up to 16 bytes (what the optimizer's look back over regions reaches).
+ * up to UKP_ARCH_REGION_BYTES_MAX bytes.
  */
 static void region_extend(const struct objscan *os, const struct ukp_objdesc *od,
 			  unsigned long fhi, struct ukp_region *r)
@@ -1491,7 +1491,7 @@ static void region_extend(const struct objscan *os, const struct ukp_objdesc *od
 		struct ukp_insn ai;
 		size_t avail = fhi - a < sizeof(b) ? fhi - a : sizeof(b);
 		ukp_arch_engine->read_text(a, b, avail);
-		if (ukp_arch_decode(b, avail, a, &ai) < 0 || a + ai.len - r->addr > 16)
+		if (ukp_arch_decode(b, avail, a, &ai) < 0 || a + ai.len - r->addr > UKP_ARCH_REGION_BYTES_MAX)
 			return;
 		struct ukp_region xr;
 		memset(&xr, 0, sizeof(xr));

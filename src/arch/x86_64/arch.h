@@ -91,6 +91,9 @@ int ukp_arch_build_slot(const struct ukp_insn *insn, uint8_t *buf,
 
 #define UKP_ARCH_JMP_LEN	5	/* jmp rel32 */
 #define UKP_REGION_MAX		6	/* instructions a region may cover */
+/* ...and bytes, punned reads included: how far back the optimizer looks
+ * for a region over an address (optimize.c) */
+#define UKP_ARCH_REGION_BYTES_MAX	16
 
 struct ukp_range { unsigned long lo, hi; };
 
