@@ -22,6 +22,11 @@ void ukp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* non-zero: this thread's ukp_log() lines are dropped (a caller that
  * returns the error itself, as the events API does) */
 extern __thread int ukp_log_quiet;
+/* set by a caller registering in code it knows to be an object's (the
+ * events core's deferred events): an address in no object the engine
+ * knows is then -ENOENT (unloaded meanwhile, or not yet listed), never
+ * taken for anonymous code, whose probes outlive any unload */
+extern __thread int ukp_register_in_object;
 
 /* ------------------------------------------------------------------ */
 /* Threads and grace periods (sync.c)                                  */
@@ -644,6 +649,11 @@ void ukp_lock_registry(void);
 		       sizeof(((type *)0)->field) == (size), #type "." #field)
 void ukp_init_once(void);
 void ukp_objects_changed(void);	/* the dynamic linker unmapped something */
+/* Called after every change of the dynamic linker's list of objects (a
+ * load, before the new objects' constructors run, or an unload), in the
+ * thread that made it, with the loader's lock held and no lock of ours:
+ * the events core arms deferred events there.  Set once. */
+void ukp_set_objects_hook(void (*fn)(void));
 int ukp_register_kind(struct kprobe **kps, int num, char kind);
 void ukp_unregister_kind(struct kprobe **kps, int num);
 /* where a hit of p goes on after a jprobe's entry: its out-of-line copy,

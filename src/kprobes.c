@@ -55,6 +55,7 @@ void ukp_lock_registry(void)
 }
 
 __thread int ukp_log_quiet;
+__thread int ukp_register_in_object;
 
 void ukp_log(const char *fmt, ...)
 {
@@ -583,6 +584,13 @@ void ukp_init_once(void)
 	pthread_once(&once, init_once);
 }
 
+static void (*_Atomic objects_hook)(void);
+
+void ukp_set_objects_hook(void (*fn)(void))
+{
+	atomic_store(&objects_hook, fn);
+}
+
 /* r_brk: called by the dynamic linker around every change of the list. */
 static void dl_hook(void)
 {
@@ -604,6 +612,9 @@ static void dl_hook(void)
 		pthread_cond_broadcast(&dl_done);
 	}
 	pthread_mutex_unlock(&ukp_lock);
+	void (*fn)(void) = atomic_load(&objects_hook);
+	if (fn)
+		fn();
 }
 
 /* under ukp_lock: probes whose object went away are gone */
@@ -678,6 +689,11 @@ static int prepare(struct kprobe *p, struct prep *pr)
 		ukp_log("kprobe %s: blacklisted (%s)", probe_name(p, nm, sizeof(nm)), why);
 		return -EINVAL;
 	}
+	if (ukp_sym_where(pr->addr, &pr->w) != 0 && ukp_register_in_object) {
+		ukp_log("kprobe %s: %#lx is in no loaded object", probe_name(p, nm, sizeof(nm)),
+			pr->addr);
+		return -ENOENT;
+	}
 	if (ukp_sym_where(pr->addr, &pr->w) != 0 && !ukp_text_is_exec(pr->addr)) {
 		ukp_log("kprobe %s: %#lx is not in executable code", probe_name(p, nm, sizeof(nm)), pr->addr);
 		return -EINVAL;
@@ -694,6 +710,15 @@ static int register_one_locked(struct kprobe *p, struct prep *pr, char kind,
 	if (rec_of_locked(p)) {
 		ukp_log("kprobe %s: already registered", probe_name(p, nm, sizeof(nm)));
 		return -EINVAL;
+	}
+	/* resolved without our lock: an object another thread unloaded
+	 * since (its hook has run by now, or it waits for our lock) must
+	 * not be read, nor its address given to a site: the code there is
+	 * gone, or another object's */
+	if (pr->w.obj && !ukp_sym_object_alive(pr->w.obj)) {
+		ukp_log("kprobe %s: %#lx: its object was unloaded meanwhile",
+			probe_name(p, nm, sizeof(nm)), pr->addr);
+		return -ENOENT;
 	}
 	if (pr->w.func_end > pr->w.func_start &&
 	    ukp_arch_check_boundary(pr->w.func_start, pr->w.func_end, pr->addr)) {

@@ -370,13 +370,16 @@ static void load_object_locked(struct ukp_object *o)
 /* ---- the list of objects --------------------------------------------- */
 
 struct snap { char path[PATH_MAX]; unsigned long bias, eh_hdr; struct range exec; bool is_main; };
-struct snap_vec { struct snap *v; size_t n, cap; };
+struct snap_vec { struct snap *v; size_t n, cap; unsigned long long adds, subs; };
 
 static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct snap_vec *sv = arg;
 	struct snap s = { .bias = info->dlpi_addr, .exec = { ~0UL, 0 } };
 	(void)size;
+	/* the same in every entry, of the list this walk sees */
+	sv->adds = info->dlpi_adds;
+	sv->subs = info->dlpi_subs;
 	if (sv->n == 0) {
 		s.is_main = true;	/* the first entry is the executable */
 	} else if (!info->dlpi_name || !info->dlpi_name[0] ||
@@ -437,6 +440,15 @@ void ukp_sym_refresh(void)
 	pthread_rwlock_unlock(&dl_calls);
 
 	pthread_mutex_lock(&sym_lock);
+	/* Two threads may refresh at once (one in the dynamic linker's
+	 * hook, one registering): a snapshot older than the one merged last
+	 * (the counters only grow) must not undo it, marking a new object
+	 * missing or an unloaded one alive. */
+	if (seen_adds != ~0ULL && sv.adds + sv.subs <= seen_adds + seen_subs) {
+		pthread_mutex_unlock(&sym_lock);
+		free(sv.v);
+		return;
+	}
 	if (!main_path[0]) {
 		ssize_t k = readlink("/proc/self/exe", main_path, sizeof(main_path) - 1);
 		if (k > 0)
@@ -470,8 +482,8 @@ void ukp_sym_refresh(void)
 		}
 		o->alive = true;
 	}
-	seen_adds = g[0];
-	seen_subs = g[1];
+	seen_adds = sv.adds;
+	seen_subs = sv.subs;
 	pthread_mutex_unlock(&sym_lock);
 	free(sv.v);
 }

@@ -326,16 +326,19 @@ static bool kprobe_hit(unsigned long bp, ucontext_t *uc)
 		return true;
 	}
 	int saved_errno = errno;
-	ukp_read_lock(t);
-	/* a site being optimised resumes in its detour's copy of the whole
-	 * region, so no thread enters the bytes the jump will cover */
-	uint8_t *r = atomic_load_explicit(&s->resume, memory_order_acquire);
-	unsigned long resume = (unsigned long)(r ? r : s->slot);
+	/* outside the read lock, as from a detour: a hook may wait for
+	 * threads that wait for a grace period (the events core arms and
+	 * takes back probes from the dynamic linker's) */
 	if (s->hook && !t->in_hook) {
 		t->in_hook = 1;
 		s->hook();
 		t->in_hook = 0;
 	}
+	ukp_read_lock(t);
+	/* a site being optimised resumes in its detour's copy of the whole
+	 * region, so no thread enters the bytes the jump will cover */
+	uint8_t *r = atomic_load_explicit(&s->resume, memory_order_acquire);
+	unsigned long resume = (unsigned long)(r ? r : s->slot);
 	uint16_t nested = ukp_hit_hold(t);
 	const struct ukp_plist *l = atomic_load_explicit(&s->probes, memory_order_acquire);
 	if (!l || !l->n || !ukp_knob_enabled || t->internal) {
