@@ -220,11 +220,18 @@ static struct json_pairs *pairs(struct writer *w, unsigned id)
 	memset(jp->rename, 0, n);
 	for (unsigned p = 0; p < n; p++) {
 		const struct ukpev_event_info *pe = ukpev_reader_event(w->r, p);
-		if (!pe || pe->kind != UKPEV_KIND_PROBE || !pe->addr)
+		if (!pe || pe->kind != UKPEV_KIND_PROBE || (!pe->addr && !pe->deferred))
 			continue;
 		for (unsigned r = 0; r < n; r++) {
 			const struct ukpev_event_info *re = ukpev_reader_event(w->r, r);
-			if (!re || re->kind != UKPEV_KIND_RETPROBE || re->addr != pe->addr)
+			if (!re || re->kind != UKPEV_KIND_RETPROBE)
+				continue;
+			/* the same function: by address, or for events armed
+			 * when their library loads (maybe not yet, maybe at
+			 * another address each time) by the place written */
+			if (pe->deferred || re->deferred ? !pe->deferred || !re->deferred ||
+							   strcmp(pe->place, re->place)
+							 : re->addr != pe->addr)
 				continue;
 			/* without the stack pointers, calls are told apart
 			 * by their order alone: a filter may keep one side of

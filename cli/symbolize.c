@@ -11,12 +11,16 @@
 #include <string.h>
 #include <time.h>
 
+#include <ukprobes/events.h>
+
 #include "elf.h"
 #include "symbolize.h"
 
 struct symbolizer {
 	pid_t pid;
 	int dead;
+	struct ukpev_reader *rd;
+	unsigned nlog;			/* rd's objects merged */
 	struct map_set maps;
 	struct elf_file *elf;	/* per maps.obj, loaded on demand */
 	char *loaded;
@@ -44,12 +48,13 @@ static void grow(struct symbolizer *s)
 	s->cap = s->maps.n;
 }
 
-struct symbolizer *sym_new(pid_t pid)
+struct symbolizer *sym_new(pid_t pid, struct ukpev_reader *rd)
 {
 	struct symbolizer *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	s->rd = rd;
 	maps_read(pid, &s->maps);
 	grow(s);
 	s->last_refresh = now();
@@ -83,18 +88,47 @@ void sym_free(struct symbolizer *s)
 	free(s);
 }
 
+/* the object last loaded at addr */
 static int find(struct symbolizer *s, unsigned long addr)
 {
-	for (size_t k = 0; k < s->maps.n; k++)
+	for (size_t k = s->maps.n; k-- > 0;)
 		if (addr >= s->maps.obj[k].lo && addr < s->maps.obj[k].hi)
 			return (int)k;
 	return -1;
+}
+
+/* the objects the target logged since the last call, not in maps yet */
+static void merge_log(struct symbolizer *s)
+{
+	struct ukpev_object o;
+	while (s->rd && ukpev_reader_object(s->rd, s->nlog, &o) == 0) {
+		s->nlog++;
+		size_t k;
+		for (k = 0; k < s->maps.n; k++)
+			if (s->maps.obj[k].lo == o.lo && !strcmp(s->maps.obj[k].path, o.path))
+				break;
+		if (k < s->maps.n)
+			continue;
+		struct map_obj *v = realloc(s->maps.obj, (s->maps.n + 1) * sizeof *v);
+		if (!v)
+			abort();
+		s->maps.obj = v;
+		v[s->maps.n] = (struct map_obj){ strdup(o.path), o.lo, o.hi, o.bias, 0 };
+		if (!v[s->maps.n].path)
+			abort();
+		s->maps.n++;
+	}
+	grow(s);
 }
 
 int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 	       int with_obj, char *buf, size_t n)
 {
 	int k = find(s, addr);
+	if (k < 0) {
+		merge_log(s);
+		k = find(s, addr);
+	}
 	if (k < 0 && !s->dead && now() - s->last_refresh > 0.05) {
 		sym_refresh(s);
 		k = find(s, addr);

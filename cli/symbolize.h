@@ -7,7 +7,10 @@
 #include "maps.h"
 
 struct symbolizer;
-struct symbolizer *sym_new(pid_t pid);
+struct ukpev_reader;
+/* rd (may be NULL): the target's log of the objects it loaded, which
+ * outlives the target and its mappings */
+struct symbolizer *sym_new(pid_t pid, struct ukpev_reader *rd);
 void sym_free(struct symbolizer *s);
 /* re-reads the target's maps (objects loaded since), while it lives */
 void sym_refresh(struct symbolizer *s);

@@ -323,6 +323,16 @@ static int target_alive(pid_t pid, int pidfd)
 
 static void write_totals(struct consumer *c, const struct trace_opts *t)
 {
+	/* events armed as their library loads: those the library's code
+	 * refused (checked against the file at definition, but not every
+	 * check can be made before the code is there) */
+	for (unsigned id = 0; id < ukpev_reader_nevents(c->r); id++) {
+		const struct ukpev_event_info *ev = ukpev_reader_event(c->r, id);
+		struct ukpev_stats st;
+		if (ev && ev->deferred && ukpev_reader_stats(c->r, id, &st) == 0 && st.arm_err)
+			fprintf(stderr, "%s: %s/%s: not armed at %s when its library loaded: %s\n", ukp_prog,
+				ev->group, ev->event, ev->place, ukpev_strerror(st.arm_err));
+	}
 	fprintf(stderr, "%s: %llu events lost\n", ukp_prog,
 		(unsigned long long)ukpev_reader_lost(c->r));
 	if (!t->profile)
@@ -511,7 +521,7 @@ int cmd_trace(int argc, char **argv)
 			kill(child, SIGKILL);
 		return 1;
 	}
-	struct symbolizer *sym = sym_new(pid);
+	struct symbolizer *sym = sym_new(pid, rd);
 	struct consumer c;
 	consumer_init(&c, rd, out, sym, t.format);
 	if (chan_send(ctl, UKPA_GO, NULL, 0, NULL, 0) < 0 && !child) {

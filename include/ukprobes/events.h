@@ -222,6 +222,9 @@ struct ukpev_event_info {
 	unsigned nargs;
 	const struct ukpev_arg_info *args;
 	unsigned payload_size;		/* fixed part of a record's payload */
+	int deferred;			/* its object (a path) was not loaded:
+					   armed each time it is, addr 0
+					   until then */
 };
 
 /* ------------------------------------------------------------------ */
@@ -455,11 +458,24 @@ UKPEV_API const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader 
 /* One past the highest event id created so far. */
 UKPEV_API unsigned ukpev_reader_nevents(struct ukpev_reader *r);
 
+/* An object the target loaded (any time after its area was created):
+ * what symbolises its addresses once the target is gone. */
+struct ukpev_object {
+	const char *path;	/* the file, symbolic links resolved */
+	uint64_t lo, hi;	/* the addresses its PT_LOAD segments span */
+	uint64_t bias;		/* address = bias + ELF vaddr */
+};
+/* The i-th object in load order: 0, or -ENOENT past the last. */
+UKPEV_API int ukpev_reader_object(struct ukpev_reader *r, unsigned i, struct ukpev_object *o);
+
 struct ukpev_stats {
 	uint64_t hits;		/* probe hits (filtered out ones included) */
 	uint64_t misses;	/* hits that recorded nothing: a full buffer
 				   or recursion (uprobe_profile's misses) */
 	uint64_t filtered;	/* hits a filter rejected */
+	int arm_err;		/* a deferred event: why (UKPEV_E_*) its
+				   last arming, when its object loaded,
+				   failed (0: it did not) */
 };
 /* id's counters summed over every thread (recursion misses as of the
  * last ukpev_area_sync()). */

@@ -122,6 +122,36 @@ uint64_t ev_heap_str(struct ev_area_hdr *h, const char *s)
 	return off;
 }
 
+/* The object log: appended under obj_lock (taken in the dynamic linker's
+ * hook: nothing under it calls the loader), published by nobjs. */
+static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ev_log_object(const char *path, uint64_t lo, uint64_t hi, uint64_t bias)
+{
+	pthread_mutex_lock(&area_lock);
+	pthread_mutex_lock(&obj_lock);
+	for (int i = 0; i < EV_MAX_AREAS; i++) {
+		struct ev_area_hdr *h = areas[i] ? areas[i]->hdr : NULL;
+		if (!h)
+			continue;
+		uint32_t n = atomic_load(&h->nobjs);
+		struct ev_obj *o = ev_at(h, h->objs_off);
+		bool have = false;
+		for (uint32_t k = n; k-- > 0 && !have;)
+			have = o[k].lo == lo && o[k].bias == bias &&
+			       !strcmp(ev_at(h, o[k].path_off), path);
+		if (have || n >= h->objs_max)
+			continue;
+		uint64_t po = ev_heap_str(h, path);
+		if (!po)
+			continue;
+		o[n] = (struct ev_obj){ lo, hi, bias, po };
+		atomic_store_explicit(&h->nobjs, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&obj_lock);
+	pthread_mutex_unlock(&area_lock);
+}
+
 #define HEAP_SIZE (16UL << 20)
 #define PAGE 4096UL
 
@@ -188,6 +218,8 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	off = page_up(off + EV_MAX_HISTS * sizeof(struct ev_hist_meta));
 	uint64_t hpool_off = off, hpool_size = page_up(size / 8);
 	off += hpool_size;
+	uint64_t objs_off = off;
+	off = page_up(off + EV_MAX_OBJS * sizeof(struct ev_obj));
 	uint64_t pool_off = (off + UKPEV_SUBBUF_SIZE - 1) & ~(uint64_t)(UKPEV_SUBBUF_SIZE - 1);
 	if (pool_off + 2 * UKPEV_SUBBUF_SIZE > size) {
 		pthread_mutex_lock(&area_lock);
@@ -233,6 +265,8 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	h->hists_off = hists_off;
 	h->hpool_off = hpool_off;
 	h->hpool_size = hpool_size;
+	h->objs_off = objs_off;
+	h->objs_max = EV_MAX_OBJS;
 	h->subbuf_size = UKPEV_SUBBUF_SIZE;
 	/* two at least: a thread writes one while the reader drains the other */
 	h->buffer_subbufs = (uint32_t)(buffer_kb * 1024 / UKPEV_SUBBUF_SIZE);
@@ -255,6 +289,7 @@ int ukpev_area_create(const struct ukpev_area_opts *opts, struct ukpev_area **ou
 	}
 	atomic_store_explicit((_Atomic uint64_t *)&h->magic, EV_MAGIC, memory_order_release);
 	*out = a;
+	ev_objects_track();	/* the objects loaded now, and from now on */
 	return 0;
 fail:
 	if (a->fd >= 0)
@@ -400,9 +435,14 @@ const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r, unsign
 	struct ev_area_hdr *h = r->h;
 	if (id >= UKPEV_MAX_EVENTS)
 		return NULL;
-	if (r->ev[id].group)
-		return &r->ev[id];
 	struct ev_meta *m = ev_meta(h, id);
+	if (r->ev[id].group) {
+		/* a deferred event's address: 0 until armed, and its
+		 * object may load again at another address */
+		if (r->ev[id].deferred)
+			r->ev[id].addr = atomic_load_explicit(&m->addr, memory_order_acquire);
+		return &r->ev[id];
+	}
 	if (atomic_load_explicit(&m->state, memory_order_acquire) == EV_META_FREE)
 		return NULL;
 	struct ukpev_event_info *e = &r->ev[id];
@@ -440,7 +480,9 @@ const struct ukpev_event_info *ukpev_reader_event(struct ukpev_reader *r, unsign
 	r->args[id] = ai;
 	*e = (struct ukpev_event_info){
 		.id = id, .event = heap_str(h, m->event_off), .definition = heap_str(h, m->def_off),
-		.kind = (int)m->kind, .maxactive = (int)m->maxactive, .addr = m->addr,
+		.kind = (int)m->kind, .maxactive = (int)m->maxactive,
+		.addr = atomic_load_explicit(&m->addr, memory_order_acquire),
+		.deferred = (m->flags & EV_META_F_DEFERRED) != 0,
 		.place = heap_str(h, m->place_off), .nargs = m->nargs, .args = ai,
 		.payload_size = m->payload_size,
 	};
@@ -721,7 +763,30 @@ int ukpev_reader_stats(struct ukpev_reader *r, unsigned id, struct ukpev_stats *
 	st->hits += em + atomic_load(&m->retired[0]);
 	st->misses += em + atomic_load(&m->retired[1]);
 	st->filtered += atomic_load(&m->retired[2]);
+	st->arm_err = (int)atomic_load(&m->arm_err);
 	return 0;
+}
+
+int ukpev_reader_object(struct ukpev_reader *r, unsigned i, struct ukpev_object *o)
+{
+	if (!r || !o)
+		return -EINVAL;
+	struct ev_area_hdr *h = r->h;
+	uint32_t n = atomic_load_explicit(&h->nobjs, memory_order_acquire);
+	if (n > h->objs_max)
+		n = h->objs_max;
+	if (i >= n)
+		return -ENOENT;
+	/* what another process wrote: checked before use */
+	if (h->objs_off < h->hdr_size || h->objs_off + (uint64_t)h->objs_max * sizeof(struct ev_obj) >
+						h->size)
+		return -ENOENT;
+	const struct ev_obj *e = (const struct ev_obj *)ev_at(h, h->objs_off) + i;
+	o->path = heap_str(h, e->path_off);
+	o->lo = e->lo;
+	o->hi = e->hi;
+	o->bias = e->bias;
+	return o->path && o->lo < o->hi ? 0 : -ENOENT;
 }
 
 uint64_t ukpev_reader_lost(struct ukpev_reader *r)

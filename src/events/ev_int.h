@@ -201,7 +201,7 @@ EV_HIDDEN void ev_filter_free(struct ev_filter *f);
  *	+----------------------+ size
  */
 #define EV_MAGIC	0x31766570756b75ULL	/* "ukupev1" */
-#define EV_VERSION	2
+#define EV_VERSION	3
 #define EV_CLOCK_TSC	0	/* ts: rdtsc, converted by the reader */
 #define EV_CLOCK_MONO	1	/* ts: CLOCK_MONOTONIC ns */
 #define EV_CPU_RSEQ	0
@@ -230,6 +230,17 @@ struct ev_area_hdr {
 	_Atomic uint64_t hpool_used;
 	_Atomic uint32_t nhists;
 	uint32_t pad_h;
+	/* the objects the process loaded, in load order (event.c logs
+	 * them; the reader symbolises with them after the process is gone) */
+	uint64_t objs_off;
+	uint32_t objs_max;
+	_Atomic uint32_t nobjs;
+};
+
+#define EV_MAX_OBJS	2048
+struct ev_obj {
+	uint64_t lo, hi, bias;		/* its PT_LOAD range; address = bias + vaddr */
+	uint64_t path_off;		/* heap string */
 };
 
 /* An event's description, published by its creator (state last). */
@@ -240,13 +251,17 @@ struct ev_meta_arg {
 	uint64_t name_off, type_off;	/* heap strings */
 	uint32_t type, elem_size, count, offset, bf_width, bf_shift;
 };
+#define EV_META_F_DEFERRED 1u	/* armed whenever its object loads */
 struct ev_meta {
 	_Atomic uint32_t state;
-	uint32_t kind, maxactive, nargs, payload_size, pad;
-	uint64_t addr;
+	uint32_t kind, maxactive, nargs, payload_size, flags;	/* EV_META_F_* */
+	_Atomic uint64_t addr;		/* 0: a deferred event not armed yet */
 	uint64_t group_off, event_off, def_off, place_off, args_off;
 	_Atomic uint64_t filter_off;	/* 0: none */
 	_Atomic uint64_t engine_misses;	/* ukpev_area_sync() */
+	_Atomic int64_t arm_err;	/* a deferred event that could not be
+					   armed when its object loaded:
+					   why (UKPEV_E_*) */
 	/* hits, misses, filtered of thread blocks retired (reader) */
 	_Atomic uint64_t retired[3];
 };
@@ -383,10 +398,24 @@ struct ukpev_event {
 	struct ukpev_def *def;
 	bool registered;
 	char *symspec;			/* kp.symbol_name */
+	/* deferred (a place in a library not loaded yet): armed whenever
+	 * the file (dev, ino) is loaded, at its bias plus vaddr; the rest
+	 * under event.c's dfr_lock */
+	bool deferred;
+	bool dfr_off;			/* disabled: arm disabled */
+	unsigned long dfr_vaddr;
+	unsigned long dfr_bias;		/* armed at this bias */
+	unsigned long dfr_dev, dfr_ino;
+	unsigned long dfr_missed;	/* nmissed of earlier armings */
+	struct ukpev_event *dfr_next;
 	struct ukpev_event_info info;	/* def->info with id and addr */
 } __attribute__((aligned(64)));
 
 /* area.c */
+/* every live area's log gets (path, lo, hi, bias) unless it has it */
+EV_HIDDEN void ev_log_object(const char *path, uint64_t lo, uint64_t hi, uint64_t bias);
+/* event.c: the dynamic linker's changes followed (once) */
+EV_HIDDEN void ev_objects_track(void);
 EV_HIDDEN extern _Atomic uint32_t ev_fork_gen;
 EV_HIDDEN extern int ev_cpu_mode;
 EV_HIDDEN struct ev_tblock *ev_thread_attach(struct ukpev_area *a);

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -63,11 +64,52 @@ static int objfind_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* the loaded object that is the file (dev, ino), whatever path it was
+ * loaded by (symbolic links, /lib for /usr/lib) */
+struct objfile {
+	unsigned long dev, ino;
+	bool found;
+	struct objfind *f;
+};
+
+static int objfile_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct objfile *o = arg;
+	struct stat st;
+	char exe[4096];
+	const char *path = info->dlpi_name;
+	(void)size;
+	if (!path || !*path) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return 0;
+		exe[n] = 0;
+		path = exe;
+	}
+	if (stat(path, &st) || st.st_dev != o->dev || st.st_ino != o->ino)
+		return 0;
+	o->found = true;
+	if (o->f) {
+		o->f->found = true;
+		o->f->is_main = path == exe;
+		snprintf(o->f->path, sizeof(o->f->path), "%s", path);
+		o->f->base = info->dlpi_addr;
+		o->f->phdr = info->dlpi_phdr;
+		o->f->phnum = info->dlpi_phnum;
+	}
+	return 1;
+}
+
 static bool find_object(const char *name, struct objfind *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->name = name;
 	dl_iterate_phdr(objfind_cb, f);
+	struct stat st;
+	if (!f->found && strchr(name, '/') && !stat(name, &st)) {
+		struct objfile o = { st.st_dev, st.st_ino, false, f };
+		dl_iterate_phdr(objfile_cb, &o);
+	}
 	return f->found;
 }
 
@@ -213,6 +255,391 @@ static int resolve_sym(const char *spec, unsigned long *addr)
 	return ukp_sym_resolve(spec, addr) ? -ENOENT : 0;
 }
 
+/* ---- deferred events ---------------------------------------------------- */
+
+/*
+ * A place in a library given by path that the program has not loaded
+ * (yet): what uprobe_events does with a path, and kprobe_events with a
+ * module not loaded.  The definition is checked against the file (an ELF
+ * shared library, the symbol in its tables, the place in executable
+ * code), the event is published unarmed (address 0), and every change of
+ * the dynamic linker's list of objects (ukp_set_objects_hook: in the
+ * thread that loads, before the new objects' constructors run) arms the
+ * deferred events whose file is now loaded, at its load bias, and takes
+ * back those whose object went away, to arm them again at the next load.
+ *
+ * dfr_lock guards the list and each deferred event's probe state; it is
+ * taken after ev_lock and before the engine's locks, and never held
+ * across a call into the dynamic linker.
+ */
+static pthread_mutex_t dfr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ukpev_event *dfr_head;
+static _Atomic bool dfr_any;
+
+
+/* where a deferred event's place lies in its file: its vaddr, with the
+ * file's identity; 0 or a UKPEV_E_* code */
+static int dfr_check(const struct ukpev_def *d, struct ukpev_event *e)
+{
+	if (!strchr(d->obj, '/'))
+		return UKPEV_E_UNKNOWN_OBJECT;	/* a name: only loaded ones */
+	int fd = open(d->obj, O_RDONLY | O_CLOEXEC), code = UKPEV_E_UNKNOWN_OBJECT;
+	struct stat st;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	if (fd < 0)
+		return code;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+	    eh.e_phnum > sizeof(ph) / sizeof(ph[0]) ||
+	    pread(fd, ph, eh.e_phnum * sizeof(ph[0]), (off_t)eh.e_phoff) !=
+		    (ssize_t)(eh.e_phnum * sizeof(ph[0])))
+		goto out;
+	/* a position-independent executable cannot be dlopen'ed (and one
+	 * the program execs runs untraced): only libraries wait */
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_DYNAMIC)
+			continue;
+		Elf64_Dyn dyn[128];
+		size_t n = ph[i].p_filesz / sizeof(dyn[0]);
+		if (n > sizeof(dyn) / sizeof(dyn[0]))
+			n = sizeof(dyn) / sizeof(dyn[0]);
+		ssize_t got = pread(fd, dyn, n * sizeof(dyn[0]), (off_t)ph[i].p_offset);
+		for (size_t k = 0; got > 0 && k < (size_t)got / sizeof(dyn[0]) &&
+				   dyn[k].d_tag != DT_NULL; k++)
+			if (dyn[k].d_tag == DT_FLAGS_1 && (dyn[k].d_un.d_val & DF_1_PIE))
+				goto out;
+	}
+	unsigned long vaddr;
+	if (d->place_kind == PL_OBJOFF) {
+		code = UKPEV_E_BAD_FILE_OFFS;
+		bool in = false;
+		for (unsigned i = 0; i < eh.e_phnum && !in; i++)
+			if (ph[i].p_type == PT_LOAD && d->offs >= ph[i].p_offset &&
+			    d->offs < ph[i].p_offset + ph[i].p_filesz) {
+				vaddr = ph[i].p_vaddr + (d->offs - ph[i].p_offset);
+				in = true;
+			}
+		if (!in)
+			goto out;
+	} else {
+		code = UKPEV_E_UNKNOWN_SYMBOL;
+		if (elf_sym(d->obj, d->sym, &vaddr))
+			goto out;
+		vaddr += d->offs;
+	}
+	/* code, not data */
+	code = d->place_kind == PL_OBJOFF ? UKPEV_E_BAD_FILE_OFFS : UKPEV_E_FAIL_REG_PROBE;
+	for (unsigned i = 0; i < eh.e_phnum && code; i++)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && vaddr >= ph[i].p_vaddr &&
+		    vaddr < ph[i].p_vaddr + ph[i].p_memsz)
+			code = 0;
+	e->dfr_vaddr = vaddr;
+	e->dfr_dev = st.st_dev;
+	e->dfr_ino = st.st_ino;
+out:
+	close(fd);
+	return code;
+}
+
+static int place_error(struct ukpev_def *d, int r)
+{
+	if (r == -EILSEQ)
+		return UKPEV_E_BAD_INSN_BNDRY;
+	if (r == -ENOENT)
+		return UKPEV_E_UNKNOWN_SYMBOL;
+	return UKPEV_E_FAIL_REG_PROBE;
+	(void)d;
+}
+
+struct loaded_at {
+	unsigned long bias, dev, ino;
+	bool yes;
+};
+
+static int loaded_at_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded_at *l = arg;
+	struct stat st;
+	(void)size;
+	if (info->dlpi_addr == l->bias && info->dlpi_name && info->dlpi_name[0] &&
+	    !stat(info->dlpi_name, &st) && st.st_dev == l->dev && st.st_ino == l->ino) {
+		l->yes = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* under dfr_lock: the probe of e at bias; 0 or -errno (-ENOENT: the
+ * library is not there any more, which is not the place's fault) */
+static int dfr_arm_locked(struct ukpev_event *e, unsigned long bias)
+{
+	unsigned long addr = bias + e->dfr_vaddr;
+	struct ev_meta *m = ev_meta(e->area->hdr, e->id);
+	/* the address before the first hit can be recorded */
+	atomic_store_explicit(&m->addr, addr, memory_order_release);
+	e->info.addr = addr;
+	int r;
+	if (e->ret) {
+		struct kretprobe rp = {
+			.handler = e->u.rp.handler, .entry_handler = e->u.rp.entry_handler,
+			.data_size = e->u.rp.data_size, .maxactive = e->u.rp.maxactive,
+		};
+		rp.kp.addr = (kprobe_opcode_t *)addr;
+		rp.kp.flags = e->dfr_off ? KPROBE_FLAG_DISABLED : 0;
+		e->u.rp = rp;
+		ukp_register_in_object = 1;
+		ukp_log_quiet++;	/* why goes to arm_err */
+		r = register_kretprobe(&e->u.rp);
+		ukp_log_quiet--;
+		ukp_register_in_object = 0;
+	} else {
+		struct kprobe kp = { .pre_handler = e->u.kp.pre_handler };
+		kp.addr = (kprobe_opcode_t *)addr;
+		kp.flags = e->dfr_off ? KPROBE_FLAG_DISABLED : 0;
+		e->u.kp = kp;
+		ukp_register_in_object = 1;
+		ukp_log_quiet++;	/* why goes to arm_err */
+		r = register_kprobe(&e->u.kp);
+		ukp_log_quiet--;
+		ukp_register_in_object = 0;
+	}
+	if (r) {
+		/* the engine finds no code there when another thread has
+		 * unloaded the library since it was seen */
+		struct loaded_at l = { bias, e->dfr_dev, e->dfr_ino, false };
+		dl_iterate_phdr(loaded_at_cb, &l);
+		if (!l.yes)
+			r = -ENOENT;
+	}
+	if (r == -ENOENT) {
+		/* unloaded meanwhile: not the place's fault; at its next load */
+		atomic_store(&m->arm_err, 0);
+		e->dfr_bias = 0;
+		return r;
+	}
+	atomic_store(&m->arm_err, r ? place_error(e->def, r) : 0);
+	e->dfr_bias = bias;
+	if (r)
+		return r;
+	e->registered = true;
+	return 0;
+}
+
+/* under dfr_lock: take e's probe back (its object went away, or e goes) */
+static void dfr_disarm_locked(struct ukpev_event *e)
+{
+	if (!e->registered)
+		return;
+	if (e->ret)
+		unregister_kretprobe(&e->u.rp);
+	else
+		unregister_kprobe(&e->u.kp);
+	e->dfr_missed += e->u.kp.nmissed + (e->ret ? (unsigned long)e->u.rp.nmissed : 0);
+	e->registered = false;
+}
+
+struct dfr_obj {
+	unsigned long bias, lo, hi;
+	char *path;
+};
+struct dfr_objs {
+	struct dfr_obj *v;
+	size_t n, cap;
+};
+
+static int dfr_objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct dfr_objs *o = arg;
+	(void)size;
+	if (!info->dlpi_name || !info->dlpi_name[0])
+		return 0;	/* the executable (never deferred), the vdso */
+	if (o->n == o->cap) {
+		size_t nc = o->cap ? 2 * o->cap : 32;
+		struct dfr_obj *nv = realloc(o->v, nc * sizeof(*nv));
+		if (!nv)
+			return 1;
+		o->v = nv;
+		o->cap = nc;
+	}
+	unsigned long lo = ~0UL, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (lo >= hi)
+		return 0;
+	o->v[o->n].bias = info->dlpi_addr;
+	o->v[o->n].lo = lo & ~4095UL;
+	o->v[o->n].hi = hi;
+	o->v[o->n].path = strdup(info->dlpi_name);
+	if (o->v[o->n].path)
+		o->n++;
+	return 0;
+}
+
+/* Log the objects loaded (for the reader's symbols), arm the deferred
+ * events whose file is loaded, take back those whose object went away:
+ * after every change of the list of objects, at an area's creation, and
+ * after a deferred event's. */
+/*
+ * What each loaded object is: its file (dev, ino) and real path, learnt
+ * when first seen - for a new object, inside the dlopen that maps it,
+ * where a relative name means what the loader took it to mean - and
+ * kept while it stays loaded at that bias.
+ */
+struct objid {
+	unsigned long bias, dev, ino;
+	char *name, *real;
+	bool seen, fresh;
+};
+static pthread_mutex_t objid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct objid *objids;
+static size_t nobjids;
+
+/* under objid_lock: objs' identities, in order, as indexes in objids
+ * (-1: none; NULL on ENOMEM) */
+static long *objids_of_locked(const struct dfr_objs *objs)
+{
+	long *of = malloc((objs->n ? objs->n : 1) * sizeof(*of));
+	if (!of)
+		return NULL;
+	for (size_t k = 0; k < nobjids; k++)
+		objids[k].seen = objids[k].fresh = false;
+	for (size_t i = 0; i < objs->n; i++) {
+		size_t k;
+		of[i] = -1;
+		for (k = 0; k < nobjids; k++)
+			if (objids[k].bias == objs->v[i].bias && !objids[k].seen &&
+			    !strcmp(objids[k].name, objs->v[i].path))
+				break;
+		if (k == nobjids) {
+			struct objid *nv = realloc(objids, (nobjids + 1) * sizeof(*nv));
+			if (!nv)
+				continue;
+			objids = nv;
+			struct stat st;
+			char real[PATH_MAX];
+			bool ok = !stat(objs->v[i].path, &st) && realpath(objs->v[i].path, real);
+			objids[k] = (struct objid){
+				.bias = objs->v[i].bias, .dev = ok ? st.st_dev : 0,
+				.ino = ok ? st.st_ino : 0, .name = strdup(objs->v[i].path),
+				.real = ok ? strdup(real) : NULL, .fresh = true,
+			};
+			if (!objids[k].name) {
+				free(objids[k].real);
+				continue;
+			}
+			nobjids++;
+		}
+		objids[k].seen = true;
+		of[i] = (long)k;
+	}
+	return of;
+}
+
+/* under objid_lock: forget the objects no longer loaded */
+static void objids_prune_locked(void)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < nobjids; k++) {
+		if (objids[k].seen) {
+			objids[n++] = objids[k];
+		} else {
+			free(objids[k].name);
+			free(objids[k].real);
+		}
+	}
+	nobjids = n;
+}
+
+/* all: log every object (a new area), not only those new here */
+static void objects_scan(bool all)
+{
+	struct dfr_objs objs = { 0 };
+	dl_iterate_phdr(dfr_objs_cb, &objs);	/* before our locks */
+	pthread_mutex_lock(&objid_lock);
+	long *of = objids_of_locked(&objs);
+	for (size_t i = 0; of && i < objs.n; i++)
+		if (of[i] >= 0 && objids[of[i]].real && (all || objids[of[i]].fresh))
+			ev_log_object(objids[of[i]].real, objs.v[i].lo, objs.v[i].hi,
+				      objs.v[i].bias);
+	if (of && atomic_load(&dfr_any)) {
+		/* the engine's view of the objects as ours (from another
+		 * thread than the loader's, a load may be midway: listed,
+		 * mapped, its hook to come) */
+		ukp_sym_refresh();
+		pthread_mutex_lock(&dfr_lock);
+		for (struct ukpev_event *e = dfr_head; e; e = e->dfr_next) {
+			size_t k;
+			for (k = 0; k < objs.n; k++)
+				if (of[k] >= 0 && objids[of[k]].ino == e->dfr_ino &&
+				    objids[of[k]].dev == e->dfr_dev)
+					break;
+			bool loaded = k < objs.n;
+			/* one whose library went stays registered, gone (as
+			 * the kernel keeps a module's), until it loads again */
+			if (e->registered && loaded && (objs.v[k].bias != e->dfr_bias ||
+							(e->u.kp.flags & KPROBE_FLAG_GONE)))
+				dfr_disarm_locked(e);
+			/* an arming that failed is tried again at the next load */
+			if (!e->registered && loaded &&
+			    !(atomic_load(&ev_meta(e->area->hdr, e->id)->arm_err) &&
+			      e->dfr_bias == objs.v[k].bias))
+				dfr_arm_locked(e, objs.v[k].bias);
+		}
+		pthread_mutex_unlock(&dfr_lock);
+	}
+	if (of)
+		objids_prune_locked();
+	pthread_mutex_unlock(&objid_lock);
+	for (size_t i = 0; i < objs.n; i++)
+		free(objs.v[i].path);
+	free(objs.v);
+	free(of);
+}
+
+/* fork: no lock of ours held by a thread the child will not have */
+static void track_lock_all(void)
+{
+	pthread_mutex_lock(&objid_lock);
+	pthread_mutex_lock(&dfr_lock);
+}
+
+static void track_unlock_all(void)
+{
+	pthread_mutex_unlock(&dfr_lock);
+	pthread_mutex_unlock(&objid_lock);
+}
+
+static void objects_changed(void)
+{
+	objects_scan(false);
+}
+
+static void track_init(void)
+{
+	ukp_init_once();	/* the engine's fork handlers first: ours run before */
+	pthread_atfork(track_lock_all, track_unlock_all, track_unlock_all);
+	ukp_set_objects_hook(objects_changed);
+}
+
+void ev_objects_track(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, track_init);
+	objects_scan(true);
+}
+
 /* ---- compiling -------------------------------------------------------------- */
 
 static int compile(struct ukpev_event *e, struct ukpev_error *err)
@@ -340,7 +767,9 @@ static int publish(struct ukpev_event *e)
 	m->maxactive = (uint32_t)d->maxactive;
 	m->nargs = d->nargs;
 	m->payload_size = d->payload_size;
-	m->addr = e->info.addr;
+	m->flags = e->deferred ? EV_META_F_DEFERRED : 0;
+	atomic_store(&m->addr, e->info.addr);
+	atomic_store(&m->arm_err, 0);
 	m->group_off = ev_heap_str(h, d->group);
 	m->event_off = ev_heap_str(h, d->event);
 	m->def_off = ev_heap_str(h, d->text);
@@ -355,16 +784,6 @@ static int publish(struct ukpev_event *e)
 }
 
 /* ---- the API ---------------------------------------------------------------------- */
-
-static int place_error(struct ukpev_def *d, int r)
-{
-	if (r == -EILSEQ)
-		return UKPEV_E_BAD_INSN_BNDRY;
-	if (r == -ENOENT)
-		return UKPEV_E_UNKNOWN_SYMBOL;
-	return UKPEV_E_FAIL_REG_PROBE;
-	(void)d;
-}
 
 int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned flags,
 		       struct ukpev_event **out, struct ukpev_error *err)
@@ -421,27 +840,41 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 		addr = d->offs;
 		break;
 	case PL_OBJOFF:
-		if (!find_object(d->obj, &f)) {
-			ev_set_err(err, UKPEV_E_UNKNOWN_OBJECT, d->place_at);
+	case PL_OBJSYM: {
+		bool loaded = find_object(d->obj, &f);
+		/* a library given by path whose file shows the place: armed
+		 * at each of its loads, whether loaded now or not */
+		int code = strchr(d->obj, '/') ? dfr_check(d, e) : UKPEV_E_UNKNOWN_OBJECT;
+		if (!code) {
+			e->deferred = true;
+			break;
+		}
+		if (!loaded) {
+			ev_set_err(err, code, d->place_at + (code == UKPEV_E_UNKNOWN_OBJECT ?
+							     0 : (int)strlen(d->obj) + 1));
 			r = -EINVAL;
 			goto fail;
 		}
-		addr = file_offset_addr(&f, d->offs);
-		if (!addr) {
-			ev_set_err(err, UKPEV_E_BAD_FILE_OFFS, d->place_at + (int)strlen(d->obj) + 1);
+		if (d->place_kind == PL_OBJOFF) {
+			addr = file_offset_addr(&f, d->offs);
+			if (!addr) {
+				ev_set_err(err, UKPEV_E_BAD_FILE_OFFS,
+					   d->place_at + (int)strlen(d->obj) + 1);
+				r = -EINVAL;
+				goto fail;
+			}
+			break;
+		}
+		/* the object as the engine names it (found, maybe, by
+		 * another path to the same file) */
+		if (snprintf(spec, sizeof(spec), "%s:%s", f.path, d->sym) >= (int)sizeof(spec)) {
+			ev_set_err(err, UKPEV_E_UNKNOWN_SYMBOL, d->place_at + (int)strlen(d->obj) + 1);
 			r = -EINVAL;
 			goto fail;
 		}
-		break;
-	case PL_OBJSYM:
-		if (!find_object(d->obj, &f)) {
-			ev_set_err(err, UKPEV_E_UNKNOWN_OBJECT, d->place_at);
-			r = -EINVAL;
-			goto fail;
-		}
-		snprintf(spec, sizeof(spec), "%s:%s", d->obj, d->sym);
 		symname = spec;
 		break;
+	}
 	default:
 		symname = d->sym;
 		break;
@@ -456,7 +889,10 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	e->info.id = id;
 	bool clk = a->hdr->clock != EV_CLOCK_TSC;
 	struct kprobe *kp = &e->u.kp;
-	if (symname) {
+	if (e->deferred) {
+		e->info.deferred = 1;
+		e->dfr_off = (flags & UKPEV_F_DISABLED) != 0;
+	} else if (symname) {
 		e->symspec = strdup(symname);
 		if (!e->symspec) {
 			r = -ENOMEM;
@@ -476,11 +912,20 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 		e->u.rp.entry_handler = e->nsaved ? ev_entry_handler : NULL;
 		e->u.rp.data_size = e->nsaved * sizeof(unsigned long);
 		e->u.rp.maxactive = d->maxactive;
-		r = register_kretprobe(&e->u.rp);
+		r = e->deferred ? 0 : register_kretprobe(&e->u.rp);
 	} else {
 		kp->pre_handler = (flags & UKPEV_F_STACKS) ? ev_pre_handler_stk :
 				  clk ? ev_pre_handler_clk : ev_pre_handler;
-		r = register_kprobe(kp);
+		r = e->deferred ? 0 : register_kprobe(kp);
+	}
+	if (e->deferred && find_object(d->obj, &f)) {
+		/* loaded now: armed now, a refusal said now */
+		ukp_sym_refresh();
+		pthread_mutex_lock(&dfr_lock);
+		r = dfr_arm_locked(e, f.base);
+		pthread_mutex_unlock(&dfr_lock);
+		if (r == -ENOENT)
+			r = 0;	/* unloaded meanwhile: armed at its next load */
 	}
 	if (r) {
 		int code = place_error(d, r);
@@ -491,7 +936,8 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 		r = -EINVAL;
 		goto fail;
 	}
-	e->registered = true;
+	if (!e->deferred)
+		e->registered = true;
 	e->info.addr = (unsigned long)kp->addr;
 	if ((r = publish(e))) {
 		ev_set_err(err, UKPEV_E_NO_AREA_SPACE, 0);
@@ -499,8 +945,17 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 	}
 	atomic_store(&a->hdr->nevents, id + 1);
 	a->events[id] = e;
+	if (e->deferred) {
+		pthread_mutex_lock(&dfr_lock);
+		e->dfr_next = dfr_head;
+		dfr_head = e;
+		atomic_store(&dfr_any, true);
+		pthread_mutex_unlock(&dfr_lock);
+	}
 	ukp_log_quiet = quiet;
 	pthread_mutex_unlock(&ev_lock);
+	if (e->deferred)
+		objects_scan(false);	/* loaded meanwhile */
 	*out = e;
 	return 0;
 fail:
@@ -751,28 +1206,60 @@ int ukpev_area_tracing(struct ukpev_area *a, int on)
 	return !atomic_exchange(&a->tracing_off, on ? 0 : 1);
 }
 
-int ukpev_event_enable(struct ukpev_event *ev)
+static int event_switch(struct ukpev_event *ev, bool on)
 {
 	if (!ev)
 		return -EINVAL;
-	return ev->ret ? enable_kretprobe(&ev->u.rp) : enable_kprobe(&ev->u.kp);
+	if (ev->deferred) {
+		/* armed in this state when its object loads */
+		pthread_mutex_lock(&dfr_lock);
+		ev->dfr_off = !on;
+		int r = 0;
+		if (ev->registered)
+			r = ev->ret ? (on ? enable_kretprobe : disable_kretprobe)(&ev->u.rp)
+				    : (on ? enable_kprobe : disable_kprobe)(&ev->u.kp);
+		pthread_mutex_unlock(&dfr_lock);
+		return r;
+	}
+	return ev->ret ? (on ? enable_kretprobe : disable_kretprobe)(&ev->u.rp)
+		       : (on ? enable_kprobe : disable_kprobe)(&ev->u.kp);
+}
+
+int ukpev_event_enable(struct ukpev_event *ev)
+{
+	return event_switch(ev, true);
 }
 
 int ukpev_event_disable(struct ukpev_event *ev)
 {
-	if (!ev)
-		return -EINVAL;
-	return ev->ret ? disable_kretprobe(&ev->u.rp) : disable_kprobe(&ev->u.kp);
+	return event_switch(ev, false);
 }
 
 void ukpev_event_remove(struct ukpev_event *ev)
 {
 	if (!ev)
 		return;
-	if (ev->ret)
+	if (ev->deferred) {
+		/* off the list, no scan arms it again; its probe taken back
+		 * with no lock of ours held (a grace period) */
+		pthread_mutex_lock(&dfr_lock);
+		struct ukpev_event **pp = &dfr_head;
+		while (*pp && *pp != ev)
+			pp = &(*pp)->dfr_next;
+		if (*pp)
+			*pp = ev->dfr_next;
+		bool armed = ev->registered;
+		ev->registered = false;
+		pthread_mutex_unlock(&dfr_lock);
+		if (armed) {
+			ev->registered = true;
+			dfr_disarm_locked(ev);	/* its own now */
+		}
+	} else if (ev->ret) {
 		unregister_kretprobe(&ev->u.rp);
-	else
+	} else {
 		unregister_kprobe(&ev->u.kp);
+	}
 	pthread_mutex_lock(&ev_lock);
 	/* triggers of other events that switch this one: dropped (their
 	 * old sets freed once no hit reads them) */
@@ -799,8 +1286,8 @@ void ukpev_event_remove(struct ukpev_event *ev)
 		olds[nolds++] = ts;
 	}
 	struct ev_meta *m = ev_meta(ev->area->hdr, ev->id);
-	atomic_fetch_add(&m->engine_misses, ev->u.kp.nmissed +
-			 (ev->ret ? (unsigned long)ev->u.rp.nmissed : 0));
+	atomic_fetch_add(&m->engine_misses, ev->deferred ? ev->dfr_missed :
+			 ev->u.kp.nmissed + (ev->ret ? (unsigned long)ev->u.rp.nmissed : 0));
 	atomic_store_explicit(&m->state, EV_META_GONE, memory_order_release);
 	ev->area->events[ev->id] = NULL;
 	pthread_mutex_unlock(&ev_lock);
@@ -864,7 +1351,13 @@ int ukpev_area_sync(struct ukpev_area *a)
 		struct ukpev_event *e = a->events[i];
 		if (!e)
 			continue;
+		if (e->deferred)
+			pthread_mutex_lock(&dfr_lock);
 		uint64_t n = e->u.kp.nmissed + (e->ret ? (unsigned long)e->u.rp.nmissed : 0);
+		if (e->deferred) {
+			n = e->dfr_missed + (e->registered ? n : 0);
+			pthread_mutex_unlock(&dfr_lock);
+		}
 		atomic_store(&ev_meta(a->hdr, i)->engine_misses, n);
 	}
 	pthread_mutex_unlock(&ev_lock);

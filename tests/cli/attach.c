@@ -121,37 +121,6 @@ UKT_CASE(attach_via_thread_in_nanosleep) { attach_on(230); }	/* clock_nanosleep 
 UKT_CASE(attach_via_thread_in_futex) { attach_on(202); }
 UKT_CASE(attach_via_main_thread_in_poll) { attach_on(-1); }
 
-/* the file offset of symbol name in the ELF file at path (its dynamic
- * symbols), or -1 */
-static long sym_file_offset(const char *path, const char *name)
-{
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0)
-		return -1;
-	unsigned char *f = malloc((size_t)st.st_size);
-	UKT_ASSERT(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
-	close(fd);
-	const Elf64_Ehdr *eh = (const void *)f;
-	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
-	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
-	long off = -1;
-	for (int k = 0; k < eh->e_shnum && off < 0; k++) {
-		if (sh[k].sh_type != SHT_DYNSYM)
-			continue;
-		const Elf64_Sym *sy = (const void *)(f + sh[k].sh_offset);
-		const char *str = (const char *)(f + sh[sh[k].sh_link].sh_offset);
-		for (size_t j = 0; j < sh[k].sh_size / sizeof *sy && off < 0; j++)
-			if (!strcmp(str + sy[j].st_name, name) && sy[j].st_shndx != SHN_UNDEF)
-				for (int q = 0; q < eh->e_phnum; q++)
-					if (ph[q].p_type == PT_LOAD && sy[j].st_value >= ph[q].p_vaddr &&
-					    sy[j].st_value < ph[q].p_vaddr + ph[q].p_filesz)
-						off = (long)(sy[j].st_value - ph[q].p_vaddr + ph[q].p_offset);
-	}
-	free(f);
-	return off;
-}
-
 /*
  * The text of the executable and of every library in memory equals the
  * files' after detach (the agent and libukprobes themselves aside).  One

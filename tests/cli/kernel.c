@@ -10,7 +10,9 @@
  * ones, made before any constructor could arm anything) must equal
  * ukprobe's, size for size.
  */
+#include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -68,33 +70,9 @@ static unsigned long libc_offset(const char *fn, char *path, size_t n)
 	}
 	fclose(m);
 	UKT_ASSERT(path[0]);
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
-	const unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	UKT_ASSERT(f != MAP_FAILED);
-	const Elf64_Ehdr *eh = (const void *)f;
-	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
-	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
-	unsigned long value = 0;
-	for (int k = 0; k < eh->e_shnum && !value; k++) {
-		if (sh[k].sh_type != SHT_DYNSYM)
-			continue;
-		const Elf64_Sym *s = (const void *)(f + sh[k].sh_offset);
-		const char *str = (const char *)(f + sh[sh[k].sh_link].sh_offset);
-		for (size_t j = 0; j < sh[k].sh_size / sizeof *s; j++)
-			if (!strcmp(str + s[j].st_name, fn) && s[j].st_shndx != SHN_UNDEF) {
-				value = s[j].st_value;
-				break;
-			}
-	}
-	UKT_ASSERT(value);
-	(void)ph;
-	unsigned long off = file_offset(f, value);
-	munmap((void *)f, (size_t)st.st_size);
-	close(fd);
-	UKT_ASSERT(off);
-	return off;
+	long off = sym_file_offset(path, fn);
+	UKT_ASSERT(off > 0);
+	return (unsigned long)off;
 }
 
 /* the size= values of lines with needle, in order */
@@ -134,18 +112,18 @@ static char *slurp_file(const char *path)
 	return b;
 }
 
-/* argv run once under the kernel's probe: the sizes it saw */
-static long *kernel_run(const char *fn, const char *reg, char *const *argv,
-		       const char *in_path, int *count, int *before)
+/* argv run once under the kernel's probe at file offset off of lib: the
+ * values of register reg it saw */
+static long *kernel_run(const char *lib, unsigned long off, const char *reg, char *const *argv,
+			const char *in_path, int *count, int *before)
 {
-	char inst[128], buf[512], libc[4096];
-	unsigned long off = libc_offset(fn, libc, sizeof libc);
+	char inst[128], buf[4400];
 	snprintf(inst, sizeof inst, TRACEFS "/instances/ukt_cli_%d", (int)getpid());
 	rmdir(inst);
 	UKT_ASSERT(mkdir(inst, 0755) == 0);
 	char grp[64];
 	snprintf(grp, sizeof grp, "ukt_cli_%d", (int)getpid());
-	snprintf(buf, sizeof buf, "p:%s/f %s:0x%lx size=%%%s:u64\n", grp, libc, off, reg);
+	snprintf(buf, sizeof buf, "p:%s/f %s:0x%lx size=%%%s:u64\n", grp, lib, off, reg);
 	ukt_put(TRACEFS "/uprobe_events", buf, 1);
 	snprintf(buf, sizeof buf, "p:%s/start %s:0x%lx\n", grp, argv[0], entry_offset(argv[0]));
 	ukt_put(TRACEFS "/uprobe_events", buf, 1);
@@ -236,7 +214,9 @@ static void compare(const char *fn, const char *reg, char *const *cmd, const cha
 		    int min_calls)
 {
 	int nk = 0, nu = 0, startup = 0;
-	long *k = kernel_run(fn, reg, cmd, in_path, &nk, &startup);
+	char libc[4096];
+	unsigned long off = libc_offset(fn, libc, sizeof libc);
+	long *k = kernel_run(libc, off, reg, cmd, in_path, &nk, &startup);
 	char def[128], needle[128];
 	snprintf(def, sizeof def, "p:t/%s libc.so.6:%s size=%%%s:u64", fn, fn, reg);
 	snprintf(needle, sizeof needle, " %s: (%s+0x0/", fn, fn);
@@ -304,7 +284,9 @@ static void compare_hist(const char *fn, const char *reg, char *const *cmd, cons
 			 int min_calls)
 {
 	int nk = 0, startup = 0;
-	long *k = kernel_run(fn, reg, cmd, in_path, &nk, &startup);
+	char libc[4096];
+	unsigned long off = libc_offset(fn, libc, sizeof libc);
+	long *k = kernel_run(libc, off, reg, cmd, in_path, &nk, &startup);
 	unsigned long long cnt[65] = { 0 }, sum[65] = { 0 };
 	for (int j = 0; j < nk; j++) {
 		unsigned long v = (unsigned long)k[j];
@@ -374,5 +356,64 @@ UKT_CASE_T(malloc_histograms_match_the_kernel, 180)
 	char *sm[] = { (char *)"/usr/bin/sort", (char *)"--parallel=1", (char *)"-S", (char *)"64K",
 		       in, NULL };
 	compare_hist("malloc", "di", sm, "/dev/null", 20);
+	unlink(in);
+}
+
+/*
+ * A library the program loads only later: python3 imports bz2, whose
+ * module dlopens libbz2.  The kernel's uprobe on the file and ukprobe's
+ * definition by path (made before the library is there, armed when it
+ * loads) see the same calls of BZ2_bzCompress with the same action (%si:
+ * BZ_RUN per chunk, then BZ_FINISH until the stream ends).
+ */
+UKT_CASE_T(library_loaded_later_matches_the_kernel, 180)
+{
+	if (!tracefs_ready()) {
+		printf("  tracefs is not available here (%s): kernel comparison not run\n", TRACEFS);
+		return;
+	}
+	/* libbz2 as the dynamic linker finds it, by its real path */
+	void *h = dlopen("libbz2.so.1.0", RTLD_NOW);
+	UKT_ASSERT(h);
+	struct link_map *lm = NULL;
+	UKT_ASSERT(dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm);
+	char lib[PATH_MAX];
+	UKT_ASSERT(realpath(lm->l_name, lib));
+	dlclose(h);
+	long off = sym_file_offset(lib, "BZ2_bzCompress");
+	UKT_ASSERT(off > 0);
+	char in[] = "/tmp/ukt-cli-inXXXXXX";
+	make_input(in);
+	static const char prog[] =
+		"import bz2, sys\n"
+		"d = sys.stdin.buffer.read()\n"
+		"c = bz2.BZ2Compressor(9)\n"
+		"out = b''.join(c.compress(d[i:i + 50000]) for i in range(0, len(d), 50000))\n"
+		"sys.stdout.buffer.write(out + c.flush())\n";
+	char *py[] = { (char *)"/usr/bin/python3", (char *)"-c", (char *)prog, NULL };
+	int nk = 0, startup = 0;
+	long *k = kernel_run(lib, (unsigned long)off, "si", py, in, &nk, &startup);
+	UKT_EQ(startup, 0);	/* not loaded before the program's entry */
+
+	char def[PATH_MAX + 64];
+	snprintf(def, sizeof def, "p:t/bzc %s:BZ2_bzCompress size=%%si:u64", lib);
+	struct run r;
+	char *trace = trace_to_file(NULL, def, py, in, &r);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	int nu = 0;
+	long *u = sizes(trace, " bzc: (BZ2_bzCompress+0x0/", &nu);
+	printf("  python3 bz2 BZ2_bzCompress: kernel %d calls, ukprobe %d\n", nk, nu);
+	UKT_ASSERT(nk >= 13);	/* 13 chunks, then the flush */
+	UKT_EQ(nu, nk);
+	for (int j = 0; j < nu; j++)
+		if (u[j] != k[j])
+			UKT_FAIL("call %d: ukprobe action=%ld, kernel action=%ld", j, u[j], k[j]);
+	/* the symbol and the library's name, as for any loaded library */
+	UKT_ASSERT(strstr(trace, " bzc: (BZ2_bzCompress+0x0/0x"));
+	UKT_ASSERT(strstr(trace, " [libbz2.so.1.0"));
+	free(trace);
+	free(k);
+	free(u);
+	run_free(&r);
 	unlink(in);
 }

@@ -7,6 +7,7 @@
 #ifndef UKT_CLI_RUN_H
 #define UKT_CLI_RUN_H
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -195,6 +196,37 @@ static inline void show(const struct run *r)
 {
 	fprintf(stderr, "  status %d\n  --- stdout (%zu bytes) ---\n%.4000s\n  --- stderr ---\n%.4000s\n",
 		r->status, r->nout, r->out, r->err);
+}
+
+/* the file offset of symbol name in the ELF file at path (its dynamic
+ * symbols), or -1 */
+static inline long sym_file_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return -1;
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
+	close(fd);
+	const Elf64_Ehdr *eh = (const void *)f;
+	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
+	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
+	long off = -1;
+	for (int k = 0; k < eh->e_shnum && off < 0; k++) {
+		if (sh[k].sh_type != SHT_DYNSYM)
+			continue;
+		const Elf64_Sym *sy = (const void *)(f + sh[k].sh_offset);
+		const char *str = (const char *)(f + sh[sh[k].sh_link].sh_offset);
+		for (size_t j = 0; j < sh[k].sh_size / sizeof *sy && off < 0; j++)
+			if (!strcmp(str + sy[j].st_name, name) && sy[j].st_shndx != SHN_UNDEF)
+				for (int q = 0; q < eh->e_phnum; q++)
+					if (ph[q].p_type == PT_LOAD && sy[j].st_value >= ph[q].p_vaddr &&
+					    sy[j].st_value < ph[q].p_vaddr + ph[q].p_filesz)
+						off = (long)(sy[j].st_value - ph[q].p_vaddr + ph[q].p_offset);
+	}
+	free(f);
+	return off;
 }
 
 #define RUN_EXPECT(r, cond) do {					\
