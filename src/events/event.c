@@ -383,6 +383,8 @@ static int dfr_arm_locked(struct ukpev_event *e, unsigned long bias)
 	atomic_store_explicit(&m->addr, addr, memory_order_release);
 	e->info.addr = addr;
 	int r;
+	/* a fresh struct each time: the engine's state of an earlier
+	 * arming is gone with its unregistration */
 	if (e->ret) {
 		struct kretprobe rp = {
 			.handler = e->u.rp.handler, .entry_handler = e->u.rp.entry_handler,
@@ -391,22 +393,17 @@ static int dfr_arm_locked(struct ukpev_event *e, unsigned long bias)
 		rp.kp.addr = (kprobe_opcode_t *)addr;
 		rp.kp.flags = e->dfr_off ? KPROBE_FLAG_DISABLED : 0;
 		e->u.rp = rp;
-		ukp_register_in_object = 1;
-		ukp_log_quiet++;	/* why goes to arm_err */
-		r = register_kretprobe(&e->u.rp);
-		ukp_log_quiet--;
-		ukp_register_in_object = 0;
 	} else {
 		struct kprobe kp = { .pre_handler = e->u.kp.pre_handler };
 		kp.addr = (kprobe_opcode_t *)addr;
 		kp.flags = e->dfr_off ? KPROBE_FLAG_DISABLED : 0;
 		e->u.kp = kp;
-		ukp_register_in_object = 1;
-		ukp_log_quiet++;	/* why goes to arm_err */
-		r = register_kprobe(&e->u.kp);
-		ukp_log_quiet--;
-		ukp_register_in_object = 0;
 	}
+	ukp_register_in_object = 1;
+	ukp_log_quiet++;	/* why goes to arm_err */
+	r = e->ret ? register_kretprobe(&e->u.rp) : register_kprobe(&e->u.kp);
+	ukp_log_quiet--;
+	ukp_register_in_object = 0;
 	if (r) {
 		/* the engine finds no code there when another thread has
 		 * unloaded the library since it was seen */

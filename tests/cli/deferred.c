@@ -80,6 +80,17 @@ static int expected_a(long *a)
 
 #define SCRIPT "o\nc 100\nx\no\nc 50\nx\nq\n"
 
+/* SCRIPT's calls, as t/mix's a= show them: their number */
+static int check_mix_a(const struct run *u)
+{
+	long a[200], want[200];
+	int nw = expected_a(want);
+	RUN_EXPECT(*u, values(u->out, "mix", "a", a, 200) == nw);
+	for (int j = 0; j < nw; j++)
+		UKT_EQ(a[j], want[j]);
+	return nw;
+}
+
 UKT_CASE(load_unload_load_again)
 {
 	char p[PATH_MAX + 96], r[PATH_MAX + 96], o[PATH_MAX + 96];
@@ -147,11 +158,7 @@ UKT_CASE(other_paths_to_the_same_file)
 	const char *args[] = { p, q, NULL };
 	struct run u = run_loader(SCRIPT, args);
 	RUN_EXPECT(u, u.status == 0);
-	long a[200], want[200];
-	int nw = expected_a(want);
-	RUN_EXPECT(u, values(u.out, "mix", "a", a, 200) == nw);
-	for (int j = 0; j < nw; j++)
-		UKT_EQ(a[j], want[j]);
+	check_mix_a(&u);
 	/* the loader's one getpid() (for "ready") */
 	RUN_EXPECT(u, count_lines(u.out, " gp: (getpid+0x0/0x") == 1);
 	run_free(&u);
@@ -170,11 +177,7 @@ UKT_CASE(loaded_by_a_relative_name)
 	const char *args[] = { p, NULL };
 	struct run u = run_loader_lib(SCRIPT, args, "./solibs/dfr.so");
 	RUN_EXPECT(u, u.status == 0);
-	long a[200], want[200];
-	int nw = expected_a(want);
-	RUN_EXPECT(u, values(u.out, "mix", "a", a, 200) == nw);
-	for (int j = 0; j < nw; j++)
-		UKT_EQ(a[j], want[j]);
+	int nw = check_mix_a(&u);
 	RUN_EXPECT(u, count_lines(u.out, " mix: (dfr_mix+0x0/0x") == nw);
 	RUN_EXPECT(u, count_lines(u.out, " [dfr.so])") == nw);
 	run_free(&u);
