@@ -10,6 +10,7 @@ struct map_obj {
 	uint64_t lo, hi;	/* the range its mappings span */
 	uint64_t base;		/* load bias: address = base + st_value */
 	int main_exe;
+	int logged;		/* from the target's own log of its loads */
 };
 
 struct map_set {

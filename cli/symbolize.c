@@ -88,12 +88,16 @@ void sym_free(struct symbolizer *s)
 	free(s);
 }
 
-/* the object last loaded at addr */
+/* The object last loaded at addr: the target's log of its loads is in
+ * load order and complete, so its latest entry there wins; the maps read
+ * here and there, only for what the log does not have. */
 static int find(struct symbolizer *s, unsigned long addr)
 {
-	for (size_t k = s->maps.n; k-- > 0;)
-		if (addr >= s->maps.obj[k].lo && addr < s->maps.obj[k].hi)
-			return (int)k;
+	for (int logged = 1; logged >= 0; logged--)
+		for (size_t k = s->maps.n; k-- > 0;)
+			if (s->maps.obj[k].logged == logged && addr >= s->maps.obj[k].lo &&
+			    addr < s->maps.obj[k].hi)
+				return (int)k;
 	return -1;
 }
 
@@ -103,17 +107,11 @@ static void merge_log(struct symbolizer *s)
 	struct ukpev_object o;
 	while (s->rd && ukpev_reader_object(s->rd, s->nlog, &o) == 0) {
 		s->nlog++;
-		size_t k;
-		for (k = 0; k < s->maps.n; k++)
-			if (s->maps.obj[k].lo == o.lo && !strcmp(s->maps.obj[k].path, o.path))
-				break;
-		if (k < s->maps.n)
-			continue;
 		struct map_obj *v = realloc(s->maps.obj, (s->maps.n + 1) * sizeof *v);
 		if (!v)
 			abort();
 		s->maps.obj = v;
-		v[s->maps.n] = (struct map_obj){ strdup(o.path), o.lo, o.hi, o.bias, 0 };
+		v[s->maps.n] = (struct map_obj){ strdup(o.path), o.lo, o.hi, o.bias, 0, 1 };
 		if (!v[s->maps.n].path)
 			abort();
 		s->maps.n++;
@@ -124,11 +122,8 @@ static void merge_log(struct symbolizer *s)
 int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 	       int with_obj, char *buf, size_t n)
 {
+	merge_log(s);	/* one load of a counter when nothing is new */
 	int k = find(s, addr);
-	if (k < 0) {
-		merge_log(s);
-		k = find(s, addr);
-	}
 	if (k < 0 && !s->dead && now() - s->last_refresh > 0.05) {
 		sym_refresh(s);
 		k = find(s, addr);

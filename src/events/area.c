@@ -136,10 +136,17 @@ void ev_log_object(const char *path, uint64_t lo, uint64_t hi, uint64_t bias)
 			continue;
 		uint32_t n = atomic_load(&h->nobjs);
 		struct ev_obj *o = ev_at(h, h->objs_off);
+		/* logged unless the last object logged over its range is
+		 * this one (loaded again where it was, another came between:
+		 * logged again, the reader takes the latest) */
 		bool have = false;
-		for (uint32_t k = n; k-- > 0 && !have;)
+		for (uint32_t k = n; k-- > 0;) {
+			if (o[k].hi <= lo || o[k].lo >= hi)
+				continue;
 			have = o[k].lo == lo && o[k].bias == bias &&
 			       !strcmp(ev_at(h, o[k].path_off), path);
+			break;
+		}
 		if (have || n >= h->objs_max)
 			continue;
 		uint64_t po = ev_heap_str(h, path);
