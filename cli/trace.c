@@ -391,7 +391,11 @@ static int translate_source(struct trace_opts *t)
 		any |= dw_is_source_level(t->defs[k]);
 	if (!any)
 		return 0;
-	char *obj = t->exec ? strdup(t->exec) : program_path(t);
+	/* the raw definitions name the object by this path, which the
+	 * agent opens in the target: from its working directory, not ours */
+	char *obj = t->exec ? (strchr(t->exec, '/') ? realpath(t->exec, NULL) : NULL) : NULL;
+	if (!obj)
+		obj = t->exec ? strdup(t->exec) : program_path(t);
 	if (!obj) {
 		ukp_err("source-level definitions need -x OBJ (the program is not found)");
 		return 2;

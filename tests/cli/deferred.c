@@ -293,8 +293,9 @@ static void read_some(int fd, char **buf, size_t *len, int ms)
 }
 
 /* attach first, the program loads the library after: armed then, and
- * again at its second load */
-UKT_CASE_T(attach_then_load, 120)
+ * again at its second load.  xobj: ukprobe's -x, run from the build
+ * directory (the program runs in /); def: t/mix's definition. */
+static void attach_load(const char *xobj, const char *def)
 {
 	int li[2], lo[2], uo[2], ue[2];
 	UKT_ASSERT(pipe(li) == 0 && pipe(lo) == 0 && pipe(uo) == 0 && pipe(ue) == 0);
@@ -304,6 +305,8 @@ UKT_CASE_T(attach_then_load, 120)
 		dup2(lo[1], 1);
 		close(li[1]);
 		close(lo[0]);
+		if (chdir("/"))
+			_exit(126);
 		execl(target("loader"), "loader", dfr_so(), (char *)NULL);
 		_exit(126);
 	}
@@ -312,17 +315,22 @@ UKT_CASE_T(attach_then_load, 120)
 	FILE *lout = fdopen(lo[0], "r");
 	char line[256];
 	UKT_ASSERT(fgets(line, sizeof line, lout) && !strncmp(line, "ready ", 6));
-	char pid[16], mix[PATH_MAX + 96];
+	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)l);
-	snprintf(mix, sizeof mix, "p:t/mix %s:dfr_mix a=%%di:s32", dfr_so());
 	pid_t u = fork();
 	if (u == 0) {
 		dup2(uo[1], 1);
 		dup2(ue[1], 2);
 		close(uo[0]);
 		close(ue[0]);
-		execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "p:t/tick tick", mix,
-		      (char *)NULL);
+		if (chdir(build_dir()))
+			_exit(126);
+		if (xobj)
+			execl(ukprobe_path(), "ukprobe", "trace", "-x", xobj, "-p", pid,
+			      "p:t/tick tick", def, (char *)NULL);
+		else
+			execl(ukprobe_path(), "ukprobe", "trace", "-p", pid, "p:t/tick tick", def,
+			      (char *)NULL);
 		_exit(126);
 	}
 	close(uo[1]);
@@ -367,4 +375,18 @@ UKT_CASE_T(attach_then_load, 120)
 	close(ue[0]);
 	free(out);
 	free(err);
+}
+
+UKT_CASE_T(attach_then_load, 120)
+{
+	char mix[PATH_MAX + 96];
+	snprintf(mix, sizeof mix, "p:t/mix %s:dfr_mix a=%%di:s32", dfr_so());
+	attach_load(NULL, mix);
+}
+
+/* a source-level place in it, -x given relative to ukprobe's directory:
+ * the agent, in a program working elsewhere, opens the same file */
+UKT_CASE_T(attach_then_load_source_level, 120)
+{
+	attach_load("solibs/dfr.so", "p:t/mix dfr_mix a");
 }
