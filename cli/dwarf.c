@@ -569,17 +569,93 @@ struct place {
 };
 
 /* FUNC[@SRC][:RELLINE|+OFFS|%return] or SRC:LINE */
+/* s without its quotes and escapes (perf probe's), in place */
+static void unquote(char *s)
+{
+	char q = 0, *d = s;
+	for (; *s; s++) {
+		if (q && *s == q)
+			q = 0;
+		else if (!q && (*s == '"' || *s == '\''))
+			q = *s;
+		else if (!q && *s == '\\' && s[1])
+			*d++ = *++s;
+		else
+			*d++ = *s;
+	}
+	*d = 0;
+}
+
+/* The quoted or escaped name a place begins with (`"ns::operator new":2`,
+ * `f\@x`): its length in buf, up to the first separator outside quotes
+ * (';' '@' '+' '%', a ':' not of a '::'); 0 when it has no quote. */
+static size_t quoted_name(const char *buf)
+{
+	char q = 0;
+	int any = 0;
+	size_t i;
+	for (i = 0; buf[i]; i++) {
+		if (q) {
+			if (buf[i] == q)
+				q = 0;
+		} else if (buf[i] == '"' || buf[i] == '\'') {
+			q = buf[i];
+			any = 1;
+		} else if (buf[i] == '\\' && buf[i + 1]) {
+			i++;
+			any = 1;
+		} else if (strchr(";@+%", buf[i]) ||
+			   (buf[i] == ':' && buf[i + 1] != ':' && (!i || buf[i - 1] != ':'))) {
+			break;
+		}
+	}
+	return any ? i : 0;
+}
+
 static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 		       int base)
 {
 	memset(pl, 0, sizeof *pl);
 	char buf[1024];
 	snprintf(buf, sizeof buf, "%s", p);
-	/* a C++ name with brackets or an operator (scan_name) stands aside
-	 * while the rest is read: x's in its place, the same length */
+	/* a C++ name with brackets or an operator (scan_name), or one in
+	 * quotes, stands aside while the rest is read: x's in its place,
+	 * the same length */
 	struct name_scan ns;
 	size_t bad;
 	char cxx_name[sizeof pl->func] = "";
+	size_t open = 0;
+	char q = 0;
+	for (size_t i = 0; buf[i] && (q || buf[i] != ';'); i++) {
+		if (q) {
+			if (buf[i] == q)
+				q = 0;
+		} else if (buf[i] == '"' || buf[i] == '\'') {
+			q = buf[i];
+			open = i;
+		} else if (buf[i] == '\\' && buf[i + 1]) {
+			i++;
+		}
+	}
+	if (q) {
+		seterr(err, base + (int)open, "Unclosed quote");
+		return -1;
+	}
+	size_t qn = quoted_name(buf);
+	if (qn) {
+		if (qn >= sizeof cxx_name) {
+			seterr(err, base, "Name too long");
+			return -1;
+		}
+		memcpy(cxx_name, buf, qn);
+		cxx_name[qn] = 0;
+		unquote(cxx_name);
+		if (!cxx_name[0]) {
+			seterr(err, base, "Invalid place");
+			return -1;
+		}
+		memset(buf, 'x', qn);
+	}
 	int sc = scan_name(buf, &ns, &bad);
 	if (sc != 0) {
 		if (sc == -2)
@@ -606,9 +682,8 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 			seterr(err, pl->lazy_off, "Empty line pattern");
 			return -1;
 		}
-		if (!strchr(buf, '@') && !find_colon(buf) &&
-		    (strchr(buf, '.') || strchr(buf, '/'))) {
-			snprintf(pl->src, sizeof pl->src, "%s", buf);
+		if (!strchr(buf, '@') && !find_colon(buf) && strpbrk(qn ? cxx_name : buf, "./")) {
+			snprintf(pl->src, sizeof pl->src, "%s", qn ? cxx_name : buf);
 			return 0;
 		}
 	}
@@ -628,8 +703,8 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 			return -1;
 		}
 		pl->has_line = 1;
-		if (!at && (strchr(buf, '.') || strchr(buf, '/'))) {
-			snprintf(pl->src, sizeof pl->src, "%s", buf);
+		if (!at && strpbrk(qn ? cxx_name : buf, "./")) {
+			snprintf(pl->src, sizeof pl->src, "%s", qn ? cxx_name : buf);
 			return pl->ret ? (seterr(err, base, "%%return needs a function"), -1) : 0;
 		}
 		pl->rel = 1;
@@ -654,6 +729,7 @@ static int parse_place(const char *p, struct place *pl, struct dw_error *err,
 		return -1;
 	}
 	snprintf(pl->func, sizeof pl->func, "%s", cxx_name[0] ? cxx_name : buf);
+	unquote(pl->src);	/* a line pattern is taken as written */
 	return 0;
 }
 
@@ -2060,6 +2136,41 @@ static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
 
 /* ---- definitions ----------------------------------------------------- */
 
+/*
+ * The end of the word at p.  The place (quoted != 0) may hold blanks and
+ * separators as perf probe's does: inside "..." or '...', or after a
+ * backslash (`"geo::Vec::operator bool"`, `operator\ new`).  Other words
+ * end at the first blank.
+ */
+static const char *word_end(const char *p, int quoted)
+{
+	char q = 0;
+	for (; *p; p++) {
+		if (q) {
+			if (*p == q)
+				q = 0;
+		} else if (quoted && *p == ';') {
+			quoted = 0;	/* a line pattern is taken as written */
+		} else if (quoted && (*p == '"' || *p == '\'')) {
+			q = *p;
+		} else if (quoted && *p == '\\' && p[1]) {
+			p++;
+		} else if (*p == ' ' || *p == '\t') {
+			break;
+		}
+	}
+	return p;
+}
+
+/* has the place word quotes or escapes before any line pattern (only a
+ * source-level place can) */
+static int place_quoted(const char *p)
+{
+	size_t n = strcspn(p, ";");
+	const char *q = strpbrk(p, "\"'\\");
+	return q && (size_t)(q - p) < n;
+}
+
 static int is_raw_fetch(const char *f)
 {
 	return f[0] == '%' || f[0] == '@' || f[0] == '$' || f[0] == '+' ||
@@ -2068,7 +2179,7 @@ static int is_raw_fetch(const char *f)
 
 static int is_source_place(const char *p)
 {
-	if (strchr(p, '@') || strchr(p, ';'))
+	if (strchr(p, '@') || strchr(p, ';') || place_quoted(p))
 		return 1;
 	if (strstr(p, "::"))	/* a C++ name: no raw place has one */
 		return 1;
@@ -2125,21 +2236,26 @@ static const char *arg_fetch(const char *a)
 
 int dw_is_source_level(const char *def)
 {
-	char buf[8192];
-	snprintf(buf, sizeof buf, "%s", def);
-	char *sv, *tok = strtok_r(buf, " \t", &sv);
-	if (!tok || (tok[0] != 'p' && tok[0] != 'r'))
-		return 0;
-	if (!(tok = strtok_r(NULL, " \t", &sv)))
-		return 0;
-	if (is_source_place(tok))
-		return 1;
-	while ((tok = strtok_r(NULL, " \t", &sv)) != NULL) {
-		const char *f = arg_fetch(tok);
-		if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars"))
+	char tok[8192];
+	const char *p = def;
+	for (int k = 0;; k++) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			return 0;
+		const char *e = word_end(p, k == 1);
+		snprintf(tok, sizeof tok, "%.*s", (int)(e - p), p);
+		p = e;
+		if (k == 0 && tok[0] != 'p' && tok[0] != 'r')
+			return 0;
+		if (k == 1 && is_source_place(tok))
 			return 1;
+		if (k >= 2) {
+			const char *f = arg_fetch(tok);
+			if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars"))
+				return 1;
+		}
 	}
-	return 0;
 }
 
 static char *place_name(const struct place *pl, char *out, size_t n)
@@ -2175,8 +2291,7 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		}
 		tok[nt] = p;
 		toff[nt] = (int)(p - def);
-		while (*p && *p != ' ' && *p != '\t')
-			p++;
+		p = word_end(p, nt == 1);
 		tlen[nt] = (int)(p - tok[nt]);
 		nt++;
 	}
@@ -2312,8 +2427,7 @@ static int split_words(const char *s, int *at, int *len, int max)
 		if (!*p)
 			break;
 		at[n] = (int)(p - s);
-		while (*p && *p != ' ' && *p != '\t')
-			p++;
+		p = word_end(p, n == 1);
 		len[n] = (int)(p - s) - at[n];
 		n++;
 	}

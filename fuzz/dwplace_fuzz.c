@@ -4,7 +4,9 @@
  * included whole: its parser is static): perf probe's places
  * (FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN], SRC:LINE, SRC;PATTERN) with
  * C++ names (brackets, operators), the test of whether a definition is
- * source-level, and the comparison of C++ names in one spelling.  An input
+ * source-level, the splitting of a definition into words (a place may be
+ * quoted or escaped, as perf probe's), and the comparison of C++ names in
+ * one spelling.  An input
  * is a place, optionally followed by a newline and a name to compare it
  * with.  Nothing may crash, leak, hang or read out of bounds; an error must
  * carry an offset inside the place.
@@ -33,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char def[2100];
 	snprintf(def, sizeof(def), "p %s", text);
 	(void)dw_is_source_level(def);
+	int at[160], len[160];
+	int nw = split_words(def, at, len, 160);
+	for (int k = 0; k < nw; k++)
+		if (at[k] < 0 || len[k] <= 0 || (size_t)(at[k] + len[k]) > strlen(def))
+			abort();
 	if (other) {
 		int a = name_eq(text, other), b = name_eq(text, text);
 		if (a < 0 || b < 0)

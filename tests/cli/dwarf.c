@@ -706,6 +706,44 @@ UKT_CASE(cxx_operators_and_templates)
 	}
 }
 
+/*
+ * Names with a blank - a conversion operator, a template instantiated on
+ * a type of two words (g++ and clang++ spell it differently) - in quotes
+ * or with escaped blanks, as perf probe takes them: the values the
+ * program prints, in every build; -L and -V take the quoted place; an
+ * unclosed quote is an error at the quote.
+ */
+UKT_CASE(cxx_names_with_blanks_quoted)
+{
+	static const char *const cxx[] = { "dcxx-gcc-O0", "dcxx-gcc-O2", "dcxx-clang-O0",
+		"dcxx-clang-O2" };
+	for (size_t b = 0; b < sizeof cxx / sizeof *cxx; b++) {
+		struct run r = ukprobe("trace",
+				       "p:dw/ob \"geo::Vec::operator bool\" x=this->x y=this->y",
+				       "p:dw/ob2 geo::Vec::operator\\ bool x=this->x",
+				       "p:dw/mu 'geo::minof<unsigned long>' a b",
+				       "p:dw/mu2 geo::minof<long\\ unsigned\\ int> a",
+				       "--", target(cxx[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "ob", "bool ", 1, 2);
+		same_values(&r, "ob2", "bool ", 1, 1);
+		same_values(&r, "mu", "min ", 1, 2);
+		same_values(&r, "mu2", "min ", 1, 1);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-L", "\"geo::Vec::operator bool\"", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "<geo::Vec::operator bool@") == 1);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(cxx[b]), "-V", "'geo::minof<unsigned long>'", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\ta") == 1 &&
+			   count_lines(r.out, "\tb") == 1);
+		run_free(&r);
+	}
+	static const char bad[] = "p:dw/ob \"geo::Vec::operator bool x=this->x";
+	struct run r = ukprobe("trace", bad, "--", target("dcxx-gcc-O0"), NULL);
+	expect_caret(&r, "Unclosed quote", bad, 8);
+	run_free(&r);
+}
+
 /* what the parser or the agent finds wrong in a translated definition is
  * shown in the definition as written, the caret on the word it came from */
 UKT_CASE(errors_in_translations_point_into_what_was_written)

@@ -1,7 +1,8 @@
 /* C++ names for the DWARF tests: a method of a class in a namespace, a
  * function in a nested namespace and one of the same name outside,
- * operators (members and a free one), a class template's method and a
- * function template, each instantiated twice; each prints what the tests
+ * operators (members and a free one), a conversion operator, a class
+ * template's method and a function template, each instantiated twice, and
+ * one instantiated on a type of two words; each prints what the tests
  * read. */
 #include <cstdio>
 
@@ -39,6 +40,7 @@ struct Vec {
 	__attribute__((noinline)) bool operator==(const Vec &o) const;
 	__attribute__((noinline)) long operator()(long k) const;
 	__attribute__((noinline)) long operator[](int i) const;
+	__attribute__((noinline)) explicit operator bool() const;
 };
 
 Vec Vec::operator+(const Vec &o) const
@@ -65,6 +67,12 @@ long Vec::operator[](int i) const
 	return i ? y : x;
 }
 
+Vec::operator bool() const
+{
+	std::printf("bool x=%ld y=%ld\n", x, y);
+	return x != y;
+}
+
 __attribute__((noinline)) long operator<<(const Vec &v, int s)
 {
 	std::printf("shl s=%d x=%ld\n", s, v.x);
@@ -84,6 +92,12 @@ template <typename T> __attribute__((noinline)) T maxof(T a, T b)
 {
 	std::printf("max%zu a=%ld b=%ld\n", sizeof(T), (long)a, (long)b);
 	return a > b ? a : b;
+}
+
+template <typename T> __attribute__((noinline)) T minof(T a, T b)
+{
+	std::printf("min a=%lu b=%lu\n", (unsigned long)a, (unsigned long)b);
+	return a < b ? a : b;
 }
 }
 
@@ -107,6 +121,8 @@ int main(int argc, char **)
 	geo::Box<long> bl = { 50L + argc };
 	r += bi.get(argc + 3) + bl.get(argc + 4);
 	r += geo::maxof<long>(argc + 60, 58) + geo::maxof<int>(argc + 70, 65);
+	if (a)
+		r += (long)geo::minof<unsigned long>(argc + 80, 75);
 	std::printf("main r=%ld\n", r);
 	return 0;
 }
