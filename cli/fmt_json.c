@@ -80,6 +80,14 @@ const char **fmt_json_defs(const char **defs, int n)
 	return out;
 }
 
+void fmt_json_defs_free(const char **sent, const char **defs, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (sent[k] != defs[k])
+			free((char *)sent[k]);
+	free(sent);
+}
+
 /* ev without its FMT_JSON_SP fetcharg, for the formatter */
 static const struct ukpev_event_info *shown(const struct ukpev_event_info *ev,
 					    struct ukpev_event_info *tmp)

@@ -63,11 +63,11 @@ int maps_read(pid_t pid, struct map_set *s)
 		}
 		s->obj = n;
 		o = &s->obj[s->n++];
-		o->path = strdup(path);
-		o->lo = lo;
-		o->hi = hi;
-		o->base = ef.is_dyn ? lo - ef.first_vaddr : 0;
-		o->main_exe = !strcmp(path, exe);
+		*o = (struct map_obj){
+			.path = strdup(path), .lo = lo, .hi = hi,
+			.base = ef.is_dyn ? lo - ef.first_vaddr : 0,
+			.main_exe = !strcmp(path, exe),
+		};
 		elf_close(&ef);
 	}
 	fclose(f);

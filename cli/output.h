@@ -51,6 +51,8 @@ void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
  * paired with its call */
 #define FMT_JSON_SP "__ukprobe_sp"
 const char **fmt_json_defs(const char **defs, int n);
+/* what fmt_json_defs(defs, n) returned */
+void fmt_json_defs_free(const char **sent, const char **defs, int n);
 
 /* the arguments of rec, formatted (in w->buf) */
 const char *fmt_args(struct writer *w, const struct ukpev_event_info *ev,

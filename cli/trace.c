@@ -407,51 +407,58 @@ static int translate_source(struct trace_opts *t)
 		ukp_err("%s", err.msg);
 		return 2;
 	}
-	const char **defs = NULL;
-	int n = 0;
-	for (int k = 0; k < t->ndefs; k++) {
-		char **out;
+	const char **defs = NULL, **src = NULL;
+	int n = 0, r = 0;
+	for (int k = 0; k < t->ndefs && !r; k++) {
+		char **out = NULL;
 		int m = 1;
-		if (dw_is_source_level(t->defs[k])) {
-			m = dw_translate(o, t->defs[k], &out, &err);
-			if (m < 0) {
-				ukp_dwarf_error(t->defs[k], &err);
-				dw_close(o);
-				return 2;
+		int dw = dw_is_source_level(t->defs[k]);
+		if (dw && (m = dw_translate(o, t->defs[k], &out, &err)) < 0) {
+			ukp_dwarf_error(t->defs[k], &err);
+			r = 2;
+			break;
+		}
+		const char **nd = realloc(defs, (size_t)(n + m + 1) * sizeof *defs);
+		if (nd)
+			defs = nd;
+		const char **ns = realloc(src, (size_t)(n + m + 1) * sizeof *src);
+		if (ns)
+			src = ns;
+		if (!nd || !ns) {
+			ukp_err("out of memory");
+			r = 2;
+		}
+		for (int j = 0; j < m; j++) {
+			if (r && dw) {
+				free(out[j]);
+			} else if (!r) {
+				src[n] = dw ? t->defs[k] : NULL;
+				defs[n++] = dw ? out[j] : t->defs[k];
 			}
 		}
-		defs = realloc(defs, (size_t)(n + m + 1) * sizeof *defs);
-		def_src = realloc(def_src, (size_t)(n + m) * sizeof *def_src);
-		if (dw_is_source_level(t->defs[k])) {
-			for (int j = 0; j < m; j++) {
-				def_src[n] = t->defs[k];
-				defs[n++] = out[j];
-			}
-			free(out);
-		} else {
-			def_src[n] = NULL;
-			defs[n++] = t->defs[k];
-		}
+		free(out);
+	}
+	dw_close(o);
+	if (r) {
+		for (int j = 0; j < n; j++)
+			if (src[j])
+				free((char *)defs[j]);
+		free(defs);
+		free(src);
+		return r;
 	}
 	defs[n] = NULL;
-	dw_close(o);
+	free(t->defs);
 	t->defs = defs;
 	t->ndefs = n;
+	def_src = src;
 	return 0;
 }
 
-int cmd_trace(int argc, char **argv)
+/* the trace itself, of checked definitions: the exit status */
+static int trace_run(const struct trace_opts t)
 {
-	struct trace_opts t;
-	int r = trace_parse(argc, argv, &t);
-	if (r)
-		return r < 0 ? 0 : r;
-	struct ukpev_def **defs = NULL;
-	if ((r = translate_source(&t)) != 0)
-		return r;
-	if ((r = check_input(&t, &defs)) != 0)
-		return r;
-
+	int r;
 	FILE *out = stdout;
 	if (t.output && !(out = fopen(t.output, "we"))) {
 		ukp_err("%s: %s", t.output, strerror(errno));
@@ -506,6 +513,8 @@ int cmd_trace(int argc, char **argv)
 	if (t.format == FMT_JSON)
 		sent.defs = fmt_json_defs(t.defs, t.ndefs);
 	int areafd = send_define(ctl, &sent) < 0 ? -1 : await_armed(ctl, &t, &refused);
+	if (t.format == FMT_JSON)
+		fmt_json_defs_free(sent.defs, t.defs, t.ndefs);
 	if (areafd < 0) {
 		if (child) {
 			int st;
@@ -621,13 +630,37 @@ int cmd_trace(int argc, char **argv)
 	write_totals(&c, &t);
 	ukpev_reader_close(rd);
 	sym_free(sym);
-	for (int k = 0; k < t.ndefs; k++)
-		ukpev_def_free(defs[k]);
-	free(defs);
 	if (child) {
 		if (WIFSIGNALED(status))
 			return 128 + WTERMSIG(status);
 		return WEXITSTATUS(status);
 	}
 	return 0;
+}
+
+/* what trace_parse and translate_source allocated */
+static void trace_opts_free(struct trace_opts *t)
+{
+	for (int k = 0; def_src && k < t->ndefs; k++)
+		if (def_src[k])
+			free((char *)t->defs[k]);
+	free(def_src);
+	def_src = NULL;
+	free(t->defs);
+	free(t->filters);
+	free(t->triggers);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct trace_opts t;
+	struct ukpev_def **defs = NULL;
+	int r = trace_parse(argc, argv, &t);
+	if (r == 0 && (r = translate_source(&t)) == 0 && (r = check_input(&t, &defs)) == 0)
+		r = trace_run(t);
+	for (int k = 0; defs && k < t.ndefs; k++)
+		ukpev_def_free(defs[k]);
+	free(defs);
+	trace_opts_free(&t);
+	return r < 0 ? 0 : r;
 }
