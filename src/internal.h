@@ -513,6 +513,11 @@ void ukp_sym_init(void);
 /* after a dlclose: is this object still mapped? (under ukp_lock) */
 bool ukp_sym_object_alive(struct ukp_object *obj);
 void ukp_sym_refresh(void);
+/* dl_iterate_phdr() where no fork can come meanwhile (a child would
+ * inherit the dynamic linker's lock held: its first dlopen hangs);
+ * every walk of the library's goes through it */
+struct dl_phdr_info;
+int ukp_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
 void ukp_sym_fork_prepare_dl(void);
 void ukp_sym_fork_prepare(void);
 void ukp_sym_fork_parent(void);

@@ -725,6 +725,15 @@ static void blacklist_function(unsigned long a, const char *why)
 	extra_bl[nextra++] = r;
 }
 
+/* dl_iterate_phdr for the rest of the library: under the fork guard */
+int ukp_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
+{
+	pthread_rwlock_rdlock(&dl_calls);
+	int r = dl_iterate_phdr(cb, arg);
+	pthread_rwlock_unlock(&dl_calls);
+	return r;
+}
+
 /* fork(): the child must not inherit the lock held by another thread */
 void ukp_sym_fork_prepare_dl(void) { pthread_rwlock_wrlock(&dl_calls); }
 void ukp_sym_fork_prepare(void) { pthread_mutex_lock(&sym_lock); }

@@ -159,6 +159,18 @@ void ev_log_object(const char *path, uint64_t lo, uint64_t hi, uint64_t bias)
 	pthread_mutex_unlock(&area_lock);
 }
 
+void ev_area_fork_lock(void)
+{
+	pthread_mutex_lock(&area_lock);
+	pthread_mutex_lock(&obj_lock);
+}
+
+void ev_area_fork_unlock(void)
+{
+	pthread_mutex_unlock(&obj_lock);
+	pthread_mutex_unlock(&area_lock);
+}
+
 #define HEAP_SIZE (16UL << 20)
 #define PAGE 4096UL
 

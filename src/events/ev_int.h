@@ -414,6 +414,9 @@ struct ukpev_event {
 /* area.c */
 /* every live area's log gets (path, lo, hi, bias) unless it has it */
 EV_HIDDEN void ev_log_object(const char *path, uint64_t lo, uint64_t hi, uint64_t bias);
+/* fork: the area's locks held around it (event.c's handlers call these) */
+EV_HIDDEN void ev_area_fork_lock(void);
+EV_HIDDEN void ev_area_fork_unlock(void);
 /* event.c: the dynamic linker's changes followed (once) */
 EV_HIDDEN void ev_objects_track(void);
 EV_HIDDEN extern _Atomic uint32_t ev_fork_gen;

@@ -104,11 +104,11 @@ static bool find_object(const char *name, struct objfind *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->name = name;
-	dl_iterate_phdr(objfind_cb, f);
+	ukp_dl_iterate(objfind_cb, f);
 	struct stat st;
 	if (!f->found && strchr(name, '/') && !stat(name, &st)) {
 		struct objfile o = { st.st_dev, st.st_ino, false, f };
-		dl_iterate_phdr(objfile_cb, &o);
+		ukp_dl_iterate(objfile_cb, &o);
 	}
 	return f->found;
 }
@@ -242,7 +242,7 @@ static int resolve_sym(const char *spec, unsigned long *addr)
 	} else {
 		struct objlist *l = calloc(1, sizeof(*l));
 		if (l) {
-			dl_iterate_phdr(objlist_cb, l);
+			ukp_dl_iterate(objlist_cb, l);
 			for (unsigned i = 0; i < l->n; i++)
 				if (!elf_sym(l->o[i].path, name, &v)) {
 					*addr = l->o[i].base + v;
@@ -408,7 +408,7 @@ static int dfr_arm_locked(struct ukpev_event *e, unsigned long bias)
 		/* the engine finds no code there when another thread has
 		 * unloaded the library since it was seen */
 		struct loaded_at l = { bias, e->dfr_dev, e->dfr_ino, false };
-		dl_iterate_phdr(loaded_at_cb, &l);
+		ukp_dl_iterate(loaded_at_cb, &l);
 		if (!l.yes)
 			r = -ENOENT;
 	}
@@ -563,7 +563,7 @@ static void objids_prune_locked(void)
 static void objects_scan(bool all)
 {
 	struct dfr_objs objs = { 0 };
-	dl_iterate_phdr(dfr_objs_cb, &objs);	/* before our locks */
+	ukp_dl_iterate(dfr_objs_cb, &objs);	/* before our locks */
 	pthread_mutex_lock(&objid_lock);
 	long *of = objids_of_locked(&objs);
 	for (size_t i = 0; of && i < objs.n; i++)
@@ -605,17 +605,23 @@ static void objects_scan(bool all)
 	free(of);
 }
 
-/* fork: no lock of ours held by a thread the child will not have */
+/* fork: no lock of ours held by a thread the child will not have (the
+ * child's first dlopen runs objects_scan, its first event takes ev_lock);
+ * in the order they nest, before the engine's */
 static void track_lock_all(void)
 {
+	pthread_mutex_lock(&ev_lock);
 	pthread_mutex_lock(&objid_lock);
 	pthread_mutex_lock(&dfr_lock);
+	ev_area_fork_lock();
 }
 
 static void track_unlock_all(void)
 {
+	ev_area_fork_unlock();
 	pthread_mutex_unlock(&dfr_lock);
 	pthread_mutex_unlock(&objid_lock);
+	pthread_mutex_unlock(&ev_lock);
 }
 
 static void objects_changed(void)

@@ -261,3 +261,65 @@ UKT_CASE_T(loads_unloads_and_event_churn_race, 120)
 	ukpev_reader_close(r);
 	ukpev_area_destroy(a);
 }
+
+/* ---- fork while the events core walks the loaded objects ---------------- */
+
+static void *scanner(void *arg)
+{
+	(void)arg;
+	char def[PATH_MAX + 64];
+	snprintf(def, sizeof def, "p:g/scan %s:dfr_mix", dfr_so());
+	/* each creation walks the dynamic linker's list (is the library
+	 * loaded?) and scans the objects, as each new area does */
+	while (!atomic_load(&stop)) {
+		struct ukpev_area *a = evt_area(0);
+		for (int k = 0; k < 10 && !atomic_load(&stop); k++)
+			ukpev_event_remove(evt_create(a, def));
+		ukpev_area_destroy(a);
+	}
+	return NULL;
+}
+
+/*
+ * A child forked while another thread of ours is inside
+ * dl_iterate_phdr() inherits the dynamic linker's lock held by a thread
+ * it does not have: its first dlopen() hangs.  The events core's walks
+ * of the object list hold the engine's fork guard, so forks come
+ * between them.  No lock of ours is held in the child either: it makes
+ * and removes an event of its own.
+ */
+UKT_CASE_T(fork_while_objects_are_walked, 120)
+{
+	pthread_t st;
+	atomic_store(&stop, false);
+	UKT_EQ(pthread_create(&st, NULL, scanner, NULL), 0);
+	int bad = 0;
+	for (int k = 0; k < 100 && !bad; k++) {
+		pid_t p = fork();
+		UKT_ASSERT(p >= 0);
+		if (p == 0) {
+			alarm(10);
+			mix_fn mix;
+			void *h = load(&mix);
+			struct ukpev_area_opts o = { .sz = sizeof(o) };
+			struct ukpev_area *a;
+			struct ukpev_event *e;
+			struct ukpev_error err;
+			int ok = mix(1, 2) == 5 && ukpev_area_create(&o, &a) == 0 &&
+				 ukpev_event_create(a, "p:g/childmix dfr_local", 0, &e, &err) == 0;
+			if (ok)
+				ukpev_area_destroy(a);
+			_exit(ok && dlclose(h) == 0 ? 0 : 1);
+		}
+		int s;
+		UKT_EQ(waitpid(p, &s, 0), p);
+		if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) {
+			printf("  fork %d: child %s %d\n", k, WIFEXITED(s) ? "exit" : "signal",
+			       WIFEXITED(s) ? WEXITSTATUS(s) : WTERMSIG(s));
+			bad++;
+		}
+	}
+	atomic_store(&stop, true);
+	UKT_EQ(pthread_join(st, NULL), 0);
+	UKT_EQ(bad, 0);
+}
