@@ -14,11 +14,16 @@
 #include "elf.h"
 #include "maps.h"
 
-static struct map_obj *find_same(struct map_set *s, const char *path, uint64_t lo)
+/* The object a mapping at lo with file offset off belongs to: one
+ * starting there (an offset-0 mapping starts an object, even right after
+ * another mapping of the same file), or for a later mapping the one whose
+ * range it continues. */
+static struct map_obj *find_same(struct map_set *s, const char *path, uint64_t lo,
+				 unsigned long off)
 {
-	for (size_t k = 0; k < s->n; k++)
+	for (size_t k = s->n; k-- > 0;)
 		if (!strcmp(s->obj[k].path, path) &&
-		    lo >= s->obj[k].lo && lo <= s->obj[k].hi)
+		    (off == 0 ? lo == s->obj[k].lo : lo >= s->obj[k].lo && lo <= s->obj[k].hi))
 			return &s->obj[k];
 	return NULL;
 }
@@ -34,6 +39,8 @@ int maps_read(pid_t pid, struct map_set *s)
 	if (!f)
 		return -errno;
 	char line[PATH_MAX + 128];
+	size_t first = s->n;	/* the objects this read adds */
+	unsigned char *code = NULL;
 	while (fgets(line, sizeof line, f)) {
 		unsigned long lo, hi, off;
 		char perm[8];
@@ -45,12 +52,14 @@ int maps_read(pid_t pid, struct map_set *s)
 		path[strcspn(path, "\n")] = 0;
 		if (path[0] != '/')
 			continue;
-		struct map_obj *o = find_same(s, path, lo);
+		struct map_obj *o = find_same(s, path, lo, off);
 		if (!o && off != 0)
 			continue;	/* a later mapping of an object not seen */
 		if (o) {
 			if (hi > o->hi)
 				o->hi = hi;
+			if (o >= s->obj + first && strchr(perm, 'x'))
+				code[o - s->obj - first] = 1;
 			continue;
 		}
 		struct elf_file ef;
@@ -61,6 +70,13 @@ int maps_read(pid_t pid, struct map_set *s)
 			elf_close(&ef);
 			break;
 		}
+		unsigned char *nc = realloc(code, s->n + 1 - first);
+		if (!nc) {
+			elf_close(&ef);
+			break;
+		}
+		code = nc;
+		code[s->n - first] = strchr(perm, 'x') != NULL;
 		s->obj = n;
 		o = &s->obj[s->n++];
 		*o = (struct map_obj){
@@ -71,6 +87,18 @@ int maps_read(pid_t pid, struct map_set *s)
 		elf_close(&ef);
 	}
 	fclose(f);
+	/* a file with no code mapped is not a loaded object but a file
+	 * read through mmap (ukprobes' symbol reader maps libc.so.6 so, a
+	 * debugger would): taken for one, its "base" is no place to call */
+	size_t kept = first;
+	for (size_t k = first; k < s->n; k++) {
+		if (code[k - first])
+			s->obj[kept++] = s->obj[k];
+		else
+			free(s->obj[k].path);
+	}
+	s->n = kept;
+	free(code);
 	return 0;
 }
 

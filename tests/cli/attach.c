@@ -22,7 +22,7 @@ struct proc {
 	FILE *out;	/* its stdout */
 };
 
-static struct proc start(const char *name)
+static struct proc start_arg(const char *name, const char *arg)
 {
 	int pi[2], po[2];
 	struct proc p;
@@ -34,7 +34,7 @@ static struct proc start(const char *name)
 		dup2(po[1], 1);
 		close(pi[1]);
 		close(po[0]);
-		execl(target(name), name, (char *)NULL);
+		execl(target(name), name, arg, (char *)NULL);
 		_exit(126);
 	}
 	close(pi[0]);
@@ -45,6 +45,11 @@ static struct proc start(const char *name)
 	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
 	UKT_EQ(atoi(line + 6), p.pid);
 	return p;
+}
+
+static struct proc start(const char *name)
+{
+	return start_arg(name, NULL);
 }
 
 /* 'q', then its last line and exit status */
@@ -109,6 +114,24 @@ static void attach_on(long nr)
 	RUN_EXPECT(r, r.status == 0);
 	RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 2);
 	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	run_free(&r);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
+
+/* the program has libc.so.6's file mapped as data too, below the loaded
+ * one: the agent is loaded through the loaded libc's dlopen, not a
+ * mapping of the file's bytes that is not code */
+UKT_CASE(attach_with_libc_file_mapped_as_data)
+{
+	struct proc p = start_arg("blocked", "maplibc");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.6", TICK, NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 2);
 	run_free(&r);
 	char last[512];
 	int st = finish(&p, last, sizeof last);
