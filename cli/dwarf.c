@@ -118,6 +118,7 @@ struct inst {
 	Dwarf_Die die;
 	Dwarf_Die cu;
 	int inlined;
+	int alias;	/* found by another name of its symbol's (malloc) */
 };
 
 struct insts {
@@ -134,6 +135,7 @@ static void push_inst(struct insts *s, Dwarf_Die *die, Dwarf_Die *cu, int inl)
 	s->v[s->n].die = *die;
 	s->v[s->n].cu = *cu;
 	s->v[s->n].inlined = inl;
+	s->v[s->n].alias = 0;
 	s->n++;
 }
 
@@ -524,6 +526,35 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 			return;
 	}
 	push_inst(m->out, die, cu, dwarf_tag(die) == DW_TAG_inlined_subroutine);
+}
+
+/*
+ * A function the debug information knows by another name: glibc's
+ * malloc is an alias of __libc_malloc, which alone has a DIE.  The
+ * symbol table's address of name, if a subprogram starts there.
+ */
+static void find_alias(struct dw_obj *o, const char *name, struct insts *s)
+{
+	const struct elf_sym *sym = o->has_elf ? elf_find(&o->elf, name) : NULL;
+	if (!sym || !sym->value)
+		return;
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(o->mod, sym->value + o->bias, &bias);
+	if (!cu)
+		return;
+	Dwarf_Die *sc;
+	int k = dwarf_getscopes(cu, sym->value, &sc);
+	for (int j = 0; j < k; j++) {
+		Dwarf_Addr pc;
+		if (dwarf_tag(&sc[j]) == DW_TAG_subprogram && dwarf_entrypc(&sc[j], &pc) == 0 &&
+		    pc == sym->value) {
+			push_inst(s, &sc[j], cu, 0);
+			s->v[s->n - 1].alias = 1;
+			break;
+		}
+	}
+	if (k > 0)
+		free(sc);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1005,6 +1036,8 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 	}
 	struct match m = { pl->func, pl->src[0] ? pl->src : NULL, &s, 0 };
 	walk_all(o, match_fn, &m);
+	if (!s.n && !pl->src[0])
+		find_alias(o, pl->func, &s);
 	if (!s.n) {
 		seterr(err, base, "Function %s is not found%s%s", pl->func,
 		       pl->src[0] ? " in " : "", pl->src);
@@ -1605,8 +1638,11 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 			   (dwarf_tag(&qt) == DW_TAG_pointer_type ||
 			    dwarf_tag(&qt) == DW_TAG_reference_type);
 		type_name(&t, sub, sizeof sub);
+		size_t ql = strlen(q);
 		if (ptr)
 			snprintf(out, n, "%s %s", sub, q);
+		else if (!strncmp(sub, q, ql) && sub[ql] == ' ')
+			snprintf(out, n, "%s", sub);	/* a const array of const char */
 		else
 			snprintf(out, n, "%s %s", q, sub);
 		return;
@@ -2337,7 +2373,9 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		char *line = malloc(cap);
 		/* the event: as given, else the function's name (perf's way) */
 		char ev[300];
-		const char *fn = dwarf_diename(&sites[s].in.die);
+		/* by the name given where that is another name of the
+		 * function's (malloc, not __libc_malloc) */
+		const char *fn = sites[s].in.alias ? pl.func : dwarf_diename(&sites[s].in.die);
 		if (event[0])
 			snprintf(ev, sizeof ev, "%s", event);
 		else {
@@ -2563,6 +2601,8 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	struct insts s = { 0 };
 	struct match m = { pl.func, pl.src[0] ? pl.src : NULL, &s, 0 };
 	walk_all(o, match_fn, &m);
+	if (!s.n && !pl.src[0])
+		find_alias(o, pl.func, &s);
 	if (!s.n) {
 		seterr(err, 0, "Function %s is not found", pl.func);
 		return -1;

@@ -225,6 +225,42 @@ UKT_CASE(libc_parameter_by_name)
 	run_free(&r);
 }
 
+/* malloc has no DIE of its own in libc's debug information: it is an
+ * alias of __libc_malloc's, found through the symbol table, and its
+ * events are named as given */
+UKT_CASE(libc_function_by_its_alias)
+{
+	struct run r = ukprobe("probe", "-x", "libc.so.6", "-D", "p malloc bytes",
+			       "p __libc_malloc bytes", "p malloc%return $retval", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:") == 3);
+	const char *a = strstr(r.out, "p:malloc libc.so.6:0x");
+	const char *b = strstr(r.out, "p:__libc_malloc libc.so.6:0x");
+	RUN_EXPECT(r, a && b && strtoul(a + 21, NULL, 16) == strtoul(b + 28, NULL, 16));
+	RUN_EXPECT(r, count_lines(r.out, " bytes=%di:u64") == 2);
+	RUN_EXPECT(r, count_lines(r.out, "p:malloc__return libc.so.6:0x") == 1);
+	run_free(&r);
+	r = ukprobe("probe", "-x", "libc.so.6", "-V", "malloc", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\tsize_t\tbytes\n") &&
+			      strstr(r.out, "\tconst char[]\t__PRETTY_FUNCTION__\n"));
+	run_free(&r);
+	/* every call seen by both names, with the same size */
+	r = ukprobe("trace", "-x", "libc.so.6", "p:dw/a malloc bytes", "p:dw/b __libc_malloc bytes",
+		    "--", target("dsrc-gcc-O0"), NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int na = count_lines(r.out, " a: (malloc+0x0/0x"), nb = count_lines(r.out, " b: (malloc+0x0/0x");
+	RUN_EXPECT(r, na >= 1 && na == nb);
+	for (int k = 0; k < na; k++) {
+		char *va = event_args(r.out, "a", k), *vb = event_args(r.out, "b", k);
+		RUN_EXPECT(r, va && vb && !strcmp(va, vb));
+		free(va);
+		free(vb);
+	}
+	run_free(&r);
+	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p nosuch_function_here x", NULL);
+	RUN_EXPECT(r, r.status != 0 && strstr(r.err, "Function nosuch_function_here is not found"));
+	run_free(&r);
+}
+
 /* perf probe -D's place and fetches (names aside) per line of out */
 static char *places_and_fetches(const char *out)
 {
