@@ -149,7 +149,8 @@ void fmt_ftrace_stack(struct writer *w, const struct ukpev_record *rec)
 	fputs_unlocked("<stack trace>\n", f);
 	const uint64_t *fr = rec->payload;
 	for (unsigned i = 0; i < rec->payload_size / 8; i++) {
-		sym_format(w->sym, (unsigned long)fr[i], 1, 1, name, sizeof name);
+		sym_format(w->sym, (unsigned long)fr[i], 1, SYM_OBJ | SYM_UNKNOWN_IN_OBJ, name,
+			   sizeof name);
 		fputs_unlocked(" => ", f);
 		fputs_unlocked(name, f);
 		putc_unlocked('\n', f);

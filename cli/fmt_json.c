@@ -545,7 +545,8 @@ void fmt_json_stack(struct writer *w, const struct ukpev_event_info *ev,
 	fputs(",\"stack\":[", w->f);
 	const uint64_t *fr = rec->payload;
 	for (unsigned i = 0; i < rec->payload_size / 8; i++) {
-		sym_format(w->sym, (unsigned long)fr[i], 1, 1, name, sizeof name);
+		sym_format(w->sym, (unsigned long)fr[i], 1, SYM_OBJ | SYM_UNKNOWN_IN_OBJ, name,
+			   sizeof name);
 		if (i)
 			fputc(',', w->f);
 		fmt_json_str(w->f, name);

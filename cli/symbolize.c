@@ -140,6 +140,11 @@ int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 		if (s->loaded[k] == 1)
 			sym = elf_lookup(&s->elf[k], addr - o->base);
 	}
+	if (!sym && o && (with_obj & SYM_UNKNOWN_IN_OBJ))
+		/* the kernel's sym-userobj form, the offset in the file's
+		 * own addresses (what addr2line and objdump take): stable
+		 * across runs, where the address itself moves with ASLR */
+		return snprintf(buf, n, "%s[+0x%lx]", o->path, (unsigned long)(addr - o->base));
 	if (!sym)
 		return snprintf(buf, n, "0x%lx", addr);
 	int len;
@@ -149,7 +154,7 @@ int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 			       (unsigned long)sym->size);
 	else
 		len = snprintf(buf, n, "%s", sym->name);
-	if (with_obj && !o->main_exe && len >= 0 && (size_t)len < n) {
+	if ((with_obj & SYM_OBJ) && !o->main_exe && len >= 0 && (size_t)len < n) {
 		const char *b = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
 		len += snprintf(buf + len, n - (size_t)len, " [%s]", b);
 	}

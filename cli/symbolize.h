@@ -16,8 +16,12 @@ void sym_free(struct symbolizer *s);
 void sym_refresh(struct symbolizer *s);
 void sym_set_dead(struct symbolizer *s);
 /* with_off: "sym+0xOFF/0xSIZE", else "sym"; then " [object]" when
- * with_obj and the object is not the main executable; "0x..." when no
- * symbol.  Returns the length. */
+ * with_obj has SYM_OBJ and the object is not the main executable; when
+ * no symbol covers addr, "PATH[+0xOFF]" if with_obj has
+ * SYM_UNKNOWN_IN_OBJ and an object does (OFF: addr less its load bias),
+ * else "0x...".  Returns the length. */
+#define SYM_OBJ 1
+#define SYM_UNKNOWN_IN_OBJ 2
 int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 	       int with_obj, char *buf, size_t n);
 /* the callback for ukpev_format_args (symbol, symstr types) */

@@ -6,6 +6,7 @@
  * the error log's form, a histogram on SIGUSR1 while it runs.
  */
 #include <regex.h>
+#include <elf.h>
 #include "run.h"
 
 #define DEF_C "p:t/tr_c tr_c x=%di:u64"
@@ -451,4 +452,85 @@ UKT_CASE_T(key_modifiers, 60)
 	}
 	UKT_ASSERT(n >= 1 && n <= 4);
 	run_free(&r);
+}
+
+/* the stack frames of gzip's write: gzip is stripped, its frames are
+ * PATH[+0xOFF] with OFF in the file's addresses, so two runs (two
+ * address space layouts) give the same lines, each frame right after a
+ * call in the file */
+static char *gzip_write_stack(const char *fmt)
+{
+	char in[] = "/tmp/ukt-stk-XXXXXX", out[] = "/tmp/ukt-stk-outXXXXXX";
+	int fd = mkstemp(in);
+	UKT_ASSERT(fd >= 0);
+	for (int k = 0; k < 2000; k++)
+		UKT_ASSERT(dprintf(fd, "line %d of something to compress\n", k) > 0);
+	close(fd);
+	fd = mkstemp(out);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	/* gzip's own output to stdout, the trace to a file */
+	struct run r = ukprobe("trace", fmt, "-o", out, "--trigger=w:stacktrace:1",
+			       "p:t/w libc.so.6:write", "--", "/usr/bin/gzip", "-c", in, NULL);
+	unlink(in);
+	RUN_EXPECT(r, r.status == 0);
+	run_free(&r);
+	FILE *f = fopen(out, "r");
+	UKT_ASSERT(f);
+	static char buf[65536];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	unlink(out);
+	/* the frames only: the event's own line has the time in it */
+	const char *p = strstr(buf, "<stack trace>\n");
+	if (!strcmp(fmt, "--format=folded"))
+		p = buf;
+	if (!p)
+		UKT_FAIL("no stack trace in:\n%s", buf);
+	return strdup(p);
+}
+
+UKT_CASE_T(stripped_program_frames_stable_across_runs, 60)
+{
+	char *a = gzip_write_stack("--format=ftrace"), *b = gzip_write_stack("--format=ftrace");
+	if (strcmp(a, b))
+		UKT_FAIL("two runs, two stacks:\n%s\n%s", a, b);
+	int n = 0;
+	FILE *f = fopen("/usr/bin/gzip", "rb");
+	UKT_ASSERT(f);
+	Elf64_Ehdr eh;
+	UKT_ASSERT(fread(&eh, sizeof eh, 1, f) == 1);
+	for (const char *p = a; (p = strstr(p, " => /usr/bin/gzip[+0x")); p++, n++) {
+		unsigned long va = strtoul(p + 21, NULL, 16), off = 0;
+		for (int k = 0; k < eh.e_phnum; k++) {
+			Elf64_Phdr ph;
+			UKT_ASSERT(fseek(f, (long)(eh.e_phoff + (unsigned)k * sizeof ph), SEEK_SET) == 0 &&
+				   fread(&ph, sizeof ph, 1, f) == 1);
+			if (ph.p_type == PT_LOAD && va >= ph.p_vaddr + 6 &&
+			    va < ph.p_vaddr + ph.p_filesz)
+				off = va - ph.p_vaddr + ph.p_offset;
+		}
+		UKT_ASSERT(off);
+		/* the byte 5 back is a call rel32's e8, or an indirect
+		 * call's ff /2 is 2-6 back */
+		unsigned char c[6];
+		UKT_ASSERT(fseek(f, (long)off - 6, SEEK_SET) == 0 && fread(c, 1, 6, f) == 6);
+		int call = c[1] == 0xe8;
+		for (int k = 0; k < 5; k++)
+			call |= c[k] == 0xff && ((c[k + 1] >> 3) & 7) == 2;
+		if (!call)
+			UKT_FAIL("frame gzip+0x%lx: no call before it", off);
+	}
+	fclose(f);
+	UKT_ASSERT(n >= 2);
+	free(a);
+	free(b);
+	/* folded: the same frames, outermost first */
+	a = gzip_write_stack("--format=folded");
+	b = gzip_write_stack("--format=folded");
+	UKT_ASSERT(strstr(a, ";/usr/bin/gzip[+0x") && strstr(a, ";write 1\n"));
+	UKT_ASSERT(!strcmp(a, b));
+	free(a);
+	free(b);
 }
