@@ -1188,7 +1188,7 @@ static int frame_base(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 					*reg = ops[0].atom - DW_OP_breg0;
 					*off = (long)ops[0].number;
 					r = 0;
-				} else if (ops[0].atom == DW_OP_bregx) {
+				} else if (ops[0].atom == DW_OP_bregx && ops[0].number <= 15) {
 					*reg = (int)ops[0].number;
 					*off = (long)ops[0].number2;
 					r = 0;
