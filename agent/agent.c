@@ -387,13 +387,14 @@ static void clean_env(void)
  * (it allocates as it arms) carries that thread's id, which the command
  * leaves out.
  */
+static struct session launch_session;
+
 static void *launch_thread(void *arg)
 {
-	static struct session s;
 	static char buf[UKPA_MAX_MSG];
 	int fd = (int)(long)arg;
 	uint32_t len;
-	s.fd = fd;
+	launch_session.fd = fd;
 	/* what this thread makes the engine do (it allocates as it arms)
 	 * records nothing */
 	ukpev_thread_mute(1);
@@ -402,13 +403,13 @@ static void *launch_thread(void *arg)
 	for (;;) {
 		int t = recv_msg(fd, buf, sizeof buf, &len);
 		if (t == UKPA_DEFINE) {
-			if (define(&s, buf, len) != 0)
+			if (define(&launch_session, buf, len) != 0)
 				break;	/* refused: the command kills us */
 			continue;
 		}
 		if (t == UKPA_GO) {
-			launch_area = s.area;
-			enable_all(&s);
+			launch_area = launch_session.area;
+			enable_all(&launch_session);
 			/* every probe a jump before main runs (a breakpoint
 			 * would kill a thread of the program that blocks
 			 * SIGTRAP) */
@@ -421,6 +422,20 @@ static void *launch_thread(void *arg)
 	return NULL;
 }
 
+static int listen_abstract(const char *name);
+static void spawn_listener(void *arg);
+static int listen_fd = -1;	/* sessions: "\0ukprobe-agent-<pid>" */
+static int query_fd = -1;	/* queries: "\0ukprobe-agent-<pid>-query" */
+
+/* a fork child of a launched program is traced on, with no thread to
+ * answer queries: it does not keep its parent's socket */
+static void launch_fork_child(void)
+{
+	if (query_fd >= 0)
+		close(query_fd);
+	query_fd = -1;
+}
+
 static void launch(int fd)
 {
 	pthread_t t;
@@ -429,12 +444,18 @@ static void launch(int fd)
 	    pthread_join(t, &ok) != 0 || !ok)
 		_exit(127);	/* the command went away or refused: never run main */
 	atexit(at_exit_sync);
+	/* `ukprobe list` and `knob` on the launched program, as at attach */
+	char name[64];
+	snprintf(name, sizeof name, "ukprobe-agent-%d" UKPA_QUERY_SUFFIX, (int)getpid());
+	query_fd = listen_abstract(name);
+	if (query_fd >= 0) {
+		pthread_atfork(NULL, NULL, launch_fork_child);
+		spawn_listener(&launch_session);
+	}
 }
 
 /* ---- attach --------------------------------------------------------- */
 
-static int listen_fd = -1;	/* sessions: "\0ukprobe-agent-<pid>" */
-static int query_fd = -1;	/* queries: "\0ukprobe-agent-<pid>-query" */
 static int peer_allowed(int c);
 
 /*
@@ -549,15 +570,17 @@ static int session_msg(struct session *s)
 static void *listener(void *arg)
 {
 	static char buf[4096];
-	struct session s = { .fd = -1 };
+	/* launch: queries about the launch's session, which this thread
+	 * neither reads nor ends (and no session socket) */
+	struct session *launched = arg;
+	struct session own = { .fd = -1 }, *s = launched ? launched : &own;
 	struct { int fd; struct timespec t; } side[SIDE_MAX];
 	int nside = 0;
 	uint32_t len;
-	(void)arg;
 	ukpev_thread_mute(1);	/* its calls into probed functions record nothing */
 	for (;;) {
-		struct pollfd p[3 + SIDE_MAX] = {
-			{ listen_fd, POLLIN, 0 }, { query_fd, POLLIN, 0 }, { s.fd, POLLIN, 0 } };
+		struct pollfd p[3 + SIDE_MAX] = { { listen_fd, POLLIN, 0 }, { query_fd, POLLIN, 0 },
+						  { launched ? -1 : s->fd, POLLIN, 0 } };
 		for (int k = 0; k < nside; k++)
 			p[3 + k] = (struct pollfd){ side[k].fd, POLLIN, 0 };
 		if (poll(p, (nfds_t)(3 + nside), nside ? 500 : -1) < 0) {
@@ -574,8 +597,8 @@ static void *listener(void *arg)
 				continue;
 			if ((p[3 + k].revents & POLLIN) &&
 			    recv_msg(side[k].fd, buf, sizeof buf, &len) == UKPA_QUERY) {
-				if (s.fd >= 0) {
-					query(&s, side[k].fd, buf, len);
+				if (launched || s->fd >= 0) {
+					query(s, side[k].fd, buf, len);
 				} else {
 					struct ukpa_reply rep = { -ENOTCONN, kprobes_get_enabled(),
 								  kprobes_get_optimization(), 0 };
@@ -600,23 +623,24 @@ static void *listener(void *arg)
 			int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0 && !peer_allowed(c)) {
 				close(c);
-			} else if (c >= 0 && s.fd >= 0) {
+			} else if (c >= 0 && s->fd >= 0) {
 				/* another command meanwhile: told it is busy */
 				send_msg(c, UKPA_BUSY, NULL, 0, NULL, 0, -1);
 				close(c);
 			} else if (c >= 0) {
-				s.fd = c;
+				s->fd = c;
 				if (hello(c) < 0) {
 					close(c);
-					s.fd = -1;
+					s->fd = -1;
 				}
 			}
 		}
-		if (s.fd >= 0 && p[2].revents && p[2].fd == s.fd && session_msg(&s) < 0) {
+		if (!launched && s->fd >= 0 && p[2].revents && p[2].fd == s->fd &&
+		    session_msg(s) < 0) {
 			attach_area = NULL;
-			session_end(&s);
-			close(s.fd);
-			s.fd = -1;
+			session_end(s);
+			close(s->fd);
+			s->fd = -1;
 		}
 	}
 }
@@ -659,8 +683,14 @@ static void start_listener(void)
 	listen_fd = listen_abstract(name);
 	if (listen_fd < 0)
 		return;
-	snprintf(name, sizeof name, "ukprobe-agent-%d-query", (int)getpid());
+	snprintf(name, sizeof name, "ukprobe-agent-%d" UKPA_QUERY_SUFFIX, (int)getpid());
 	query_fd = listen_abstract(name);	/* without it: no list, no knob */
+	spawn_listener(NULL);
+}
+
+/* the agent's thread; arg: the launch's session, or NULL (attach) */
+static void spawn_listener(void *arg)
+{
 	/* the program's signals are never delivered to this thread; the
 	 * synchronous ones stay open: this thread may hit a probe itself
 	 * (its poll, recvmsg, read...) and the engine's SIGTRAP must reach
@@ -675,7 +705,7 @@ static void start_listener(void)
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, listener, NULL) == 0)
+	if (pthread_create(&t, &at, listener, arg) == 0)
 		pthread_setname_np(t, "ukprobe-agent");
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -367,6 +367,92 @@ UKT_CASE(list_and_knobs_while_attached)
 	unlink(ef);
 }
 
+/* ukprobe trace -o FILE DEFS... -- counter: the program's stdin and
+ * stdout are p's (ukprobe's own stderr to FILE.err); p.pid the program's */
+static pid_t launch_bg(struct proc *p, const char *file, const char *d1, const char *d2)
+{
+	int pi[2], po[2];
+	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t u = fork();
+	UKT_ASSERT(u >= 0);
+	if (u == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pi[0], 0);
+		dup2(po[1], 1);
+		close(pi[1]);
+		close(po[0]);
+		char ef[PATH_MAX];
+		snprintf(ef, sizeof ef, "%s.err", file);
+		int err = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(err, 2);
+		execl(ukprobe_path(), "ukprobe", "trace", "-o", file, d1, d2, "--",
+		      target("counter"), (char *)NULL);
+		_exit(126);
+	}
+	close(pi[0]);
+	close(po[1]);
+	p->in = pi[1];
+	p->out = fdopen(po[0], "r");
+	char line[256];
+	UKT_ASSERT(fgets(line, sizeof line, p->out) && !strncmp(line, "ready ", 6));
+	p->pid = atoi(line + 6);
+	return u;
+}
+
+/* a program ukprobe launched answers list and knob as an attached one:
+ * its probes, disarmed and armed again, the calls made meanwhile not
+ * recorded; a knob left off stays off (the program's, to its end) */
+UKT_CASE(list_and_knob_on_a_launched_program)
+{
+	char path[] = "/tmp/ukt-cli-knoblXXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	struct proc p;
+	pid_t u = launch_bg(&p, path, "p:t/mark mark n=%di:u64", "r:t/mark_ret mark");
+	/* armed (every probe a jump) before main ran */
+	struct run r = list(p.pid);
+	int nmark, nlibc, nopt, nd;
+	RUN_EXPECT(r, r.status == 0 &&
+			      list_check(&r, "[OPTIMIZED]", &nopt, &nmark, &nlibc) == 2 &&
+			      nopt == 2 && nmark == 2);
+	run_free(&r);
+	UKT_EQ(calls(&p, 10), 10);			/* recorded */
+	r = knob(p.pid, "enabled", "0");
+	RUN_EXPECT(r, r.status == 0 && r.nout == 0 && r.nerr == 0);
+	run_free(&r);
+	r = list(p.pid);
+	RUN_EXPECT(r, list_check(&r, "[DISABLED]", &nd, &nmark, &nlibc) == 2 && nd == 2);
+	run_free(&r);
+	UKT_EQ(calls(&p, 20), 30);			/* not recorded */
+	r = knob(p.pid, "enabled", "1");
+	RUN_EXPECT(r, r.status == 0);
+	run_free(&r);
+	r = knob(p.pid, "optimization", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "1\n"));
+	run_free(&r);
+	UKT_EQ(calls(&p, 5), 35);			/* recorded */
+	UKT_ASSERT(write(p.in, "q\n", 2) == 2);
+	close(p.in);
+	fclose(p.out);
+	UKT_EQ(wait_status(u), 0);
+	unsigned long v[64];
+	int n = marks(path, v, 64);
+	UKT_EQ(n, 15);
+	for (int k = 0; k < n; k++)
+		UKT_EQ(v[k], (unsigned long)k + (k < 10 ? 1 : 21));
+	/* gone with the program */
+	r = list(p.pid);
+	RUN_EXPECT(r, r.status == 1 && r.nout == 0 && strstr(r.err, "no such process"));
+	run_free(&r);
+	unlink(path);
+	char ef[PATH_MAX];
+	snprintf(ef, sizeof ef, "%s.err", path);
+	unlink(ef);
+}
+
 /* one line on stderr naming the reason, nothing on stdout, exit 1 */
 static void expect_not_attached(struct run r, const char *why)
 {
