@@ -34,10 +34,10 @@ static void on_usr1(int sig)
 	hist_asked = 1;
 }
 
-/* %pS for histograms: sym+0xOFF/0xSIZE [object] */
+/* %pS for histograms: sym+0xOFF/0xSIZE [object], or PATH[+0xOFF] */
 static int hist_sym(unsigned long addr, char *buf, size_t n, void *arg)
 {
-	int len = sym_format(arg, addr, 1, 1, buf, n);
+	int len = sym_format(arg, addr, 1, SYM_OBJ | SYM_UNKNOWN_IN_OBJ, buf, n);
 	if (len > 0 && !strncmp(buf, "0x", 2))
 		buf[0] = 0;	/* no symbol: the caller prints the address */
 	return len;

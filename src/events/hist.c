@@ -301,7 +301,11 @@ static void symname(ukpev_symbolize_fn sym, void *arg, unsigned long addr, bool 
 		snprintf(buf, n, "0x%lx", addr);
 		return;
 	}
-	if (!with_off) {	/* %ps: "sym [object]", without +0xOFF/0xSIZE */
+	/* "PATH[+0xOFF]": an address no symbol covers, in its object, is
+	 * kept whole (its offset is all there is to name it by) */
+	size_t bl = strlen(buf);
+	bool in_obj = bl && buf[bl - 1] == ']' && strstr(buf, "[+0x") && !strchr(buf, ' ');
+	if (!with_off && !in_obj) {	/* %ps: "sym [object]", without +0xOFF/0xSIZE */
 		char *p = strchr(buf, '+');
 		if (p) {
 			char *q = p + strcspn(p, " ");
@@ -408,6 +412,8 @@ static char *folded_line(const struct ev_hspec *sp, const uint64_t *e, ukpev_sym
 			/* a return address names its caller: look up the call */
 			symname(sym, arg, (unsigned long)kp[i] - (i ? 1 : 0), false, buf,
 				sizeof(buf));
+			if (i && strstr(buf, "[+0x"))	/* no name: the address itself */
+				symname(sym, arg, (unsigned long)kp[i], false, buf, sizeof(buf));
 			buf[strcspn(buf, " ;")] = 0;
 			fprintf(f, "%s%s", any ? ";" : "", buf);
 			any = true;

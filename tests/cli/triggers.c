@@ -458,7 +458,7 @@ UKT_CASE_T(key_modifiers, 60)
  * PATH[+0xOFF] with OFF in the file's addresses, so two runs (two
  * address space layouts) give the same lines, each frame right after a
  * call in the file */
-static char *gzip_write_stack(const char *fmt)
+static char *gzip_write_stack(const char *fmt, const char *trig)
 {
 	char in[] = "/tmp/ukt-stk-XXXXXX", out[] = "/tmp/ukt-stk-outXXXXXX";
 	int fd = mkstemp(in);
@@ -470,8 +470,8 @@ static char *gzip_write_stack(const char *fmt)
 	UKT_ASSERT(fd >= 0);
 	close(fd);
 	/* gzip's own output to stdout, the trace to a file */
-	struct run r = ukprobe("trace", fmt, "-o", out, "--trigger=w:stacktrace:1",
-			       "p:t/w libc.so.6:write", "--", "/usr/bin/gzip", "-c", in, NULL);
+	struct run r = ukprobe("trace", fmt, "-o", out, trig, "p:t/w libc.so.6:write", "--",
+			       "/usr/bin/gzip", "-c", in, NULL);
 	unlink(in);
 	RUN_EXPECT(r, r.status == 0);
 	run_free(&r);
@@ -484,6 +484,8 @@ static char *gzip_write_stack(const char *fmt)
 	unlink(out);
 	/* the frames only: the event's own line has the time in it */
 	const char *p = strstr(buf, "<stack trace>\n");
+	if (!p)
+		p = strstr(buf, "{ common_stacktrace:\n");
 	if (!strcmp(fmt, "--format=folded"))
 		p = buf;
 	if (!p)
@@ -493,7 +495,10 @@ static char *gzip_write_stack(const char *fmt)
 
 UKT_CASE_T(stripped_program_frames_stable_across_runs, 60)
 {
-	char *a = gzip_write_stack("--format=ftrace"), *b = gzip_write_stack("--format=ftrace");
+#define STK "--trigger=w:stacktrace:1"
+#define HST "--trigger=w:hist:keys=common_stacktrace"
+	char *a = gzip_write_stack("--format=ftrace", STK);
+	char *b = gzip_write_stack("--format=ftrace", STK);
 	if (strcmp(a, b))
 		UKT_FAIL("two runs, two stacks:\n%s\n%s", a, b);
 	int n = 0;
@@ -526,11 +531,21 @@ UKT_CASE_T(stripped_program_frames_stable_across_runs, 60)
 	UKT_ASSERT(n >= 2);
 	free(a);
 	free(b);
-	/* folded: the same frames, outermost first */
-	a = gzip_write_stack("--format=folded");
-	b = gzip_write_stack("--format=folded");
-	UKT_ASSERT(strstr(a, ";/usr/bin/gzip[+0x") && strstr(a, ";write 1\n"));
-	UKT_ASSERT(!strcmp(a, b));
-	free(a);
-	free(b);
+	/* folded, of stacktrace triggers and of histogram keys: the same
+	 * frames, outermost first; the histogram's own stack lines */
+	static const char *const forms[][2] = { { "--format=folded", STK },
+		{ "--format=folded", HST }, { "--format=ftrace", HST } };
+	for (int k = 0; k < 3; k++) {
+		a = gzip_write_stack(forms[k][0], forms[k][1]);
+		b = gzip_write_stack(forms[k][0], forms[k][1]);
+		if (k < 2)
+			UKT_ASSERT(strstr(a, ";/usr/bin/gzip[+0x") && strstr(a, ";write 1\n"));
+		else
+			UKT_ASSERT(strstr(a, "\n         /usr/bin/gzip[+0x"));
+		if (strcmp(a, b))
+			UKT_FAIL("%s %s: two runs, two outputs:\n%s\n%s", forms[k][0],
+				 forms[k][1], a, b);
+		free(a);
+		free(b);
+	}
 }
