@@ -306,12 +306,9 @@ static void fold_add(struct consumer *c, const struct ukpev_record *rec)
 	char name[512];
 	for (unsigned i = n; i-- > 0;) {
 		/* a return address names the call before it */
-		sym_format(c->w.sym, (unsigned long)fr[i] - (i ? 1 : 0), 0, SYM_UNKNOWN_IN_OBJ,
-			   name, sizeof name);
+		sym_folded(c->w.sym, (unsigned long)fr[i] - (i ? 1 : 0), name, sizeof name);
 		if (i && strstr(name, "[+0x"))	/* no name: the address as the stacks show it */
-			sym_format(c->w.sym, (unsigned long)fr[i], 0, SYM_UNKNOWN_IN_OBJ, name,
-				   sizeof name);
-		name[strcspn(name, " ;")] = 0;
+			sym_folded(c->w.sym, (unsigned long)fr[i], name, sizeof name);
 		fprintf(f, "%s%s", name, i ? ";" : "");
 	}
 	fclose(f);

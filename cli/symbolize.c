@@ -161,6 +161,24 @@ int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 	return len;
 }
 
+/* the C++ runtime's demangler (libstdc++, the Itanium ABI's), linked in */
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+int sym_folded(struct symbolizer *s, unsigned long addr, char *buf, size_t n)
+{
+	sym_format(s, addr, 0, SYM_UNKNOWN_IN_OBJ, buf, n);
+	if (!strncmp(buf, "_Z", 2)) {
+		int st = -1;
+		char *d = __cxa_demangle(buf, NULL, NULL, &st);
+		if (d && st == 0)
+			snprintf(buf, n, "%s", d);
+		free(d);
+	}
+	for (char *p = buf; (p = strchr(p, ';')) != NULL;)
+		*p = ':';	/* the frame separator */
+	return (int)strlen(buf);
+}
+
 int sym_cb(unsigned long addr, char *buf, size_t n, void *arg)
 {
 	struct symbolizer *s = arg;

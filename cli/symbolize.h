@@ -24,6 +24,9 @@ void sym_set_dead(struct symbolizer *s);
 #define SYM_UNKNOWN_IN_OBJ 2
 int sym_format(struct symbolizer *s, unsigned long addr, int with_off,
 	       int with_obj, char *buf, size_t n);
+/* a frame of a folded stack: the function's name, demangled (C++), with
+ * no offset and no object; PATH[+0xOFF] where no symbol covers addr */
+int sym_folded(struct symbolizer *s, unsigned long addr, char *buf, size_t n);
 /* the callback for ukpev_format_args (symbol, symstr types) */
 int sym_cb(unsigned long addr, char *buf, size_t n, void *arg);
 #endif

@@ -43,6 +43,12 @@ static int hist_sym(unsigned long addr, char *buf, size_t n, void *arg)
 	return len;
 }
 
+/* folded histogram stacks: sym_folded's names */
+static int fold_sym(unsigned long addr, char *buf, size_t n, void *arg)
+{
+	return sym_folded(arg, addr, buf, n);
+}
+
 /* json: every histogram's hist file as a member after the events,
  * "histograms":[{"event":"GRP/EVENT","hist":"..."}...] (NULL: none) */
 static char *json_hists(struct ukpev_reader *rd, struct symbolizer *sym)
@@ -88,8 +94,10 @@ static void write_hists(struct ukpev_reader *rd, FILE *out, struct symbolizer *s
 	for (unsigned h = 0; h < n; h++) {
 		if (format != FMT_FOLDED)
 			fputc('\n', out);
-		ukpev_reader_hist_print(rd, h, out, format == FMT_FOLDED ? UKPEV_HIST_FOLDED :
-					UKPEV_HIST_KERNEL, hist_sym, sym);
+		if (format == FMT_FOLDED)
+			ukpev_reader_hist_print(rd, h, out, UKPEV_HIST_FOLDED, fold_sym, sym);
+		else
+			ukpev_reader_hist_print(rd, h, out, UKPEV_HIST_KERNEL, hist_sym, sym);
 	}
 	fflush(out);
 }

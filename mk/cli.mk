@@ -20,7 +20,7 @@ $(B)/cli/%.o: cli/%.c $(CLI_HDRS)
 
 $(UKPROBE): $(CLI_OBJS) $(SO)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -L$(B) -l:libukprobes.so.$(SOVER) \
-		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -ldw -lelf -lm -pthread
+		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -ldw -lelf -lm -lstdc++ -pthread
 
 $(AGENT_SO): agent/agent.c agent/proto.h include/ukprobes/events.h $(SO)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -pthread \

@@ -306,7 +306,7 @@ static void symname(ukpev_symbolize_fn sym, void *arg, unsigned long addr, bool 
 	size_t bl = strlen(buf);
 	bool in_obj = bl && buf[bl - 1] == ']' && strstr(buf, "[+0x") && !strchr(buf, ' ');
 	if (!with_off && !in_obj) {	/* %ps: "sym [object]", without +0xOFF/0xSIZE */
-		char *p = strchr(buf, '+');
+		char *p = strstr(buf, "+0x");
 		if (p) {
 			char *q = p + strcspn(p, " ");
 			memmove(p, q, strlen(q) + 1);
@@ -414,7 +414,13 @@ static char *folded_line(const struct ev_hspec *sp, const uint64_t *e, ukpev_sym
 				sizeof(buf));
 			if (i && strstr(buf, "[+0x"))	/* no name: the address itself */
 				symname(sym, arg, (unsigned long)kp[i], false, buf, sizeof(buf));
-			buf[strcspn(buf, " ;")] = 0;
+			/* without the " [object]" of %ps (a name may hold blanks:
+			 * a demangled one), no ';' in a frame */
+			char *obj = strstr(buf, " [");
+			if (obj)
+				*obj = 0;
+			for (char *q = buf; (q = strchr(q, ';')) != NULL;)
+				*q = ':';
 			fprintf(f, "%s%s", any ? ";" : "", buf);
 			any = true;
 		}

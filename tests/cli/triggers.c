@@ -549,3 +549,42 @@ UKT_CASE_T(stripped_program_frames_stable_across_runs, 60)
 		free(b);
 	}
 }
+
+/* folded frames of C++ code are demangled, as perf's and uftrace's are
+ * (a flame graph of mangled names is unreadable); a name's blanks stay
+ * (the count is after the last one), no ';' inside a frame */
+UKT_CASE_T(folded_cxx_names_demangled, 60)
+{
+	static const char *const trig[] = { "--trigger=pf:stacktrace",
+					    "--trigger=pf:hist:keys=common_stacktrace" };
+	for (int k = 0; k < 2; k++) {
+		char out[] = "/tmp/ukt-cxx-XXXXXX";
+		int fd = mkstemp(out);
+		UKT_ASSERT(fd >= 0);
+		close(fd);
+		struct run r = ukprobe("trace", "--format=folded", "-o", out, trig[k],
+				       "p:t/pf libc.so.6:printf", "--", target("dcxx-gcc-O0"), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		run_free(&r);
+		FILE *f = fopen(out, "r");
+		UKT_ASSERT(f);
+		char line[4096];
+		int n = 0, area = 0, tmpl = 0;
+		while (fgets(line, sizeof line, f)) {
+			n++;
+			char *sp = strrchr(line, ' ');
+			UKT_ASSERT(sp && atoi(sp + 1) == 1);
+			*sp = 0;
+			UKT_ASSERT(strncmp(line, "_start;", 7) == 0);
+			UKT_ASSERT(!strstr(line, ";_Z"));
+			area += strstr(line, ";main;geo::Shape::area(long, geo::Point const&);printf") != NULL;
+			tmpl += strstr(line, ";main;unsigned long geo::minof<unsigned long>(unsigned long, "
+				       "unsigned long);printf") != NULL;
+		}
+		fclose(f);
+		unlink(out);
+		UKT_EQ(n, 15);	/* the program's 15 printf calls, each from its own place */
+		UKT_EQ(area, 1);
+		UKT_EQ(tmpl, 1);
+	}
+}
