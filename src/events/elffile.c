@@ -34,7 +34,7 @@ int ev_elf_sym(const char *path, const char *name, unsigned long *value)
 		return -ENOENT;
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)m;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size || eh->e_shoff % 8 ||
 	    (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
 		goto out;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(m + eh->e_shoff);
@@ -42,7 +42,8 @@ int ev_elf_sym(const char *path, const char *name, unsigned long *value)
 		unsigned type = pass ? SHT_DYNSYM : SHT_SYMTAB;
 		for (unsigned i = 0; i < eh->e_shnum && err; i++) {
 			if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
-			    sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+			    sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset ||
+			    sh[i].sh_offset % 8)
 				continue;
 			const Elf64_Shdr *ss = &sh[sh[i].sh_link];
 			if (ss->sh_offset > size || ss->sh_size > size - ss->sh_offset)
@@ -69,6 +70,15 @@ int ev_elf_sym(const char *path, const char *name, unsigned long *value)
 out:
 	munmap((void *)m, size);
 	return err;
+}
+
+/* a segment the dynamic linker could map: inside the file, not wrapping
+ * the address space */
+static bool seg_ok(const Elf64_Phdr *ph, const struct stat *st)
+{
+	return ph->p_offset <= (uint64_t)st->st_size &&
+	       ph->p_filesz <= (uint64_t)st->st_size - ph->p_offset &&
+	       ph->p_memsz <= UINT64_MAX - ph->p_vaddr;
 }
 
 int ev_elf_place(const char *path, const char *sym, unsigned long offs,
@@ -109,8 +119,8 @@ int ev_elf_place(const char *path, const char *sym, unsigned long offs,
 		code = EV_ELF_BAD_OFFS;
 		bool in = false;
 		for (unsigned i = 0; i < eh.e_phnum && !in; i++)
-			if (ph[i].p_type == PT_LOAD && offs >= ph[i].p_offset &&
-			    offs < ph[i].p_offset + ph[i].p_filesz) {
+			if (ph[i].p_type == PT_LOAD && seg_ok(&ph[i], &st) &&
+			    offs >= ph[i].p_offset && offs - ph[i].p_offset < ph[i].p_filesz) {
 				vaddr = ph[i].p_vaddr + (offs - ph[i].p_offset);
 				in = true;
 			}
@@ -125,8 +135,8 @@ int ev_elf_place(const char *path, const char *sym, unsigned long offs,
 	/* code, not data */
 	code = EV_ELF_NOT_CODE;
 	for (unsigned i = 0; i < eh.e_phnum && code; i++)
-		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && vaddr >= ph[i].p_vaddr &&
-		    vaddr < ph[i].p_vaddr + ph[i].p_memsz)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && seg_ok(&ph[i], &st) &&
+		    vaddr >= ph[i].p_vaddr && vaddr - ph[i].p_vaddr < ph[i].p_memsz)
 			code = 0;
 	out->vaddr = vaddr;
 	out->dev = st.st_dev;
