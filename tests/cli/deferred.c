@@ -288,6 +288,28 @@ UKT_CASE(bad_places_in_unloaded_files)
 	rmdir(dir);
 }
 
+/* a library whose section headers are damaged (every section's name out
+ * of range: the dynamic linker does not read them) loads and is traced
+ * as any; the engine reads its symbols inside the program without
+ * faulting, and finds them by the tables' types */
+UKT_CASE(damaged_section_headers)
+{
+	char dir[] = "/tmp/ukt-dfr-XXXXXX", so[PATH_MAX], p[PATH_MAX + 96];
+	UKT_ASSERT(mkdtemp(dir));
+	snprintf(so, sizeof so, "%s/damaged.so", dir);
+	damaged_copy(dfr_so(), so, DAMAGE_NAMES);
+	snprintf(p, sizeof p, "p:t/mix %s:dfr_mix a=%%di:s32", so);
+	const char *args[] = { p, NULL };
+	struct run u = run_loader_lib(SCRIPT, args, so);
+	RUN_EXPECT(u, u.status == 0);
+	RUN_EXPECT(u, strstr(u.out, "did 150 113250\n") != NULL);
+	int nw = check_mix_a(&u);
+	RUN_EXPECT(u, count_lines(u.out, " mix: (dfr_mix+0x0/0x") == nw);
+	run_free(&u);
+	unlink(so);
+	rmdir(dir);
+}
+
 /* everything readable on fd now or within ms, appended to *buf */
 static void read_some(int fd, char **buf, size_t *len, int ms)
 {
