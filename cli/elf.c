@@ -56,13 +56,28 @@ static int map_file(const char *path, const unsigned char **m, size_t *len)
 	return 0;
 }
 
+/* A file may be anything a user names: every table read lies whole
+ * inside it (overflow-safe), aligned for its entries. */
+static int in_file(uint64_t off, uint64_t size, size_t len)
+{
+	return off <= len && size <= len - off;
+}
+
+static int table_ok(const Elf64_Shdr *sh, size_t len, size_t align)
+{
+	return in_file(sh->sh_offset, sh->sh_size, len) && sh->sh_offset % align == 0;
+}
+
 static int valid(const unsigned char *m, size_t len)
 {
 	const Elf64_Ehdr *eh = (const void *)m;
 	return !memcmp(eh->e_ident, ELFMAG, SELFMAG) &&
 	       eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-	       eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) <= len &&
-	       eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= len;
+	       (!eh->e_phnum || eh->e_phentsize == sizeof(Elf64_Phdr)) &&
+	       (!eh->e_shnum || eh->e_shentsize == sizeof(Elf64_Shdr)) &&
+	       eh->e_phoff % 8 == 0 && eh->e_shoff % 8 == 0 &&
+	       in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), len) &&
+	       in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), len);
 }
 
 /* The separate debug file of the ELF image m: /usr/lib/debug/.build-id/
@@ -72,15 +87,18 @@ static int debug_file(const unsigned char *m, size_t len, const unsigned char **
 	const Elf64_Ehdr *eh = (const void *)m;
 	const Elf64_Phdr *ph = (const void *)(m + eh->e_phoff);
 	for (int k = 0; k < eh->e_phnum; k++) {
-		if (ph[k].p_type != PT_NOTE || ph[k].p_offset + ph[k].p_filesz > len)
+		if (ph[k].p_type != PT_NOTE || !in_file(ph[k].p_offset, ph[k].p_filesz, len) ||
+		    ph[k].p_offset % 4)
 			continue;
-		const unsigned char *n = m + ph[k].p_offset, *end = n + ph[k].p_filesz;
-		while (n + sizeof(Elf64_Nhdr) <= end) {
-			const Elf64_Nhdr *nh = (const void *)n;
-			const unsigned char *name = n + sizeof *nh;
-			const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
-			if (desc + nh->n_descsz > end)
+		const unsigned char *notes = m + ph[k].p_offset;
+		uint64_t at = 0, size = ph[k].p_filesz;
+		while (size - at >= sizeof(Elf64_Nhdr)) {
+			const Elf64_Nhdr *nh = (const void *)(notes + at);
+			const unsigned char *name = notes + at + sizeof *nh;
+			uint64_t dat = at + sizeof *nh + (((uint64_t)nh->n_namesz + 3) & ~3ul);
+			if (!in_file(dat, nh->n_descsz, size))
 				break;
+			const unsigned char *desc = notes + dat;
 			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
 			    !memcmp(name, "GNU", 4) && nh->n_descsz >= 2 && nh->n_descsz <= 64) {
 				char path[256];
@@ -96,7 +114,9 @@ static int debug_file(const unsigned char *m, size_t len, const unsigned char **
 				}
 				return 0;
 			}
-			n = desc + ((nh->n_descsz + 3) & ~3u);
+			at = dat + (((uint64_t)nh->n_descsz + 3) & ~3ul);
+			if (at > size)
+				break;
 		}
 	}
 	return -ENOENT;
@@ -137,7 +157,7 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 		for (int k = 0; k < eh->e_shnum; k++) {
 			uint32_t want = pass == 0 && !dynsym_only ? SHT_SYMTAB : SHT_DYNSYM;
 			if (sh[k].sh_type == want && sh[k].sh_link < eh->e_shnum &&
-			    sh[k].sh_offset + sh[k].sh_size <= len) {
+			    table_ok(&sh[k], len, 8) && table_ok(&sh[sh[k].sh_link], len, 1)) {
 				tab = &sh[k];
 				break;
 			}
@@ -147,8 +167,7 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 			const Elf64_Shdr *ds = (const void *)(dm + de->e_shoff);
 			for (int k = 0; k < de->e_shnum && !tab; k++)
 				if (ds[k].sh_type == SHT_SYMTAB && ds[k].sh_link < de->e_shnum &&
-				    ds[k].sh_offset + ds[k].sh_size <= dlen &&
-				    ds[ds[k].sh_link].sh_offset + ds[ds[k].sh_link].sh_size <= dlen)
+				    table_ok(&ds[k], dlen, 8) && table_ok(&ds[ds[k].sh_link], dlen, 1))
 					tab = &ds[k];
 			if (tab) {	/* its names come from the debug file */
 				munmap((void *)m, len);
@@ -165,8 +184,6 @@ int elf_open(const char *path, int dynsym_only, struct elf_file *f)
 		const Elf64_Shdr *st = &sh[tab->sh_link];
 		const Elf64_Sym *s = (const void *)(m + tab->sh_offset);
 		size_t n = tab->sh_size / sizeof *s;
-		if (st->sh_offset + st->sh_size > len)
-			n = 0;
 		f->syms = calloc(n + 1, sizeof *f->syms);
 		f->strs = malloc(st->sh_size + 1);
 		if (!f->syms || !f->strs) {

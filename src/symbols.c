@@ -7,7 +7,9 @@
  *
  * .symtab is used where present, else the separate debug file found by
  * build-id under /usr/lib/debug/.build-id (Debian's -dbg packages), else
- * .dynsym.  Files are mapped read-only once and kept.
+ * .dynsym.  A file is mapped while it is read; the names are copied: a
+ * library rebuilt in place (truncated) while the program runs must not
+ * fault it later.
  *
  * Lock order: no lock of ours is held while calling into the dynamic
  * linker (dl_iterate_phdr, dlopen, dlsym), because the dynamic linker
@@ -44,6 +46,7 @@ struct ukp_object {
 	bool is_main, alive, loaded;
 	struct sym *syms;		/* FUNC/IFUNC, by address */
 	struct sym **byname;		/* same, by name */
+	char *strs;			/* their names */
 	size_t nsyms;
 	struct range *nokprobe;
 	size_t nnokprobe;
@@ -70,6 +73,41 @@ extern char __stop_ukp_text[] __attribute__((weak, visibility("hidden")));
 
 /* ---- loading one object's symbols ------------------------------------ */
 
+/*
+ * A file may be anything: one replaced on disk, truncated, or hostile.
+ * Its reading must never fault in the program we run in; what does not
+ * check out gives the object no symbols from it.  Every table lies
+ * whole inside the file (overflow-safe), aligned for its entries (no
+ * linker writes one otherwise), and every string ends inside its table.
+ */
+static bool in_file(uint64_t off, uint64_t size, size_t len)
+{
+	return off <= len && size <= len - off;
+}
+
+static bool table_ok(const Elf64_Shdr *sh, size_t len, size_t align)
+{
+	return in_file(sh->sh_offset, sh->sh_size, len) && sh->sh_offset % align == 0;
+}
+
+/* the section header string table, or NULL */
+static const Elf64_Shdr *shstrtab(const void *f, size_t len)
+{
+	const Elf64_Ehdr *eh = f;
+	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
+	if (eh->e_shstrndx >= eh->e_shnum || !table_ok(&sh[eh->e_shstrndx], len, 1))
+		return NULL;
+	return &sh[eh->e_shstrndx];
+}
+
+/* is string at of table strsh (may be NULL) name */
+static bool str_is(const void *f, const Elf64_Shdr *strsh, uint64_t at, const char *name)
+{
+	size_t n = strlen(name);
+	return strsh && at < strsh->sh_size && strsh->sh_size - at > n &&
+	       !memcmp((const char *)f + strsh->sh_offset + at, name, n + 1);
+}
+
 static const void *map_file(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -84,7 +122,8 @@ static const void *map_file(const char *path, size_t *len)
 		return NULL;
 	const Elf64_Ehdr *eh = m;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > (size_t)st.st_size) {
+	    eh->e_shoff == 0 || eh->e_shoff % 8 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), (size_t)st.st_size)) {
 		munmap(m, st.st_size);
 		return NULL;
 	}
@@ -97,13 +136,11 @@ static const Elf64_Shdr *find_section(const void *f, size_t len, unsigned type,
 {
 	const Elf64_Ehdr *eh = f;
 	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
-	const char *shstr = NULL;
-	if (eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < len)
-		shstr = (const char *)f + sh[eh->e_shstrndx].sh_offset;
+	const Elf64_Shdr *shstr = shstrtab(f, len);
 	for (unsigned i = 0; i < eh->e_shnum; i++) {
 		if (type && sh[i].sh_type != type)
 			continue;
-		if (name && (!shstr || strcmp(shstr + sh[i].sh_name, name)))
+		if (name && !str_is(f, shstr, sh[i].sh_name, name))
 			continue;
 		return &sh[i];
 	}
@@ -165,22 +202,33 @@ static void add_symtab(struct ukp_object *o, const void *f, size_t len,
 {
 	const Elf64_Ehdr *eh = f;
 	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
-	if (symsh->sh_link >= eh->e_shnum || symsh->sh_offset + symsh->sh_size > len)
+	if (symsh->sh_link >= eh->e_shnum || !table_ok(symsh, len, 8))
 		return;
 	const Elf64_Shdr *strsh = &sh[symsh->sh_link];
-	if (strsh->sh_offset + strsh->sh_size > len)
+	/* names are read up to their NUL: the table's last byte is one */
+	if (!table_ok(strsh, len, 1) || !strsh->sh_size ||
+	    ((const char *)f)[strsh->sh_offset + strsh->sh_size - 1])
 		return;
 	const Elf64_Sym *s = (const void *)((const char *)f + symsh->sh_offset);
-	const char *str = (const char *)f + strsh->sh_offset;
 	size_t n = symsh->sh_size / sizeof(*s);
 	struct sym *v = realloc(o->syms, (o->nsyms + n) * sizeof(*v));
 	if (!v)
 		return;
 	o->syms = v;
+	char *str = malloc(strsh->sh_size);
+	if (!str)
+		return;
+	memcpy(str, (const char *)f + strsh->sh_offset, strsh->sh_size);
+	free(o->strs);
+	o->strs = str;
 	for (size_t i = 0; i < n; i++) {
 		unsigned t = ELF64_ST_TYPE(s[i].st_info);
+		/* a function wrapping past the top of the address space has
+		 * no bounds to give the analysis */
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s[i].st_shndx == SHN_UNDEF ||
-		    !s[i].st_value || s[i].st_name >= strsh->sh_size)
+		    !s[i].st_value || s[i].st_name >= strsh->sh_size ||
+		    s[i].st_value > ULONG_MAX - o->bias ||
+		    s[i].st_size >= ULONG_MAX - (s[i].st_value + o->bias))
 			continue;
 		v[o->nsyms++] = (struct sym){
 			.addr = s[i].st_value + o->bias, .size = s[i].st_size,
@@ -194,13 +242,14 @@ static void add_symtab(struct ukp_object *o, const void *f, size_t len,
 static const void *debug_file(const void *f, size_t len, size_t *dlen)
 {
 	const Elf64_Shdr *nsh = find_section(f, len, SHT_NOTE, ".note.gnu.build-id");
-	if (!nsh || nsh->sh_offset + nsh->sh_size > len || nsh->sh_size < 16)
+	if (!nsh || !table_ok(nsh, len, 4) || nsh->sh_size < 16)
 		return NULL;
 	const Elf64_Nhdr *nh = (const void *)((const char *)f + nsh->sh_offset);
-	const unsigned char *id = (const unsigned char *)(nh + 1) + ((nh->n_namesz + 3) & ~3U);
+	uint64_t at = sizeof(*nh) + (((uint64_t)nh->n_namesz + 3) & ~3UL);
 	if (nh->n_type != NT_GNU_BUILD_ID || nh->n_descsz < 2 || nh->n_descsz > 64 ||
-	    (const char *)id + nh->n_descsz > (const char *)f + len)
+	    !in_file(at, nh->n_descsz, nsh->sh_size))
 		return NULL;
+	const unsigned char *id = (const unsigned char *)nh + at;
 	char path[256];
 	int k = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
 	for (unsigned i = 1; i < nh->n_descsz; i++)
@@ -246,14 +295,22 @@ static void load_coderefs_locked(struct ukp_object *o, const void *f, size_t len
 {
 	const Elf64_Ehdr *eh = f;
 	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
-	size_t cap = 0;
+	size_t cap = 0, read = 0;
 
 	if (eh->e_type != ET_DYN)
 		return;
 	o->refs_known = true;
 	for (unsigned i = 0; i < eh->e_shnum && o->refs_known; i++) {
+		/* the tables of a sane file do not overlap: reading more than
+		 * the file would only be one read again (and again) */
+		if ((sh[i].sh_type == SHT_RELA || sh[i].sh_type == SHT_RELR) &&
+		    (!table_ok(&sh[i], len, 8) || sh[i].sh_size > len - read)) {
+			o->refs_known = false;
+			break;
+		}
 		if (sh[i].sh_type == SHT_RELA) {
-			if (sh[i].sh_offset + sh[i].sh_size > len || sh[i].sh_entsize != sizeof(Elf64_Rela)) {
+			read += sh[i].sh_size;
+			if (sh[i].sh_entsize != sizeof(Elf64_Rela)) {
 				o->refs_known = false;
 				break;
 			}
@@ -262,7 +319,7 @@ static void load_coderefs_locked(struct ukp_object *o, const void *f, size_t len
 			const Elf64_Sym *syms = NULL;
 			size_t nsyms = 0;
 			if (sh[i].sh_link && sh[i].sh_link < eh->e_shnum &&
-			    sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size <= len) {
+			    table_ok(&sh[sh[i].sh_link], len, 8)) {
 				syms = (const void *)((const char *)f + sh[sh[i].sh_link].sh_offset);
 				nsyms = sh[sh[i].sh_link].sh_size / sizeof(*syms);
 			}
@@ -280,10 +337,7 @@ static void load_coderefs_locked(struct ukp_object *o, const void *f, size_t len
 			/* addresses and bitmaps of relocated words; the
 			 * dynamic linker wrote the pointers in place: read
 			 * them from memory */
-			if (sh[i].sh_offset + sh[i].sh_size > len) {
-				o->refs_known = false;
-				break;
-			}
+			read += sh[i].sh_size;
 			const Elf64_Relr *r = (const void *)((const char *)f + sh[i].sh_offset);
 			size_t n = sh[i].sh_size / sizeof(*r);
 			unsigned long where = 0;
@@ -339,7 +393,8 @@ static void load_object_locked(struct ukp_object *o)
 			add_symtab(o, f, len, dyn);
 	}
 	load_coderefs_locked(o, f, len);
-	qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_addr);
+	if (o->nsyms)	/* (o->syms may be NULL) */
+		qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_addr);
 	o->byname = malloc((o->nsyms + 1) * sizeof(*o->byname));
 	if (o->byname) {
 		for (size_t i = 0; i < o->nsyms; i++)
@@ -347,14 +402,18 @@ static void load_object_locked(struct ukp_object *o)
 		qsort(o->byname, o->nsyms, sizeof(*o->byname), cmp_name);
 	}
 	/* NOKPROBE_SYMBOL(): the section holds relocated function pointers;
-	 * read them from memory, where the dynamic linker relocated them. */
+	 * read them from memory, where the dynamic linker relocated them,
+	 * without faulting: a file replaced since it was loaded, or a
+	 * hostile one, may say any address */
 	const Elf64_Shdr *nk = find_section(f, len, 0, "ukp_nokprobe");
-	if (nk && nk->sh_addr) {
+	if (nk && nk->sh_addr && in_file(nk->sh_offset, nk->sh_size, len)) {
 		size_t n = nk->sh_size / sizeof(void *);
-		const unsigned long *ptrs = (const void *)(nk->sh_addr + o->bias);
+		unsigned long ptrs = nk->sh_addr + o->bias;
 		o->nokprobe = calloc(n ? n : 1, sizeof(*o->nokprobe));
 		for (size_t i = 0; o->nokprobe && i < n; i++) {
-			unsigned long a = ptrs[i];
+			unsigned long a;
+			if (ukp_copy_nofault(&a, (const void *)(ptrs + i * sizeof(a)), sizeof(a)))
+				break;
 			struct range r = { a, a + 1 };
 			for (size_t j = 0; j < o->nsyms; j++)
 				if (o->syms[j].addr <= a && a < o->syms[j].addr + o->syms[j].size) {
@@ -365,6 +424,9 @@ static void load_object_locked(struct ukp_object *o)
 			o->nokprobe[o->nnokprobe++] = r;
 		}
 	}
+	munmap((void *)f, len);
+	if (d)
+		munmap((void *)d, dlen);
 }
 
 /* ---- the list of objects --------------------------------------------- */
@@ -831,15 +893,18 @@ int ukp_sym_patch_sites(struct ukp_object *o, unsigned long **addrs, uint8_t **f
 		return -ENOENT;
 	const Elf64_Ehdr *eh = f;
 	const Elf64_Shdr *sh = (const void *)((const char *)f + eh->e_shoff);
-	const char *shstr = eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < len ?
-		(const char *)f + sh[eh->e_shstrndx].sh_offset : NULL;
+	const Elf64_Shdr *shstr = shstrtab(f, len);
 	unsigned long bias = eh->e_type == ET_DYN ? o->bias : 0;
+	bool seen[2] = { false, false };
 	int err = 0;
 	for (unsigned i = 0; shstr && i < eh->e_shnum && !err; i++) {
 		for (unsigned k = 0; k < 2; k++) {
-			if (strcmp(shstr + sh[i].sh_name, secs[k]) || sh[i].sh_type != SHT_PROGBITS ||
-			    sh[i].sh_offset + sh[i].sh_size > len)
+			/* one section of each name (a second would be read
+			 * as many times as it is named) */
+			if (seen[k] || !str_is(f, shstr, sh[i].sh_name, secs[k]) ||
+			    sh[i].sh_type != SHT_PROGBITS || !table_ok(&sh[i], len, 8))
 				continue;
+			seen[k] = true;
 			const uint64_t *v = (const void *)((const char *)f + sh[i].sh_offset);
 			size_t m = sh[i].sh_size / 8;
 			if (*n + m > cap) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "internal.h"
 #include "ev_int.h"
+#include "elffile.h"
 
 /* creation, removal and filter changes of every area */
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -124,62 +125,6 @@ static unsigned long file_offset_addr(const struct objfind *f, unsigned long off
 	return 0;
 }
 
-/* st_value of a defined data or function symbol name in the ELF file at
- * path: its symbol table, then its dynamic one.  0, or -ENOENT. */
-static int elf_sym(const char *path, const char *name, unsigned long *value)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
-	struct stat st;
-	if (fd < 0)
-		return -ENOENT;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
-		close(fd);
-		return -ENOENT;
-	}
-	size_t size = (size_t)st.st_size;
-	const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return -ENOENT;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)m;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
-	    (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
-		goto out;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(m + eh->e_shoff);
-	for (int pass = 0; pass < 2 && err; pass++) {
-		unsigned type = pass ? SHT_DYNSYM : SHT_SYMTAB;
-		for (unsigned i = 0; i < eh->e_shnum && err; i++) {
-			if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
-			    sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
-				continue;
-			const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-			if (ss->sh_offset > size || ss->sh_size > size - ss->sh_offset)
-				continue;
-			const char *str = (const char *)m + ss->sh_offset;
-			const Elf64_Sym *sym = (const Elf64_Sym *)(const void *)(m + sh[i].sh_offset);
-			size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-			for (size_t k = 0; k < n; k++) {
-				unsigned t = ELF64_ST_TYPE(sym[k].st_info);
-				if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= ss->sh_size ||
-				    (t != STT_OBJECT && t != STT_FUNC && t != STT_NOTYPE &&
-				     t != STT_COMMON))
-					continue;
-				const char *nm = str + sym[k].st_name;
-				size_t left = ss->sh_size - sym[k].st_name;
-				if (strnlen(nm, left) < left && !strcmp(nm, name)) {
-					*value = sym[k].st_value;
-					err = 0;
-					break;
-				}
-			}
-		}
-	}
-out:
-	munmap((void *)m, size);
-	return err;
-}
-
 struct objlist {
 	unsigned n;
 	struct { char path[4096]; unsigned long base; bool is_main; } o[64];
@@ -235,7 +180,7 @@ static int resolve_sym(const char *spec, unsigned long *addr)
 	/* not exported: the symbol tables of the files, the executable first */
 	unsigned long v;
 	if (colon) {
-		if (!elf_sym(f.path, name, &v)) {
+		if (!ev_elf_sym(f.path, name, &v)) {
 			*addr = f.base + v;
 			return 0;
 		}
@@ -244,7 +189,7 @@ static int resolve_sym(const char *spec, unsigned long *addr)
 		if (l) {
 			ukp_dl_iterate(objlist_cb, l);
 			for (unsigned i = 0; i < l->n; i++)
-				if (!elf_sym(l->o[i].path, name, &v)) {
+				if (!ev_elf_sym(l->o[i].path, name, &v)) {
 					*addr = l->o[i].base + v;
 					free(l);
 					return 0;
@@ -283,66 +228,23 @@ static int dfr_check(const struct ukpev_def *d, struct ukpev_event *e)
 {
 	if (!strchr(d->obj, '/'))
 		return UKPEV_E_UNKNOWN_OBJECT;	/* a name: only loaded ones */
-	int fd = open(d->obj, O_RDONLY | O_CLOEXEC), code = UKPEV_E_UNKNOWN_OBJECT;
-	struct stat st;
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph[64];
-	if (fd < 0)
-		return code;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
-	    eh.e_phnum > sizeof(ph) / sizeof(ph[0]) ||
-	    pread(fd, ph, eh.e_phnum * sizeof(ph[0]), (off_t)eh.e_phoff) !=
-		    (ssize_t)(eh.e_phnum * sizeof(ph[0])))
-		goto out;
-	/* a position-independent executable cannot be dlopen'ed (and one
-	 * the program execs runs untraced): only libraries wait */
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		if (ph[i].p_type != PT_DYNAMIC)
-			continue;
-		Elf64_Dyn dyn[128];
-		size_t n = ph[i].p_filesz / sizeof(dyn[0]);
-		if (n > sizeof(dyn) / sizeof(dyn[0]))
-			n = sizeof(dyn) / sizeof(dyn[0]);
-		ssize_t got = pread(fd, dyn, n * sizeof(dyn[0]), (off_t)ph[i].p_offset);
-		for (size_t k = 0; got > 0 && k < (size_t)got / sizeof(dyn[0]) &&
-				   dyn[k].d_tag != DT_NULL; k++)
-			if (dyn[k].d_tag == DT_FLAGS_1 && (dyn[k].d_un.d_val & DF_1_PIE))
-				goto out;
+	struct ev_elf_place p;
+	bool by_offs = d->place_kind == PL_OBJOFF;
+	switch (ev_elf_place(d->obj, by_offs ? NULL : d->sym, d->offs, &p)) {
+	case 0:
+		e->dfr_vaddr = p.vaddr;
+		e->dfr_dev = p.dev;
+		e->dfr_ino = p.ino;
+		return 0;
+	case EV_ELF_NO_SYM:
+		return UKPEV_E_UNKNOWN_SYMBOL;
+	case EV_ELF_BAD_OFFS:
+		return UKPEV_E_BAD_FILE_OFFS;
+	case EV_ELF_NOT_CODE:
+		return by_offs ? UKPEV_E_BAD_FILE_OFFS : UKPEV_E_FAIL_REG_PROBE;
+	default:
+		return UKPEV_E_UNKNOWN_OBJECT;
 	}
-	unsigned long vaddr;
-	if (d->place_kind == PL_OBJOFF) {
-		code = UKPEV_E_BAD_FILE_OFFS;
-		bool in = false;
-		for (unsigned i = 0; i < eh.e_phnum && !in; i++)
-			if (ph[i].p_type == PT_LOAD && d->offs >= ph[i].p_offset &&
-			    d->offs < ph[i].p_offset + ph[i].p_filesz) {
-				vaddr = ph[i].p_vaddr + (d->offs - ph[i].p_offset);
-				in = true;
-			}
-		if (!in)
-			goto out;
-	} else {
-		code = UKPEV_E_UNKNOWN_SYMBOL;
-		if (elf_sym(d->obj, d->sym, &vaddr))
-			goto out;
-		vaddr += d->offs;
-	}
-	/* code, not data */
-	code = d->place_kind == PL_OBJOFF ? UKPEV_E_BAD_FILE_OFFS : UKPEV_E_FAIL_REG_PROBE;
-	for (unsigned i = 0; i < eh.e_phnum && code; i++)
-		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && vaddr >= ph[i].p_vaddr &&
-		    vaddr < ph[i].p_vaddr + ph[i].p_memsz)
-			code = 0;
-	e->dfr_vaddr = vaddr;
-	e->dfr_dev = st.st_dev;
-	e->dfr_ino = st.st_ino;
-out:
-	close(fd);
-	return code;
 }
 
 static int place_error(struct ukpev_def *d, int r)

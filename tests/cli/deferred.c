@@ -232,8 +232,13 @@ UKT_CASE(bad_places_in_unloaded_files)
 		char def[PATH_MAX + 64];
 		const char *msg;
 		size_t at;	/* of the caret, from the place */
-	} c[6];
+	} c[8];
 	int n = 0;
+	/* a copy cut short: no section headers, no symbol tables */
+	char dir[] = "/tmp/ukt-dfr-XXXXXX", cut[PATH_MAX];
+	UKT_ASSERT(mkdtemp(dir));
+	snprintf(cut, sizeof cut, "%s/cut.so", dir);
+	damaged_copy(so, cut, DAMAGE_TRUNCATED);
 	snprintf(c[n].def, sizeof c[n].def, "p:t/e %s/nonexistent.so:f", build_dir());
 	c[n].msg = "Failed to find the given file";
 	c[n++].at = 0;
@@ -254,6 +259,13 @@ UKT_CASE(bad_places_in_unloaded_files)
 	snprintf(c[n].def, sizeof c[n].def, "p:t/e /etc/passwd:f");
 	c[n].msg = "Failed to find the given file";
 	c[n++].at = 0;
+	snprintf(c[n].def, sizeof c[n].def, "p:t/e %s:dfr_mix", cut);
+	c[n].msg = "Unknown symbol";
+	c[n++].at = strlen(cut) + 1;
+	/* its code is still there, by file offset */
+	snprintf(c[n].def, sizeof c[n].def, "p:t/e %s:0x7fffffff", cut);
+	c[n].msg = "Invalid file offset value";
+	c[n++].at = strlen(cut) + 1;
 	for (int k = 0; k < n; k++) {
 		const char *args[] = { c[k].def, NULL };
 		struct run u = run_loader(SCRIPT, args);
@@ -272,6 +284,30 @@ UKT_CASE(bad_places_in_unloaded_files)
 			UKT_EQ(eol[1 + j], ' ');
 		run_free(&u);
 	}
+	unlink(cut);
+	rmdir(dir);
+}
+
+/* a library whose section headers are damaged (every section's name out
+ * of range: the dynamic linker does not read them) loads and is traced
+ * as any; the engine reads its symbols inside the program without
+ * faulting, and finds them by the tables' types */
+UKT_CASE(damaged_section_headers)
+{
+	char dir[] = "/tmp/ukt-dfr-XXXXXX", so[PATH_MAX], p[PATH_MAX + 96];
+	UKT_ASSERT(mkdtemp(dir));
+	snprintf(so, sizeof so, "%s/damaged.so", dir);
+	damaged_copy(dfr_so(), so, DAMAGE_NAMES);
+	snprintf(p, sizeof p, "p:t/mix %s:dfr_mix a=%%di:s32", so);
+	const char *args[] = { p, NULL };
+	struct run u = run_loader_lib(SCRIPT, args, so);
+	RUN_EXPECT(u, u.status == 0);
+	RUN_EXPECT(u, strstr(u.out, "did 150 113250\n") != NULL);
+	int nw = check_mix_a(&u);
+	RUN_EXPECT(u, count_lines(u.out, " mix: (dfr_mix+0x0/0x") == nw);
+	run_free(&u);
+	unlink(so);
+	rmdir(dir);
 }
 
 /* everything readable on fd now or within ms, appended to *buf */

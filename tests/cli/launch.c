@@ -127,6 +127,26 @@ UKT_CASE(static_command_refused)
 	run_free(&r);
 }
 
+/* a program whose section headers are damaged (its .dynstr said to run
+ * far past the file): ukprobe reads its symbols without faulting, and
+ * launches and traces it as any */
+UKT_CASE(damaged_section_headers)
+{
+	char dir[] = "/tmp/ukt-damaged-XXXXXX";
+	UKT_ASSERT(mkdtemp(dir));
+	char exe[PATH_MAX];
+	snprintf(exe, sizeof exe, "%s/ender", dir);
+	damaged_copy(target("ender"), exe, DAMAGE_DYNSTR);
+	struct run r = ukprobe("trace", MARK, "--", exe, "3", "exit", "0", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int v[8];
+	RUN_EXPECT(r, marks(r.out, v, 8, NULL) == 3);
+	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
+	run_free(&r);
+	unlink(exe);
+	rmdir(dir);
+}
+
 /* SIGTERM sent to ukprobe alone goes on to the program, whose status
  * ukprobe then exits with */
 UKT_CASE(sigterm_forwarded)

@@ -229,6 +229,41 @@ static inline long sym_file_offset(const char *path, const char *name)
 	return off;
 }
 
+/* Ways to damage an ELF file where the kernel and the dynamic linker do
+ * not look (its section headers), as a broken or hostile file may be:
+ * the program or library still runs. */
+enum damage {
+	DAMAGE_NAMES,		/* every section's name outside the names */
+	DAMAGE_DYNSTR,		/* .dynstr said to run far past the file */
+	DAMAGE_TRUNCATED,	/* the section headers cut off */
+};
+
+/* a copy of the ELF file from at to (executable), damaged as how says */
+static inline void damaged_copy(const char *from, const char *to, enum damage how)
+{
+	int in = open(from, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
+	close(in);
+	Elf64_Ehdr *eh = (void *)f;
+	Elf64_Shdr *sh = (void *)(f + eh->e_shoff);
+	size_t len = (size_t)st.st_size;
+	for (int k = 0; k < eh->e_shnum; k++) {
+		if (how == DAMAGE_NAMES)
+			sh[k].sh_name = 0xfffffff0u;
+		if (how == DAMAGE_DYNSTR && sh[k].sh_type == SHT_DYNSYM)
+			sh[sh[k].sh_link].sh_size = 1ul << 28;
+	}
+	if (how == DAMAGE_TRUNCATED)
+		len = eh->e_shoff + sizeof(Elf64_Shdr);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, len) == (ssize_t)len);
+	close(out);
+	free(f);
+}
+
 #define RUN_EXPECT(r, cond) do {					\
 	if (!(cond)) {							\
 		show(&(r));						\
