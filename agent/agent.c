@@ -438,13 +438,10 @@ static void launch_fork_child(void)
 
 static void launch(int fd)
 {
-	pthread_t t;
-	void *ok = NULL;
-	if (pthread_create(&t, NULL, launch_thread, (void *)(long)fd) != 0 ||
-	    pthread_join(t, &ok) != 0 || !ok)
-		_exit(127);	/* the command went away or refused: never run main */
-	atexit(at_exit_sync);
-	/* `ukprobe list` and `knob` on the launched program, as at attach */
+	/* `ukprobe list` and `knob` on the launched program, as at attach;
+	 * set up before the events are armed: after, the calls it makes
+	 * (getpid, socket, pthread_create...) would be events of the
+	 * program's */
 	char name[64];
 	snprintf(name, sizeof name, "ukprobe-agent-%d" UKPA_QUERY_SUFFIX, (int)getpid());
 	query_fd = listen_abstract(name);
@@ -452,6 +449,12 @@ static void launch(int fd)
 		pthread_atfork(NULL, NULL, launch_fork_child);
 		spawn_listener(&launch_session);
 	}
+	atexit(at_exit_sync);
+	pthread_t t;
+	void *ok = NULL;
+	if (pthread_create(&t, NULL, launch_thread, (void *)(long)fd) != 0 ||
+	    pthread_join(t, &ok) != 0 || !ok)
+		_exit(127);	/* the command went away or refused: never run main */
 }
 
 /* ---- attach --------------------------------------------------------- */
