@@ -224,13 +224,84 @@ static _Atomic bool dfr_any;
 
 /* where a deferred event's place lies in its file: its vaddr, with the
  * file's identity; 0 or a UKPEV_E_* code */
+/* the directories of the loaded objects, in load order */
+struct objdirs {
+	char (*v)[PATH_MAX];
+	size_t n, cap;
+};
+
+static int objdirs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct objdirs *o = arg;
+	const char *p = info->dlpi_name, *slash = p ? strrchr(p, '/') : NULL;
+	if (!slash || slash == p || (size_t)(slash - p) >= PATH_MAX)
+		return 0;
+	if (o->n == o->cap) {
+		size_t nc = o->cap ? 2 * o->cap : 16;
+		char (*nv)[PATH_MAX] = realloc(o->v, nc * sizeof(*nv));
+		if (!nv)
+			return 1;
+		o->v = nv;
+		o->cap = nc;
+	}
+	memcpy(o->v[o->n], p, (size_t)(slash - p));
+	o->v[o->n][slash - p] = 0;
+	o->n++;
+	return 0;
+}
+
+/* a library name (no '/') not loaded: the file by that name where the
+ * dynamic linker looks by default - LD_LIBRARY_PATH, the directories of
+ * what is loaded (a program's own RUNPATH directory among them), the
+ * system's - that is a library with the place in it.  0 or UKPEV_E_* */
+static int dfr_search(const struct ukpev_def *d, char *path, size_t n)
+{
+	static const char *const sys[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+					   "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+					   "/usr/local/lib" };
+	char llp[4096];
+	const char *env = getenv("LD_LIBRARY_PATH");
+	snprintf(llp, sizeof(llp), "%s", env ? env : "");
+	struct objdirs od = { 0 };
+	ukp_dl_iterate(objdirs_cb, &od);
+	int code = UKPEV_E_UNKNOWN_OBJECT;
+	char *save = NULL;
+	const char *dir = strtok_r(llp, ":;", &save);
+	size_t i = 0, j = 0;
+	while (code) {
+		if (!dir && i < od.n)
+			dir = od.v[i++];
+		else if (!dir && j < sizeof(sys) / sizeof(sys[0]))
+			dir = sys[j++];
+		if (!dir)
+			break;
+		struct ev_elf_place p;
+		if ((size_t)snprintf(path, n, "%s/%s", dir, d->obj) < n &&
+		    ev_elf_place(path, NULL, 0, &p) != EV_ELF_NOT_LIB)
+			code = 0;
+		/* the next of LD_LIBRARY_PATH's, then of the others */
+		dir = save ? strtok_r(NULL, ":;", &save) : NULL;
+		if (!dir)
+			save = NULL;
+	}
+	free(od.v);
+	return code;
+}
+
 static int dfr_check(const struct ukpev_def *d, struct ukpev_event *e)
 {
-	if (!strchr(d->obj, '/'))
-		return UKPEV_E_UNKNOWN_OBJECT;	/* a name: only loaded ones */
+	char found[PATH_MAX];
+	const char *path = d->obj;
+	if (!strchr(d->obj, '/')) {
+		int c = dfr_search(d, found, sizeof(found));
+		if (c)
+			return c;
+		path = found;
+	}
 	struct ev_elf_place p;
 	bool by_offs = d->place_kind == PL_OBJOFF;
-	switch (ev_elf_place(d->obj, by_offs ? NULL : d->sym, d->offs, &p)) {
+	switch (ev_elf_place(path, by_offs ? NULL : d->sym, d->offs, &p)) {
 	case 0:
 		e->dfr_vaddr = p.vaddr;
 		e->dfr_dev = p.dev;
@@ -749,7 +820,7 @@ int ukpev_event_create(struct ukpev_area *a, const char *definition, unsigned fl
 		bool loaded = find_object(d->obj, &f);
 		/* a library given by path whose file shows the place: armed
 		 * at each of its loads, whether loaded now or not */
-		int code = strchr(d->obj, '/') ? dfr_check(d, e) : UKPEV_E_UNKNOWN_OBJECT;
+		int code = strchr(d->obj, '/') || !loaded ? dfr_check(d, e) : UKPEV_E_UNKNOWN_OBJECT;
 		if (!code) {
 			e->deferred = true;
 			break;

@@ -183,6 +183,40 @@ UKT_CASE(loaded_by_a_relative_name)
 	run_free(&u);
 }
 
+/* A library given by its bare name and not loaded yet: the file where
+ * the dynamic linker looks by default (here LD_LIBRARY_PATH), armed at
+ * each load; a name found nowhere is an error at the name */
+UKT_CASE(library_by_its_name_loaded_later)
+{
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof dir, "%s/solibs", build_dir());
+	UKT_ASSERT(setenv("LD_LIBRARY_PATH", dir, 1) == 0);
+	const char *args[] = { "p:t/mix dfr.so:dfr_mix a=%di:s32",
+			       "r:t/mixr dfr.so:dfr_mix ret=$retval:s32", NULL };
+	struct run u = run_loader(SCRIPT, args);
+	RUN_EXPECT(u, u.status == 0 && !strstr(u.err, "not armed"));
+	int nw = check_mix_a(&u);
+	RUN_EXPECT(u, count_lines(u.out, " mixr: (") == nw);
+	run_free(&u);
+	UKT_ASSERT(unsetenv("LD_LIBRARY_PATH") == 0);
+	/* not on the path now: an error at the name, nothing started */
+	u = run_loader(SCRIPT, args);
+	RUN_EXPECT(u, u.status == 2 && strstr(u.err, "Failed to find the given file") &&
+			      strstr(u.err, "\n" "                   ^\n") && !strstr(u.out, "did "));
+	run_free(&u);
+	/* Debian's python3 loads libbz2 when bz2 is imported: found in the
+	 * system's directory, as the kernel's uprobe by path sees it */
+	char *py[] = { (char *)ukprobe_path(), (char *)"trace",
+		       (char *)"p:t/bz libbz2.so.1.0:BZ2_bzCompress action=%si:s32", (char *)"--",
+		       (char *)"/usr/bin/python3", (char *)"-c",
+		       (char *)"import bz2; bz2.compress(b'x' * 1000)", NULL };
+	u = run_argv(py);
+	RUN_EXPECT(u, u.status == 0 && count_lines(u.out, " bz: (BZ2_bzCompress+0x0/") == 2 &&
+			      count_lines(u.out, ") action=0") == 1 &&
+			      count_lines(u.out, ") action=2") == 1);
+	run_free(&u);
+}
+
 /* --format=json pairs a probe and a return probe on the deferred
  * function into complete events, every call of both loads */
 UKT_CASE(json_pairs_calls)
