@@ -337,9 +337,14 @@ static void write_totals(struct consumer *c, const struct trace_opts *t)
 	for (unsigned id = 0; id < ukpev_reader_nevents(c->r); id++) {
 		const struct ukpev_event_info *ev = ukpev_reader_event(c->r, id);
 		struct ukpev_stats st;
-		if (ev && ev->deferred && ukpev_reader_stats(c->r, id, &st) == 0 && st.arm_err)
+		if (!ev || !ev->deferred || ukpev_reader_stats(c->r, id, &st) != 0)
+			continue;
+		if (st.arm_err)
 			fprintf(stderr, "%s: %s/%s: not armed at %s when its library loaded: %s\n", ukp_prog,
 				ev->group, ev->event, ev->place, ukpev_strerror(st.arm_err));
+		else if (!ev->addr)	/* no event, and no error: say why */
+			fprintf(stderr, "%s: %s/%s: the library of %s was never loaded\n", ukp_prog,
+				ev->group, ev->event, ev->place);
 	}
 	fprintf(stderr, "%s: %llu events lost\n", ukp_prog,
 		(unsigned long long)ukpev_reader_lost(c->r));

@@ -104,7 +104,7 @@ UKT_CASE(load_unload_load_again)
 	struct run u = run_loader(SCRIPT, args);
 	RUN_EXPECT(u, u.status == 0);
 	RUN_EXPECT(u, strstr(u.err, "ukprobe: 0 events lost\n") != NULL);
-	RUN_EXPECT(u, !strstr(u.err, "not armed"));
+	RUN_EXPECT(u, !strstr(u.err, "not armed") && !strstr(u.err, "never loaded"));
 	/* what the program computed itself, untouched */
 	long sum = 0;
 	for (long k = 1; k <= 150; k++)
@@ -197,6 +197,14 @@ UKT_CASE(library_by_its_name_loaded_later)
 	RUN_EXPECT(u, u.status == 0 && !strstr(u.err, "not armed"));
 	int nw = check_mix_a(&u);
 	RUN_EXPECT(u, count_lines(u.out, " mixr: (") == nw);
+	run_free(&u);
+	/* a program that never loads it: no event, and the reason said */
+	u = run_loader("q\n", args);
+	RUN_EXPECT(u, u.status == 0 && !strstr(u.out, " mix: ") &&
+			      strstr(u.err, "ukprobe: t/mix: the library of dfr.so:dfr_mix was never "
+					    "loaded\n") &&
+			      strstr(u.err, "ukprobe: t/mixr: the library of dfr.so:dfr_mix was never "
+					    "loaded\n"));
 	run_free(&u);
 	UKT_ASSERT(unsetenv("LD_LIBRARY_PATH") == 0);
 	/* not on the path now: an error at the name, nothing started */
