@@ -181,11 +181,19 @@ static int parse_unary(struct fctx *c)
 	skip_ws(c);
 	size_t at = c->pos;
 	if (c->s[at] == '!' && c->s[at + 1] != '=') {
-		c->pos++;
+		/* a run of '!' counted, not recursed into: any number of
+		 * them is an error at worst (too many terms), never the
+		 * end of the stack */
+		size_t nots = 0;
+		while (c->s[c->pos] == '!' && c->s[c->pos + 1] != '=') {
+			c->pos++;
+			nots++;
+			skip_ws(c);
+		}
 		int r = parse_unary(c);
-		if (r)
-			return r;
-		return emit(c, (struct ev_fpred){ .op = F_NOT }, at);
+		for (; !r && nots; nots--)
+			r = emit(c, (struct ev_fpred){ .op = F_NOT }, at);
+		return r;
 	}
 	if (c->s[at] == '(') {
 		if (++c->depth > 32)

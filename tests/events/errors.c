@@ -231,6 +231,17 @@ UKT_CASE(malformed_filters)
 		strcat(f, i ? " || n == 1" : "n == 1");
 	UKT_EQ(ukpev_filter_check(d, f, &err), -EINVAL);
 	UKT_EQ(err.code, UKPEV_E_FILTER_TOO_MANY);
+	/* a run of '!' as long as a command line takes: an error at its
+	 * first, never a stack overflow (it was one '!' a stack frame) */
+	size_t nn = 1000000;
+	char *nots = malloc(nn + 8);
+	UKT_ASSERT(nots);
+	memset(nots, '!', nn);
+	strcpy(nots + nn, "n == 1");
+	UKT_EQ(ukpev_filter_check(d, nots, &err), -EINVAL);
+	UKT_EQ(err.code, UKPEV_E_FILTER_TOO_MANY);
+	UKT_EQ(err.offset, 0);
+	free(nots);
 	/* and good ones */
 	static const char *const good[] = {
 		"n == 1", "n != -1 && u >= 0x10", "!(n < 3) || s ~ \"a*\"", "s == 'x y'",
