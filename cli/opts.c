@@ -197,15 +197,17 @@ int trace_parse(int argc, char **argv, struct trace_opts *t)
 			}
 			break;
 		case O_FILTER:
-			if (!strchr(optarg, ':')) {
-				ukp_err("bad filter '%s' (EVENT:EXPR)", optarg);
+			if (!strchr(optarg, ':')) {	/* the error form, the caret where ':' is due */
+				ukp_error_log("An event name and ':' must come first (EVENT:EXPR)",
+					      optarg, (int)strcspn(optarg, " \t=!<>&|~("));
 				return 2;
 			}
 			t->filters[t->nfilters++] = optarg;
 			break;
 		case O_TRIGGER:
 			if (!strchr(optarg, ':')) {
-				ukp_err("bad trigger '%s' (EVENT:COMMAND)", optarg);
+				ukp_error_log("An event name and ':' must come first (EVENT:COMMAND)",
+					      optarg, 0);
 				return 2;
 			}
 			t->triggers[t->ntriggers++] = optarg;

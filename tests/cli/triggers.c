@@ -332,7 +332,15 @@ UKT_CASE(bad_triggers_are_refused_with_a_caret)
 	}
 	/* --trigger without EVENT: a usage error */
 	struct run r = ukprobe("trace", "--trigger=stacktrace", DEF_C, "--", target("trig"), NULL);
-	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "bad trigger"));
+	RUN_EXPECT(r, r.status == 2 &&
+			      !strcmp(r.err, "ukprobe: error: An event name and ':' must come first "
+					     "(EVENT:COMMAND)\n  Command: stacktrace\n           ^\n"));
+	run_free(&r);
+	/* --filter without EVENT: the same form, the caret where ':' is due */
+	r = ukprobe("trace", "--filter=x == 1", DEF_C, "--", target("trig"), NULL);
+	RUN_EXPECT(r, r.status == 2 &&
+			      !strcmp(r.err, "ukprobe: error: An event name and ':' must come first "
+					     "(EVENT:EXPR)\n  Command: x == 1\n            ^\n"));
 	run_free(&r);
 }
 

@@ -34,7 +34,6 @@ UKT_CASE(bad_usage_exits_2)
 		{ "trace", "-b", "63", "p:a/b work", "--", "true" },	/* < one 64 KiB piece */
 		{ "trace", "--format=xml", "p:a/b work", "--", "true" },
 		{ "trace", "-p", "1", "p:a/b work", "--", "true" },
-		{ "trace", "--filter=nocolon", "p:a/b work", "--", "true" },
 		{ "trace", "-d", "1", "p:a/b work", "--", "true" },
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
@@ -46,6 +45,17 @@ UKT_CASE(bad_usage_exits_2)
 		RUN_EXPECT(r, strchr(r.err, '\n') == r.err + r.nerr - 1);	/* one line */
 		run_free(&r);
 	}
+}
+
+static void expect_caret(const struct run *r, const char *msg, const char *cmd, int offset);
+
+/* a filter or trigger with no EVENT: before it: the error form */
+UKT_CASE(filter_without_event_in_the_error_form)
+{
+	struct run r = ukprobe("trace", "--filter=nocolon", "p:a/b work", "--", "true", NULL);
+	RUN_EXPECT(r, r.status == 2 && r.nout == 0);
+	expect_caret(&r, "An event name and ':' must come first (EVENT:EXPR)", "nocolon", 7);
+	run_free(&r);
 }
 
 /* the caret under cmd[offset]: "  Command: " is 11 columns */
