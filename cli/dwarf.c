@@ -2706,3 +2706,53 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 	free(sites);
 	return 0;
 }
+
+/* A raw place in o as an address in its file: SYM[+OFFS] and
+ * OBJ:SYM[+OFFS] (OBJ naming o) as OBJ:0xOFFSET, OBJ:0xN with o's name;
+ * 0 with out written, or -1 (another object's, an address, unknown) */
+int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n)
+{
+	char p[1024];
+	if (!o->has_elf || snprintf(p, sizeof p, "%s", place) >= (int)sizeof p)
+		return -1;
+	const char *ret = "";
+	char *pct = strchr(p, '%');
+	if (pct) {
+		if (strcmp(pct, "%return"))
+			return -1;
+		*pct = 0;
+		ret = "%return";
+	}
+	char *sym = p, *colon = strchr(p, ':');
+	if (colon) {
+		*colon = 0;
+		const char *b = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
+		const char *ob = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+		if (strcmp(p, o->name) && strcmp(p, o->path) && strcmp(ob, b))
+			return -1;
+		sym = colon + 1;
+		if (!strncmp(sym, "0x", 2)) {
+			snprintf(out, n, "%s:%s%s", o->name, sym, ret);
+			return 0;
+		}
+	}
+	if (!*sym || (*sym >= '0' && *sym <= '9'))
+		return -1;
+	unsigned long offs = 0;
+	char *plus = strchr(sym, '+');
+	if (plus) {
+		char *end;
+		*plus = 0;
+		offs = strtoul(plus + 1, &end, 0);
+		if (*end)
+			return -1;
+	}
+	const struct elf_sym *es = elf_find(&o->elf, sym);
+	if (!es || !es->value)
+		return -1;
+	uint64_t foff = elf_vaddr_to_off(o->path, es->value + offs);
+	if (!foff)
+		return -1;
+	snprintf(out, n, "%s:0x%" PRIx64 "%s", o->name, foff, ret);
+	return 0;
+}

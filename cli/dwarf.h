@@ -25,6 +25,9 @@ void dw_close(struct dw_obj *o);
 /* does this definition need translating (a source-level place or a
  * variable fetch)? */
 int dw_is_source_level(const char *def);
+/* a raw place of o (SYM[+OFFS], OBJ:SYM[+OFFS], OBJ:0xN) as OBJ:0xOFFSET:
+ * 0, or -1 when it is not o's or not known there */
+int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n);
 
 /* translates DEF into raw definitions: *out (malloc'd array of malloc'd
  * strings), their count returned; -1 with err set (offset into DEF) */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ukprobes/events.h>
+
 #include "cli.h"
 #include "dwarf.h"
 
@@ -37,6 +39,42 @@ static void probe_usage(FILE *f)
 void ukp_dwarf_error(const char *text, const struct dw_error *e)
 {
 	ukp_error_log(e->msg, text, e->offset);
+}
+
+/* -D of a definition already in the raw grammar: checked as trace checks
+ * it, then written as it is armed, its default name made explicit (a
+ * bare FUNC with raw fetches is the SYM place, the function's first
+ * byte, not a source-level one) */
+static int print_raw(struct dw_obj *o, const char *def)
+{
+	struct ukpev_def *d;
+	struct ukpev_error e;
+	if (ukpev_def_parse(def, &d, &e) < 0) {
+		char buf[8192];
+		ukpev_error_format(buf, sizeof buf, def, &e);
+		fputs(buf, stderr);
+		return 2;
+	}
+	const struct ukpev_event_info *in = ukpev_def_info(d);
+	size_t head = strcspn(def, " \t");
+	if (def[0] == '-') {
+		printf("%s\n", def);
+		ukpev_def_free(d);
+		return 0;
+	}
+	/* the place, where it is the object's, as its address in the file */
+	size_t ps = head + strspn(def + head, " \t"), pl = strcspn(def + ps, " \t");
+	char place[1100], at[1200];
+	snprintf(place, sizeof place, "%.*s", (int)pl, def + ps);
+	if (dw_raw_place(o, place, at, sizeof at) != 0)
+		snprintf(at, sizeof at, "%s", place);
+	if (memchr(def, ':', head))
+		printf("%.*s %s%s\n", (int)head, def, at, def + ps + pl);
+	else
+		printf("%.*s:%s/%s %s%s\n", (int)head, def, in->group, in->event, at,
+		       def + ps + pl);
+	ukpev_def_free(d);
+	return 0;
 }
 
 int cmd_probe(int argc, char **argv)
@@ -102,6 +140,10 @@ int cmd_probe(int argc, char **argv)
 		break;
 	case 'D':
 		for (int i = first_def; i < argc && !rc; i++) {
+			if (!dw_is_source_level(argv[i])) {
+				rc = print_raw(o, argv[i]);
+				continue;
+			}
 			char **out;
 			int n = dw_translate(o, argv[i], &out, &err);
 			if (n < 0) {

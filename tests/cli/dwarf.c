@@ -237,7 +237,8 @@ UKT_CASE(libc_function_by_its_alias)
 	const char *b = strstr(r.out, "p:__libc_malloc libc.so.6:0x");
 	RUN_EXPECT(r, a && b && strtoul(a + 21, NULL, 16) == strtoul(b + 28, NULL, 16));
 	RUN_EXPECT(r, count_lines(r.out, " bytes=%di:u64") == 2);
-	RUN_EXPECT(r, count_lines(r.out, "p:malloc__return libc.so.6:0x") == 1);
+	/* raw ($retval): the kernel's default name, as trace arms it */
+	RUN_EXPECT(r, count_lines(r.out, "p:ukprobes/r_malloc_0 libc.so.6:0x") == 1);
 	run_free(&r);
 	r = ukprobe("probe", "-x", "libc.so.6", "-V", "malloc", NULL);
 	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "\tsize_t\tbytes\n") &&
@@ -258,6 +259,34 @@ UKT_CASE(libc_function_by_its_alias)
 	run_free(&r);
 	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p nosuch_function_here x", NULL);
 	RUN_EXPECT(r, r.status != 0 && strstr(r.err, "Function nosuch_function_here is not found"));
+	run_free(&r);
+}
+
+/* -D of a raw definition is what trace arms: the place at its address in
+ * the file (a bare FUNC with raw fetches is its first byte, not past the
+ * prologue), the kernel's default name; a bad one refused as trace
+ * refuses it */
+UKT_CASE(raw_definitions_as_armed)
+{
+	const char *bin = target("dsrc-gcc-O0");
+	long work = sym_file_offset(bin, "work");
+	UKT_ASSERT(work > 0);
+	struct run r = ukprobe("probe", "-x", bin, "-D", "p work x=%di", "r work", "p:g/e work+4",
+			       "p 0x1139", NULL);
+	char want[3 * PATH_MAX];
+	snprintf(want, sizeof want,
+		 "p:ukprobes/p_work_0 %s:0x%lx x=%%di\nr:ukprobes/r_work_0 %s:0x%lx\n"
+		 "p:g/e %s:0x%lx\np:ukprobes/p_0x1139 0x1139\n", bin, work, bin, work, bin, work + 4);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, want));
+	run_free(&r);
+	/* trace arms the same: p_work_0 at work+0, %di there */
+	r = ukprobe("trace", "p work x=%di", "--", bin, NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " p_work_0: (work+0x0/0x") >= 1);
+	run_free(&r);
+	r = ukprobe("probe", "-x", bin, "-D", "p work x=%dq", NULL);
+	RUN_EXPECT(r, r.status == 2 && r.nout == 0 &&
+			      !strcmp(r.err, "ukprobe: error: Invalid fetch argument\n"
+					     "  Command: p work x=%dq\n                    ^\n"));
 	run_free(&r);
 }
 

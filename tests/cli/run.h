@@ -198,8 +198,8 @@ static inline void show(const struct run *r)
 		r->status, r->nout, r->out, r->err);
 }
 
-/* the file offset of symbol name in the ELF file at path (its dynamic
- * symbols), or -1 */
+/* the file offset of symbol name in the ELF file at path (its symbol
+ * tables), or -1 */
 static inline long sym_file_offset(const char *path, const char *name)
 {
 	int fd = open(path, O_RDONLY);
@@ -214,7 +214,7 @@ static inline long sym_file_offset(const char *path, const char *name)
 	const Elf64_Phdr *ph = (const void *)(f + eh->e_phoff);
 	long off = -1;
 	for (int k = 0; k < eh->e_shnum && off < 0; k++) {
-		if (sh[k].sh_type != SHT_DYNSYM)
+		if (sh[k].sh_type != SHT_DYNSYM && sh[k].sh_type != SHT_SYMTAB)
 			continue;
 		const Elf64_Sym *sy = (const void *)(f + sh[k].sh_offset);
 		const char *str = (const char *)(f + sh[sh[k].sh_link].sh_offset);
