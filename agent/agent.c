@@ -242,10 +242,6 @@ static int define(struct session *s, const char *buf, uint32_t len)
 				send_error(s->fd, 3, k, &e, r);
 				goto fail;
 			}
-			/* a histogram's event writes no lines of its own (the
-			 * kernel's hist trigger on a disabled event) */
-			if (!strncmp(cmd, "hist", 4) && (cmd[4] == ':' || cmd[4] == ' ' || !cmd[4]))
-				ukpev_event_soft_enable(s->ev[j], 0);
 		}
 		if (!found) {
 			e = (struct ukpev_error){ UKPEV_E_FILTER_NO_EVENT, 0 };
