@@ -445,6 +445,7 @@ struct ukp_site {
 				   may be returning into it) */
 	uint32_t said;		/* optimize.c: a hash of the last reason told
 				   (UKPROBES_VERBOSE) why it is not optimised */
+	bool tell;		/* optimize.c: in the list of those to tell */
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */

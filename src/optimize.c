@@ -239,6 +239,18 @@ static bool wanted_locked(struct ukp_site *s, bool *run, char *why, size_t n)
 		if (ukp_is_jprobe_handler(l->p[i]))
 			return nope(why, n, "a jprobe here");
 	}
+	/* no jump, done or pending, over this address */
+	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
+		struct ukp_site *o = ukp_site_lookup(s->addr - k);
+		/* (a run's site: its own region is no jump, its head's is) */
+		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head))) {
+			if (s->run_head == o && atomic_load(&s->resume))
+				return false;	/* in o's run: optimised with it */
+			if (region_dead_at(o, k))
+				return nope(why, n, "dead padding under the jump at -%u: never runs", k);
+			return nope(why, n, "under the jump at -%u", k);
+		}
+	}
 	/* no other armed probe inside (before the analysis: inside the
 	 * jump's own bytes, which every region covers), unless a run takes
 	 * them: each at an instruction of the analysed region, plain, not
@@ -282,18 +294,6 @@ static bool wanted_locked(struct ukp_site *s, bool *run, char *why, size_t n)
 	if (inside && (!plain_locked(s) || s->opt->kret))
 		return nope(why, n, "probes in the region, and a return probe's entry here (a "
 			    "run starts with plain kprobes)");
-	/* no jump, done or pending, over this address */
-	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
-		struct ukp_site *o = ukp_site_lookup(s->addr - k);
-		/* (a run's site: its own region is no jump, its head's is) */
-		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head))) {
-			if (s->run_head == o && atomic_load(&s->resume))
-				return false;	/* in o's run: optimised with it */
-			if (region_dead_at(o, k))
-				return nope(why, n, "dead padding under the jump at -%u: never runs", k);
-			return nope(why, n, "under the jump at -%u", k);
-		}
-	}
 	if (run)
 		*run = inside;
 	return true;
@@ -1231,14 +1231,46 @@ static bool push_locked(struct ukp_site ***v, size_t *n, size_t *cap, struct ukp
 	return true;
 }
 
+/*
+ * Sites not queued, or left out of a batch, for a condition of the
+ * moment (UKPROBES_VERBOSE only): told why once the batches in flight
+ * are done, if still so.  Told at once, a probe that the next batch
+ * covers with a run (its own region then no matter) or that waits for
+ * its neighbours' probes to be published would read as refused.
+ */
+static struct ukp_site **told;
+static size_t ntold, captold;
+
+static void tell_later_locked(struct ukp_site *s)
+{
+	if (!verbose() || s->tell || !push_locked(&told, &ntold, &captold, s))
+		return;
+	s->tell = true;
+	pthread_cond_signal(&opt_cv);	/* (the optimizer tells, if idle) */
+}
+
+static void tell_locked(void)
+{
+	for (size_t i = 0; i < ntold; i++) {
+		struct ukp_site *s = told[i];
+		char why[160];
+		bool run;
+		s->tell = false;
+		if (s->queued || s->optimized || (s->opt && s->opt->state < 0))
+			continue;	/* (a refused analysis was told) */
+		if (!wanted_locked(s, &run, why, sizeof(why)))
+			report_why_not(s, why);
+	}
+	ntold = 0;
+}
+
 static bool queue_locked(struct ukp_site *s)
 {
 	bool run;
-	char why[160];
 	if (s->queued || s->optimized || (s->opt && s->opt->state < 0))
 		return false;
-	if (!wanted_locked(s, &run, why, sizeof(why))) {
-		report_why_not(s, why);
+	if (!wanted_locked(s, &run, NULL, 0)) {
+		tell_later_locked(s);
 		return false;
 	}
 	if (!push_locked(&queue, &nqueue, &capqueue, s)) {
@@ -1957,21 +1989,22 @@ static void optimize_batch(void)
 				retried_locked(s, again);
 			continue;
 		}
-		bool run = false;
-		char why[160];
-		bool ok = wanted_locked(s, &run, why, sizeof(why));
+		bool run = false, nomem = false;
+		bool ok = wanted_locked(s, &run, NULL, 0);
 		if (ok) {
 			prepare_locked(s);	/* (a refusal is reported there) */
-			ok = s->opt && s->opt->detour && wanted_locked(s, &run, why, sizeof(why));
+			ok = s->opt && s->opt->detour && wanted_locked(s, &run, NULL, 0);
 		}
 		if (ok) {
 			s->opt->nrun = 0;
-			if (run && !(ok = run_build_locked(s)))
-				snprintf(why, sizeof(why), "no memory for its run's segments");
+			if (run)
+				nomem = !(ok = run_build_locked(s));
 		}
 		if (!ok) {
-			if (s->opt && s->opt->state > 0)
-				report_why_not(s, why);
+			if (nomem)
+				report_why_not(s, "no memory for its run's segments");
+			else
+				tell_later_locked(s);
 			if (s->requeued)
 				retried_locked(s, false);
 			continue;
@@ -2002,11 +2035,10 @@ static void optimize_batch(void)
 	for (size_t i = 0; i < n; i++) {
 		struct ukp_site *s = batch[i];
 		bool run = false;
-		char why[160];
-		if (s->gen != gens[i] || !wanted_locked(s, &run, why, sizeof(why)) || !s->armed ||
+		if (s->gen != gens[i] || !wanted_locked(s, &run, NULL, 0) || !s->armed ||
 		    run != (s->opt->nrun > 0)) {
 			if (s->gen == gens[i])	/* (else its change requeued it) */
-				report_why_not(s, why);
+				tell_later_locked(s);
 			if (s->gen == gens[i]) {	/* (else unoptimised: taken back) */
 				run_publish_locked(s, false);
 				s->opt->nrun = 0;
@@ -2064,6 +2096,8 @@ static void optimize_batch(void)
 	if (done_gen < gen_target)
 		done_gen = gen_target;
 	retrying = false;	/* this batch had them */
+	if (!nqueue)
+		tell_locked();	/* (else the next batch tells) */
 	if (nheld || err) {
 		retry_due = mono_ns() + retry_ns;
 		retry_ns = retry_ns < RETRY_MAX_NS / 2 ? 2 * retry_ns : RETRY_MAX_NS;
@@ -2100,6 +2134,16 @@ static void *optimizer(void *arg)
 		while (!nqueue || (nretry && mono_ns() >= retry_due)) {
 			if (nretry && mono_ns() >= retry_due) {
 				requeue_retry_locked();
+				continue;
+			}
+			if (ntold) {
+				/* what no batch is coming to tell: after the
+				 * delay a burst of registrations takes */
+				long due = mono_ns() + OPT_DELAY_NS;
+				struct timespec td = { due / 1000000000L, due % 1000000000L };
+				pthread_cond_clockwait(&opt_cv, &ukp_lock, CLOCK_MONOTONIC, &td);
+				if (!nqueue && mono_ns() >= due)
+					tell_locked();
 				continue;
 			}
 			if (!nretry) {
@@ -2213,6 +2257,8 @@ void wait_for_kprobe_optimizer(void)
 	struct timespec ts = { end / 1000000000L, end % 1000000000L };
 	while ((untried || retrying) && thread_running && mono_ns() < end)
 		pthread_cond_clockwait(&done_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
+	if (!nqueue)
+		tell_locked();	/* what no batch was left to tell */
 	pthread_mutex_unlock(&ukp_lock);
 }
 
