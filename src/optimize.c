@@ -2049,9 +2049,12 @@ static void optimize_batch(void)
 		}
 		if (err || held[i]) {
 			/* could not prove every thread outside: later */
-			report_why_not(s, err ? "held: the threads could not all be looked at "
-				       "(tried again later)" : "held: a thread stands in the region or "
-				       "would return into it (tried again later)");
+			const char *hw = err ? "held: the threads could not all be looked at "
+					 "(tried again later)" : "held: a thread stands in the region "
+					 "or would return into it (tried again later)";
+			/* (and the sites its run would have covered) */
+			for (unsigned r = 0; r < (s->opt->nrun ? s->opt->nrun : 1); r++)
+				report_why_not(r ? s->opt->run[r] : s, hw);
 			run_publish_locked(s, false);
 			s->opt->nrun = 0;
 			nheld += !err;
