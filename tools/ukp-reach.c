@@ -20,8 +20,9 @@
  *   unregistered.  The batches interleave across the library, so a run cut
  *   short by --max-seconds (default 20 per library) is still a sample of
  *   all of it.  Not-optimised probes are told apart by ukp_opt_check():
- *   the checks' reason, or "checks pass" (the optimizer held it back:
- *   a thread in the region, no room for a detour).
+ *   the checks' reason, or where they pass, the optimizer's
+ *   (ukp_opt_why_not(): no room for a punned jump's hop or a detour, a
+ *   thread in the region).
  *
  * every: a probe on every instruction of libz at once (the functions of
  *   its .eh_frame, as tests/real/zlib.c probes them), with the counting
@@ -246,7 +247,12 @@ static void single_lib(const char *arg, unsigned long per_lib, double max_secs, 
 			}
 			char why[256] = "";
 			if (ukp_opt_check(bat[b].v[i], why, sizeof(why)) == 0) {
+				/* the optimizer's own reason (no room
+				 * for a punned jump's hop, held...) */
+				char text[160];
 				r->held++;
+				add_text(whys, &nwhys, 32, why_not(bat[b].v[i], text, sizeof(text)),
+					 1);
 			} else {
 				r->refused_checks++;
 				why[sizeof(why) - 1] = 0;
@@ -352,7 +358,7 @@ static int run_single(int argc, char **argv)
 		}
 		printf("%-18s %-10s %7lu boundaries, every %lu: %lu probed in %lu of %lu batches, "
 		       "%lu registered, %lu optimized (%.1f%%); not: %lu refused by the checks, "
-		       "%lu held; %.1f s\n", r->name, r->how, r->nbounds, r->stride, r->probed,
+		       "%lu pass them; %.1f s\n", r->name, r->how, r->nbounds, r->stride, r->probed,
 		       r->batches_done, r->batches, r->registered, r->optimized,
 		       pct(r->optimized, r->probed), r->refused_checks, r->held, r->secs);
 		for (size_t k = 0; k < 4 && r->topn[k]; k++)
