@@ -122,6 +122,10 @@
  *                         optimised over the nop's int3, which comes back
  *                         with the knob off, a disable/enable, all
  *                         disabled; the nop's probe says why it is not
+ *   dead_padding_probe_changed_while_threads_call   two threads calling
+ *                         while the nop's probe is disabled, enabled,
+ *                         registered again and the knob turned: results
+ *                         right, the nop's probe never hit
  *   every_instruction_registered_with_the_knob_off_optimised_when_on
  *   lean_and_vector_handlers_share_a_site    16 xmm live at the probe: a
  *                         handler that keeps to the general registers
@@ -3103,6 +3107,79 @@ UKT_CASE(probe_on_dead_padding_leaves_the_jump_before_it)
 	unregister_kprobes(kps, 6);
 	UKT_ASSERT(!memcmp(f, orig, sizeof(orig)));
 	pad_expect(6, want);
+}
+
+/*
+ * Two threads call o_padjmp all along while the probe on its dead nop is
+ * disabled, enabled, unregistered and registered again, and the knob
+ * turned: each change takes the jmp's jump out (the nop's int3 back or
+ * gone) and the optimizer makes it again, under the callers' feet.
+ */
+static atomic_int pad_stop;
+static atomic_long pad_bad, pad_calls;
+
+static void *pad_caller(void *arg)
+{
+	long x = (long)arg;
+	while (!pad_stop) {
+		if (o_padjmp(x) != x + 3)
+			pad_bad++;
+		pad_calls++;
+		x++;
+	}
+	return NULL;
+}
+
+UKT_CASE(dead_padding_probe_changed_while_threads_call)
+{
+	static const unsigned off[6] = { 0, 3, 7, 9, 13, 17 };
+	const uint8_t *f = (const uint8_t *)o_padjmp;
+	uint8_t orig[18];
+	memcpy(orig, f, sizeof(orig));
+	struct kprobe *kps[6];
+	for (int i = 0; i < 6; i++) {
+		pad_kp[i] = (struct kprobe){ .addr = (void *)(f + off[i]), .pre_handler = pad_pre };
+		kps[i] = &pad_kp[i];
+	}
+	UKT_EQ(register_kprobes(kps, 6), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	pthread_t th[2];
+	for (long t = 0; t < 2; t++)
+		UKT_EQ(pthread_create(&th[t], NULL, pad_caller, (void *)(t * 1000000)), 0);
+	for (int round = 0; round < 40; round++) {
+		switch (round % 4) {
+		case 0:
+			UKT_EQ(disable_kprobe(&pad_kp[3]), 0);
+			break;
+		case 1:
+			UKT_EQ(enable_kprobe(&pad_kp[3]), 0);
+			break;
+		case 2:
+			unregister_kprobe(&pad_kp[3]);
+			pad_kp[3] = (struct kprobe){ .addr = (void *)(f + 9), .pre_handler = pad_pre };
+			UKT_EQ(register_kprobe(&pad_kp[3]), 0);
+			break;
+		case 3:
+			UKT_EQ(kprobes_set_optimization(0), 0);
+			UKT_EQ(kprobes_set_optimization(1), 0);
+			break;
+		}
+		if (round % 2)
+			wait_for_kprobe_optimizer();
+	}
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	UKT_EXPECT_NOT_OPTIMIZED(&pad_kp[3]);
+	pad_stop = 1;
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	UKT_EQ(pad_bad, 0);
+	UKT_ASSERT(pad_calls > 0);
+	UKT_EQ(pad_hits[3], 0);
+	UKT_EQ(pad_hits[2], pad_calls);
+	unregister_kprobes(kps, 6);
+	UKT_ASSERT(!memcmp(f, orig, sizeof(orig)));
 }
 
 /*
