@@ -443,6 +443,9 @@ struct ukp_site {
 					   this one's probes (under ukp_lock) */
 	bool had_post;		/* a post_handler was here (the post trampoline
 				   may be returning into it) */
+	uint32_t said;		/* optimize.c: a hash of the last reason told
+				   (UKPROBES_VERBOSE) why it is not optimised */
+	bool tell;		/* optimize.c: in the list of those to tell */
 };
 
 struct ukp_site *ukp_site_lookup(unsigned long addr);	/* lock-free */
@@ -555,6 +558,13 @@ extern int ukp_knob_enabled __attribute__((visibility("hidden")));
  * For tools (coverage report) and tests that link the static library.
  */
 int ukp_opt_check(unsigned long addr, char *why, size_t n);
+/* Why the probes at addr are not optimised now, as UKPROBES_VERBOSE=1
+ * tells it ("not optimized: <why>"): 0 when they are (their own jump, or
+ * a run's), else -EAGAIN with the reason in why: the analysis' refusal,
+ * a condition of the moment (another probe in the region, dead padding
+ * under another's jump, a post_handler...), or "held or not yet tried"
+ * where every condition holds.  -ENOENT: no probe there.  For tools. */
+int ukp_opt_why_not(unsigned long addr, char *why, size_t n);
 /* Would a handler at fn let its probes use the lean trampoline (it and
  * all it calls leave vector, x87 and MXCSR state alone)?  0 or a negative
  * errno, with the reason in why.  For tests and tools, like the above. */

@@ -35,6 +35,7 @@
 #include <link.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,8 @@ static int verbose(void)
 
 static void set_flags_locked(struct ukp_site *s, bool on)
 {
+	if (on)
+		s->said = 0;	/* a later reason not to is told again */
 	const struct ukp_plist *l = atomic_load(&s->probes);
 	for (unsigned i = 0; l && i < l->n; i++) {
 		if (on)
@@ -140,6 +143,22 @@ static void set_run_flags_locked(struct ukp_site *s, bool on)
 static bool region_covers(const struct ukp_site *s, unsigned k)
 {
 	return s && s->opt && s->opt->state > 0 && k < ukp_arch_span(&s->opt->r);
+}
+
+/*
+ * Is the byte k of s's analysed region dead padding: past its last
+ * instruction, which does not fall through (a jmp, a ret), where the
+ * analysis found only nops or int3 and no branch target
+ * (analyze.c: region_jump)?  Nothing ever runs there, so a probe there
+ * never fires: the jump may hide its int3 (and puts it back when it
+ * goes), and it must not keep the jump, or the run before it, out.
+ */
+static bool region_dead_at(const struct ukp_site *s, unsigned k)
+{
+	if (!region_covers(s, 0) || s->opt->r.pun || k >= s->opt->r.len)
+		return false;
+	const struct ukp_insn *last = &s->opt->r.insn[s->opt->r.ninsn - 1];
+	return s->addr + k >= last->addr + last->len;
 }
 
 bool ukp_opt_orig_byte(unsigned long addr, uint8_t *b)
@@ -173,24 +192,64 @@ static bool plain_locked(struct ukp_site *s)
 	return true;
 }
 
-/* Temporary conditions (1.4.4): may this site be optimised now?  With
+static bool nope(char *why, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool nope(char *why, size_t n, const char *fmt, ...)
+{
+	if (why && n) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+/*
+ * Temporary conditions (1.4.4): may this site be optimised now?  With
  * run, armed probes inside its region may be taken into a run (*run
- * says whether it is one); without, none. */
-static bool wanted_locked(struct ukp_site *s, bool *run)
+ * says whether it is one); without, none.  why (may be NULL): the
+ * reason when not; empty where there is nothing to tell (no probe left,
+ * its object gone).
+ */
+static bool wanted_locked(struct ukp_site *s, bool *run, char *why, size_t n)
 {
 	if (run)
 		*run = false;
-	if (!opt_knob || !ukp_knob_enabled || s->ftrace || atomic_load(&s->dead))
+	if (why && n)
+		why[0] = 0;
+	if (atomic_load(&s->dead))
 		return false;
+	if (!opt_knob)
+		return nope(why, n, "optimization is off (kprobes_set_optimization(0))");
+	if (!ukp_knob_enabled)
+		return nope(why, n, "all kprobes are disabled (kprobes_set_enabled(0))");
+	if (s->ftrace)
+		return nope(why, n, "an ftrace patch site: its ftrace hook runs the probes");
 	/* the dynamic linker's hook (kprobes.c) runs from a detour too */
 	const struct ukp_plist *l = atomic_load(&s->probes);
-	if ((!s->hook && (!l || !l->n)) || (l && l->any_post))
+	if (!s->hook && (!l || !l->n))
 		return false;
+	if (l && l->any_post)
+		return nope(why, n, "a probe here has a post_handler (it runs after the "
+			    "instruction, single-stepped)");
 	for (unsigned i = 0; l && i < l->n; i++) {
 		if (l->p[i]->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE))
-			return false;
+			return nope(why, n, "a probe here is disabled");
 		if (ukp_is_jprobe_handler(l->p[i]))
-			return false;	/* a jprobe blocks optimisation */
+			return nope(why, n, "a jprobe here");
+	}
+	/* no jump, done or pending, over this address */
+	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
+		struct ukp_site *o = ukp_site_lookup(s->addr - k);
+		/* (a run's site: its own region is no jump, its head's is) */
+		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head))) {
+			if (s->run_head == o && atomic_load(&s->resume))
+				return false;	/* in o's run: optimised with it */
+			if (region_dead_at(o, k))
+				return nope(why, n, "dead padding under the jump at -%u: never runs", k);
+			return nope(why, n, "under the jump at -%u", k);
+		}
 	}
 	/* no other armed probe inside (before the analysis: inside the
 	 * jump's own bytes, which every region covers), unless a run takes
@@ -202,25 +261,39 @@ static bool wanted_locked(struct ukp_site *s, bool *run)
 		struct ukp_site *o = ukp_site_lookup(s->addr + k);
 		if (!o || (!o->armed && !o->optimized))
 			continue;
-		if (!run || o->optimized || !region_covers(s, 0) || !plain_locked(o) ||
-		    (atomic_load(&o->resume) && o->run_head != s))
-			return false;
+		/* on dead padding: never fires, whatever its probes; not
+		 * with a jump of its own (done or pending) nor for the
+		 * dynamic linker's hook (run NULL), which is never taken
+		 * out for a probe's sake */
+		if (run && !s->hook && region_dead_at(s, k) && !o->optimized &&
+		    !atomic_load(&o->resume))
+			continue;
+		if (region_covers(s, 0) && s->opt->r.pun)
+			return nope(why, n, "punned jump: another probe's %s in the bytes it reads, "
+				    "at +%u", o->optimized ? "jump" : "int3", k);
+		if (o->optimized)
+			return nope(why, n, "the jump of the probe at +%u lies in the region", k);
+		if (!region_covers(s, 0))
+			return nope(why, n, "another probe in the region, at +%u (not analysed)", k);
+		if (!run)
+			return nope(why, n, "another probe in the region, at +%u", k);
+		if (!plain_locked(o))
+			return nope(why, n, "another probe in the region, at +%u, is not a plain "
+				    "kprobe (a post_handler, jprobe, return probe or disabled)%s", k,
+				    o->opt ? "" : " or not analysed");
+		if (atomic_load(&o->resume) && o->run_head != s)
+			return nope(why, n, "the probe at +%u, in the region, is being optimized", k);
 		bool at_insn = false;
 		for (unsigned j = 1; j < s->opt->r.ninsn; j++)
 			at_insn |= s->opt->r.insn[j].addr == o->addr;
 		if (!at_insn)
-			return false;
+			return nope(why, n, "another probe in the region, at +%u, not at one of "
+				    "its instructions", k);
 		inside = true;
 	}
 	if (inside && (!plain_locked(s) || s->opt->kret))
-		return false;
-	/* no jump, done or pending, over this address */
-	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
-		struct ukp_site *o = ukp_site_lookup(s->addr - k);
-		/* (a run's site: its own region is no jump, its head's is) */
-		if (region_covers(o, k) && (o->optimized || (o->resume && !o->run_head)))
-			return false;
-	}
+		return nope(why, n, "probes in the region, and a return probe's entry here (a "
+			    "run starts with plain kprobes)");
 	if (run)
 		*run = inside;
 	return true;
@@ -295,6 +368,28 @@ int ukp_opt_check(unsigned long addr, char *why, size_t n)
 	return err;
 }
 
+int ukp_opt_why_not(unsigned long addr, char *why, size_t n)
+{
+	int err = -EAGAIN;
+	bool run;
+	ukp_init_once();
+	ukp_lock_registry();
+	struct ukp_site *s = ukp_site_lookup(addr);
+	const struct ukp_plist *l = s ? atomic_load(&s->probes) : NULL;
+	if (!l || !l->n)
+		err = -ENOENT;
+	else if (s->optimized || (s->run_head && s->run_head->optimized && atomic_load(&s->resume)))
+		err = 0;
+	else if (s->opt && s->opt->state < 0)
+		snprintf(why, n, "%s", s->opt->why);
+	else if (wanted_locked(s, &run, why, n))
+		snprintf(why, n, "held or not yet tried");
+	pthread_mutex_unlock(&ukp_lock);
+	if (err == -EAGAIN && !why[0])
+		snprintf(why, n, "?");
+	return err;
+}
+
 static void report(struct ukp_site *s, int level, const char *what)
 {
 	if (verbose() >= level) {
@@ -303,6 +398,26 @@ static void report(struct ukp_site *s, int level, const char *what)
 		ukp_log("kprobe at %s+0x%lx: %s", w.func[0] ? w.func : "?",
 			s->addr - w.func_start, what);
 	}
+}
+
+/*
+ * Why a site is not optimised now (wanted_locked, a batch that held it),
+ * once per reason: a site is looked at again at every change near it.
+ */
+static void report_why_not(struct ukp_site *s, const char *why)
+{
+	if (!verbose() || !why[0])
+		return;
+	uint32_t h = 2166136261u;	/* FNV-1a; 0 is "nothing said" */
+	for (const char *c = why; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	h |= 1;
+	if (h == s->said)
+		return;
+	s->said = h;
+	char what[192];
+	snprintf(what, sizeof(what), "not optimized: %s", why);
+	report(s, 1, what);
 }
 
 static void report_refusal(struct ukp_site *s)
@@ -932,12 +1047,34 @@ static unsigned jump_bytes(const struct ukp_opt *o, uint8_t jmp[UKP_ARCH_PUN_SPA
 	return jump_len(o);
 }
 
+/*
+ * The armed sites on the dead padding s's jump covers point at s while
+ * it is published (as a run's sites do): a change at one (disabled, all
+ * kprobes disabled) takes s's jump out first, which puts its int3 back.
+ */
+static void pad_publish_locked(struct ukp_site *s, bool on)
+{
+	for (unsigned k = 1; k < UKP_ARCH_REGION_BYTES_MAX; k++) {
+		struct ukp_site *c = ukp_site_lookup(s->addr + k);
+		if (!c)
+			continue;
+		if (on && c->armed && !c->run_head && region_dead_at(s, k))
+			c->run_head = s;
+		else if (!on && c->run_head == s && !atomic_load(&c->resume))
+			c->run_head = NULL;
+	}
+}
+
 /* publish (or take back) where traps at s and its run's sites resume */
 static void run_publish_locked(struct ukp_site *s, bool on)
 {
 	struct ukp_opt *o = s->opt;
+	if (!on)
+		pad_publish_locked(s, false);
 	if (!o->nrun) {
 		atomic_store(&s->resume, on ? o->detour + o->copy : NULL);
+		if (on)
+			pad_publish_locked(s, true);
 		return;
 	}
 	for (unsigned i = 0; i < o->nrun; i++) {
@@ -946,6 +1083,8 @@ static void run_publish_locked(struct ukp_site *s, bool on)
 		if (i)
 			o->run[i]->run_head = on ? s : NULL;
 	}
+	if (on)
+		pad_publish_locked(s, true);
 }
 
 /* ---- the registry's side -------------------------------------------------- */
@@ -1006,7 +1145,7 @@ static void poke_region(struct ukp_poke *pk, size_t *n, const struct ukp_site *s
  */
 bool ukp_opt_hook_direct_locked(struct ukp_site *s)
 {
-	if (!s->hook || s->armed || !wanted_locked(s, NULL))
+	if (!s->hook || s->armed || !wanted_locked(s, NULL, NULL, 0))
 		return false;
 	prepare_locked(s);
 	struct ukp_opt *o = s->opt;
@@ -1051,10 +1190,11 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 		p1[n1++] = (struct ukp_poke){ s->addr, UKP_ARCH_BREAKPOINT };
 		size_t from = n2;
 		poke_region(p2, &n2, s, 1, jump_len(s->opt), s->opt->r.orig);
-		/* a run's sites: their int3s, which the jump covered */
-		for (unsigned i = 1; i < s->opt->nrun; i++) {
-			unsigned long k = s->opt->run[i]->addr - s->addr;
-			if (k < UKP_ARCH_JMP_LEN && s->opt->run[i]->armed)
+		/* the int3s the jump covered: a run's sites', and those of
+		 * probes on the dead padding after its last instruction */
+		for (unsigned k = 1; k < jump_len(s->opt); k++) {
+			const struct ukp_site *c = ukp_site_lookup(s->addr + k);
+			if (c && c->armed && c->run_head == s)
 				p2[from + k - 1].byte = UKP_ARCH_BREAKPOINT;
 		}
 		s->armed = true;
@@ -1065,7 +1205,7 @@ void ukp_opt_unoptimize_locked(struct ukp_unopt *u)
 	 * back lands inside the region, which holds the original code again */
 	for (size_t i = 0; i < u->n; i++) {
 		struct ukp_site *s = u->v[i];
-		if (s->opt && s->opt->nrun) {
+		if (s->opt) {
 			run_publish_locked(s, false);
 			s->opt->nrun = 0;
 		}
@@ -1091,12 +1231,52 @@ static bool push_locked(struct ukp_site ***v, size_t *n, size_t *cap, struct ukp
 	return true;
 }
 
+/*
+ * Sites not queued, or left out of a batch, for a condition of the
+ * moment (UKPROBES_VERBOSE only): told why once the batches in flight
+ * are done, if still so.  Told at once, a probe that the next batch
+ * covers with a run (its own region then no matter) or that waits for
+ * its neighbours' probes to be published would read as refused.
+ */
+static struct ukp_site **told;
+static size_t ntold, captold;
+
+static void tell_later_locked(struct ukp_site *s)
+{
+	if (!verbose() || s->tell || !push_locked(&told, &ntold, &captold, s))
+		return;
+	s->tell = true;
+	pthread_cond_signal(&opt_cv);	/* (the optimizer tells, if idle) */
+}
+
+static void tell_locked(void)
+{
+	for (size_t i = 0; i < ntold; i++) {
+		struct ukp_site *s = told[i];
+		char why[160];
+		bool run;
+		s->tell = false;
+		if (s->queued || s->optimized || (s->opt && s->opt->state < 0))
+			continue;	/* (a refused analysis was told) */
+		if (!wanted_locked(s, &run, why, sizeof(why)))
+			report_why_not(s, why);
+	}
+	ntold = 0;
+}
+
 static bool queue_locked(struct ukp_site *s)
 {
 	bool run;
-	if (s->queued || s->optimized || (s->opt && s->opt->state < 0) || !wanted_locked(s, &run) ||
-	    !push_locked(&queue, &nqueue, &capqueue, s))
+	if (s->queued || s->optimized || (s->opt && s->opt->state < 0))
 		return false;
+	if (!wanted_locked(s, &run, NULL, 0)) {
+		tell_later_locked(s);
+		return false;
+	}
+	if (!push_locked(&queue, &nqueue, &capqueue, s)) {
+		report_why_not(s, "out of memory for the optimizer's queue");
+		return false;
+	}
 	s->queued = true;
 	return true;
 }
@@ -1809,18 +1989,22 @@ static void optimize_batch(void)
 				retried_locked(s, again);
 			continue;
 		}
-		bool run = false;
-		bool ok = wanted_locked(s, &run);
+		bool run = false, nomem = false;
+		bool ok = wanted_locked(s, &run, NULL, 0);
 		if (ok) {
-			prepare_locked(s);
-			ok = s->opt && s->opt->detour && wanted_locked(s, &run);
+			prepare_locked(s);	/* (a refusal is reported there) */
+			ok = s->opt && s->opt->detour && wanted_locked(s, &run, NULL, 0);
 		}
 		if (ok) {
 			s->opt->nrun = 0;
 			if (run)
-				ok = run_build_locked(s);
+				nomem = !(ok = run_build_locked(s));
 		}
 		if (!ok) {
+			if (nomem)
+				report_why_not(s, "no memory for its run's segments");
+			else
+				tell_later_locked(s);
 			if (s->requeued)
 				retried_locked(s, false);
 			continue;
@@ -1851,8 +2035,10 @@ static void optimize_batch(void)
 	for (size_t i = 0; i < n; i++) {
 		struct ukp_site *s = batch[i];
 		bool run = false;
-		if (s->gen != gens[i] || !wanted_locked(s, &run) || !s->armed ||
+		if (s->gen != gens[i] || !wanted_locked(s, &run, NULL, 0) || !s->armed ||
 		    run != (s->opt->nrun > 0)) {
+			if (s->gen == gens[i])	/* (else its change requeued it) */
+				tell_later_locked(s);
 			if (s->gen == gens[i]) {	/* (else unoptimised: taken back) */
 				run_publish_locked(s, false);
 				s->opt->nrun = 0;
@@ -1863,6 +2049,12 @@ static void optimize_batch(void)
 		}
 		if (err || held[i]) {
 			/* could not prove every thread outside: later */
+			const char *hw = err ? "held: the threads could not all be looked at "
+					 "(tried again later)" : "held: a thread stands in the region "
+					 "or would return into it (tried again later)";
+			/* (and the sites its run would have covered) */
+			for (unsigned r = 0; r < (s->opt->nrun ? s->opt->nrun : 1); r++)
+				report_why_not(r ? s->opt->run[r] : s, hw);
 			run_publish_locked(s, false);
 			s->opt->nrun = 0;
 			nheld += !err;
@@ -1891,6 +2083,14 @@ static void optimize_batch(void)
 		ukp_mark_patched_locked(s->addr, s->opt->r.len);
 		s->optimized = true;
 		set_run_flags_locked(s, true);
+		/* the probes on its dead padding: why they stay breakpoints */
+		for (unsigned k = 1; verbose() && k < jump_len(s->opt); k++) {
+			struct ukp_site *c = ukp_site_lookup(s->addr + k);
+			char why[64];
+			snprintf(why, sizeof(why), "dead padding under the jump at -%u: never runs", k);
+			if (c && c->run_head == s && !atomic_load(&c->resume))
+				report_why_not(c, why);
+		}
 	}
 	ukp_text_poke_batch(p1, n1);
 	ukp_text_poke_batch(p2, n2);
@@ -1899,6 +2099,8 @@ static void optimize_batch(void)
 	if (done_gen < gen_target)
 		done_gen = gen_target;
 	retrying = false;	/* this batch had them */
+	if (!nqueue)
+		tell_locked();	/* (else the next batch tells) */
 	if (nheld || err) {
 		retry_due = mono_ns() + retry_ns;
 		retry_ns = retry_ns < RETRY_MAX_NS / 2 ? 2 * retry_ns : RETRY_MAX_NS;
@@ -1935,6 +2137,16 @@ static void *optimizer(void *arg)
 		while (!nqueue || (nretry && mono_ns() >= retry_due)) {
 			if (nretry && mono_ns() >= retry_due) {
 				requeue_retry_locked();
+				continue;
+			}
+			if (ntold) {
+				/* what no batch is coming to tell: after the
+				 * delay a burst of registrations takes */
+				long due = mono_ns() + OPT_DELAY_NS;
+				struct timespec td = { due / 1000000000L, due % 1000000000L };
+				pthread_cond_clockwait(&opt_cv, &ukp_lock, CLOCK_MONOTONIC, &td);
+				if (!nqueue && mono_ns() >= due)
+					tell_locked();
 				continue;
 			}
 			if (!nretry) {
@@ -2048,6 +2260,8 @@ void wait_for_kprobe_optimizer(void)
 	struct timespec ts = { end / 1000000000L, end % 1000000000L };
 	while ((untried || retrying) && thread_running && mono_ns() < end)
 		pthread_cond_clockwait(&done_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
+	if (!nqueue)
+		tell_locked();	/* what no batch was left to tell */
 	pthread_mutex_unlock(&ukp_lock);
 }
 
@@ -2056,6 +2270,24 @@ static void collect_cb(struct ukp_site *s, void *arg)
 	ukp_opt_collect_site_locked(arg, s);
 }
 
+/*
+ * Probes registered with the knob off were not analysed (registration
+ * analyses only while it is on): analysed first, since a site's check of
+ * the probes inside its region needs its region, and without it every
+ * probe with another within 5 bytes - every instruction of a function -
+ * would stay a breakpoint.  (Analysing a site a post_handler keeps a
+ * breakpoint is harmless: it is done once, and ready for when it goes.)
+ */
+static void analyse_cb(struct ukp_site *s, void *arg)
+{
+	(void)arg;
+	const struct ukp_plist *l = atomic_load(&s->probes);
+	if (l && l->n && !s->ftrace && !atomic_load(&s->dead))
+		ukp_opt_analyse_locked(s);
+}
+
+/* (after analyse_cb over every site: a site's check reads its
+ * neighbours' analyses too) */
 static void enqueue_cb(struct ukp_site *s, void *arg)
 {
 	(void)arg;
@@ -2068,6 +2300,7 @@ int kprobes_set_optimization(int on)
 	ukp_lock_registry();
 	opt_knob = !!on;
 	if (on) {
+		ukp_each_site_locked(analyse_cb, NULL);
 		ukp_each_site_locked(enqueue_cb, NULL);
 	} else {
 		struct ukp_unopt u = { 0 };

@@ -6,7 +6,7 @@
  * decide, threads, detour placement and all).
  *
  *	ukp-reach single [--max-seconds S] [--per-lib N] LIBRARY...
- *	ukp-reach every
+ *	ukp-reach every [--list]
  *
  * single: one probe at a time.  For each LIBRARY (a name dlopen() finds,
  *   e.g. libz.so.1), in a child process of its own: every instruction
@@ -20,8 +20,9 @@
  *   unregistered.  The batches interleave across the library, so a run cut
  *   short by --max-seconds (default 20 per library) is still a sample of
  *   all of it.  Not-optimised probes are told apart by ukp_opt_check():
- *   the checks' reason, or "checks pass" (the optimizer held it back:
- *   a thread in the region, no room for a detour).
+ *   the checks' reason, or where they pass, the optimizer's
+ *   (ukp_opt_why_not(): no room for a punned jump's hop or a detour, a
+ *   thread in the region).
  *
  * every: a probe on every instruction of libz at once (the functions of
  *   its .eh_frame, as tests/real/zlib.c probes them), with the counting
@@ -33,6 +34,11 @@
  *   beside one optimised probe's hit with the same handler (a
  *   `lea 1(%rdi),%rax; ret` function called in a loop, less the plain
  *   call).
+ *
+ *   The probes left breakpoints, and the hits that trapped, are counted
+ *   by the optimizer's reason (ukp_opt_why_not(): what UKPROBES_VERBOSE=1
+ *   tells); --list prints each such probe (file address, function,
+ *   hits, the reason and its own region's checks).
  *
  * Both end with a Markdown table (docs/performance.md's form).  Exit
  * status 1 when a probed run computed something else, a library's child
@@ -70,15 +76,32 @@ struct reach {
 	unsigned long nbounds, stride, batches, batches_done;
 	unsigned long probed, registered, optimized;
 	unsigned long refused_checks, held;	/* of the not optimised */
-	char top[4][64];		/* the most frequent check refusals */
+	char top[4][112];		/* the most frequent check refusals */
 	unsigned long topn[4];
 	double secs;
 };
 
 struct why_count {
-	char text[64];
+	char text[112];
 	unsigned long n;
 };
+
+/* add n to the count of text (cut to the size of a why_count's) */
+static void add_text(struct why_count *w, size_t *nw, size_t cap, const char *text,
+		     unsigned long n)
+{
+	char t[sizeof(w[0].text)];
+	snprintf(t, sizeof(t), "%s", text);
+	for (size_t i = 0; i < *nw; i++)
+		if (!strcmp(w[i].text, t)) {
+			w[i].n += n;
+			return;
+		}
+	if (*nw < cap) {
+		snprintf(w[*nw].text, sizeof(w[0].text), "%s", t);
+		w[(*nw)++].n = n;
+	}
+}
 
 /* add n to the count of why's text up to its first ':' */
 static void add_why(struct why_count *w, size_t *nw, size_t cap, const char *why,
@@ -91,20 +114,40 @@ static void add_why(struct why_count *w, size_t *nw, size_t cap, const char *why
 		k++;
 	}
 	t[k] = 0;
-	for (size_t i = 0; i < *nw; i++)
-		if (!strcmp(w[i].text, t)) {
-			w[i].n += n;
-			return;
-		}
-	if (*nw < cap) {
-		snprintf(w[*nw].text, sizeof(w[0].text), "%s", t);
-		w[(*nw)++].n = n;
-	}
+	add_text(w, nw, cap, t, n);
 }
 
 static void count_why(struct why_count *w, size_t *nw, size_t cap, const char *why)
 {
 	add_why(w, nw, cap, why, 1);
+}
+
+/*
+ * Why the probe at addr is a breakpoint, as the optimizer says it
+ * (ukp_opt_why_not), into text with its offsets ("at +4", "to +2") as N
+ * and its reason's details cut at a ':' after the first words, so that
+ * probes left out for one reason count together.
+ */
+static const char *why_not(unsigned long addr, char *text, size_t n)
+{
+	char why[160] = "";
+	if (ukp_opt_why_not(addr, why, sizeof(why)) == 0)
+		snprintf(why, sizeof(why), "optimized");
+	size_t k = 0;
+	for (const char *c = why; *c && k + 2 < n; c++) {
+		if ((*c == '+' || *c == '-') && c[1] >= '0' && c[1] <= '9') {
+			text[k++] = 'N';
+			while (c[1] >= '0' && c[1] <= '9')
+				c++;
+		} else if (*c == ':' && k > 16 && strncmp(text, "punned jump:", 12) &&
+			   strncmp(text, "dead padding", 12)) {
+			break;
+		} else {
+			text[k++] = *c;
+		}
+	}
+	text[k] = 0;
+	return text;
 }
 
 static void single_lib(const char *arg, unsigned long per_lib, double max_secs, struct reach *r)
@@ -204,7 +247,12 @@ static void single_lib(const char *arg, unsigned long per_lib, double max_secs, 
 			}
 			char why[256] = "";
 			if (ukp_opt_check(bat[b].v[i], why, sizeof(why)) == 0) {
+				/* the optimizer's own reason (no room
+				 * for a punned jump's hop, held...) */
+				char text[160];
 				r->held++;
+				add_text(whys, &nwhys, 32, why_not(bat[b].v[i], text, sizeof(text)),
+					 1);
 			} else {
 				r->refused_checks++;
 				why[sizeof(why) - 1] = 0;
@@ -310,7 +358,7 @@ static int run_single(int argc, char **argv)
 		}
 		printf("%-18s %-10s %7lu boundaries, every %lu: %lu probed in %lu of %lu batches, "
 		       "%lu registered, %lu optimized (%.1f%%); not: %lu refused by the checks, "
-		       "%lu held; %.1f s\n", r->name, r->how, r->nbounds, r->stride, r->probed,
+		       "%lu pass them; %.1f s\n", r->name, r->how, r->nbounds, r->stride, r->probed,
 		       r->batches_done, r->batches, r->registered, r->optimized,
 		       pct(r->optimized, r->probed), r->refused_checks, r->held, r->secs);
 		for (size_t k = 0; k < 4 && r->topn[k]; k++)
@@ -413,7 +461,7 @@ static double single_hit_ns(int *optimized)
 	return probed - plain;
 }
 
-static int run_every(void)
+static int run_every(int list)
 {
 	static struct ei_sink ref, got;
 	static struct ei_obj z;
@@ -461,14 +509,15 @@ static int run_every(void)
 	       "optimizer done %.2f s later: %zu optimized (%.1f%%)\n", z.nfns, set.n, t1 - t0,
 	       t2 - t1, opt, pct(opt, set.n));
 	/*
-	 * Why the others are not: the checks refuse the probe's own region,
-	 * or they pass and it is still a breakpoint (a probe on the dead
-	 * padding after a jmp, which a run's jump covers without running
-	 * it).  And the most runs can reach: walking each function, a probe
-	 * whose checks pass taking every probe its 5 bytes cover.
+	 * Why the others are not, as the optimizer tells it: the checks
+	 * refuse the probe's own region, or a condition of the moment keeps
+	 * it a breakpoint (a punned jump whose bytes hold a neighbour's
+	 * probe, a probe on dead padding under another's jump, which never
+	 * runs).  And the most runs can reach: walking each function, a
+	 * probe whose checks pass taking every probe its 5 bytes cover.
 	 */
 	struct why_count whys[32];
-	size_t nwhys = 0, inside = 0, by_runs = 0;
+	size_t nwhys = 0, by_runs = 0;
 	for (size_t i = 0; i < set.n;) {
 		char why[256] = "";
 		int ok = ukp_opt_check(set.pr[i].addr, why, sizeof(why)) == 0;
@@ -479,22 +528,18 @@ static int run_every(void)
 				j++;
 		if (ok)
 			by_runs += j - i;
-		for (size_t k = i; k < j; k++) {
-			if (set.pr[k].kp.flags & KPROBE_FLAG_OPTIMIZED)
-				continue;
-			why[0] = 0;
-			if (ukp_opt_check(set.pr[k].addr, why, sizeof(why)) == 0) {
-				inside++;
-			} else {
-				why[sizeof(why) - 1] = 0;
-				count_why(whys, &nwhys, 32, why);
-			}
-		}
 		i = j;
 	}
-	printf("  not optimized: %zu pass the checks", inside);
+	/* each probe left a breakpoint by the optimizer's reason (what
+	 * UKPROBES_VERBOSE=1 says), its offsets left out */
+	for (size_t i = 0; i < set.n; i++) {
+		char text[160];
+		if (!(set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED))
+			add_text(whys, &nwhys, 32, why_not(set.pr[i].addr, text, sizeof(text)), 1);
+	}
+	printf("  not optimized, by the optimizer's reason:");
 	for (size_t i = 0; i < nwhys; i++)
-		printf("; %lu %s", whys[i].n, whys[i].text);
+		printf("%s %lu %s", i ? ";" : "", whys[i].n, whys[i].text);
 	printf("\n  the most runs can reach (a probe whose checks pass taking the probes its "
 	       "jump covers): %zu (%.1f%%)\n", by_runs, pct(by_runs, set.n));
 
@@ -520,18 +565,23 @@ static int run_every(void)
 	for (size_t i = 0; i < set.n; i++) {
 		if ((set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED) || !set.snap[i])
 			continue;
-		char why[256] = "", text[160];
-		if (ukp_opt_check(set.pr[i].addr, why, sizeof(why)) == 0) {
-			const char *reg = strstr(why, "its region: ");
-			snprintf(text, sizeof(text), "%s%.*s", reg ?
-				 "punned (neighbours probed), its region " : "passes the checks",
-				 reg ? (int)strcspn(reg + 12, ":)") : 0, reg ? reg + 12 : "");
-		} else {
-			why[sizeof(why) - 1] = 0;
-			snprintf(text, sizeof(text), "%s", why);
-		}
-		add_why(trapped, &ntrapped, 32, text, set.snap[i]);
+		char text[160];
+		add_text(trapped, &ntrapped, 32, why_not(set.pr[i].addr, text, sizeof(text)),
+			 set.snap[i]);
 		thits += set.snap[i];
+	}
+	/* --list: every probe left a breakpoint, by its file address; its
+	 * own region's checks beside the optimizer's reason */
+	for (size_t i = 0; list && i < set.n; i++) {
+		if (set.pr[i].kp.flags & KPROBE_FLAG_OPTIMIZED)
+			continue;
+		char why[160] = "", check[256] = "";
+		(void)ukp_opt_why_not(set.pr[i].addr, why, sizeof(why));
+		(void)ukp_opt_check(set.pr[i].addr, check, sizeof(check));
+		const struct ei_fn *f = set.fns.v[set.pr[i].fn];
+		printf("  breakpoint %#lx %s+%#lx: %lu hits; %s; checks: %s\n",
+		       set.pr[i].addr - z.bias, f->name, set.pr[i].addr - f->start, set.snap[i],
+		       why, check);
 	}
 	ei_set_unregister(&set);
 	UKT_ASSERT(hits > 0);
@@ -554,6 +604,7 @@ static int run_every(void)
 	printf("| ukprobes' code memory (slots, detours, segments), MiB | %.1f | |\n",
 	       (double)code / (1 << 20));
 	printf("| hits on optimized probes | %.1f%% | |\n", pct(ohits, hits));
+	printf("| hits that trapped (on breakpoints) | %lu | |\n", thits);
 	printf("| the most runs can reach (walking each function) | %.1f%% | |\n",
 	       pct(by_runs, set.n));
 	printf("| workload, ns added per hit ((probed - unprobed) / %lu hits) | %.0f | |\n", hits,
@@ -566,7 +617,7 @@ static int run_every(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: ukp-reach single [--max-seconds S] [--per-lib N] LIBRARY...\n"
-			"       ukp-reach every\n");
+			"       ukp-reach every [--list]\n");
 	exit(2);
 }
 
@@ -579,7 +630,8 @@ int main(int argc, char **argv)
 			usage();
 		return rc;
 	}
-	if (argc == 2 && !strcmp(argv[1], "every"))
-		return run_every();
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "every") &&
+	    (argc == 2 || !strcmp(argv[2], "--list")))
+		return run_every(argc == 3);
 	usage();
 }

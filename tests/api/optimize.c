@@ -117,6 +117,16 @@
  *                         <reason>" line on stderr, and the probe is
  *                         optimised by a punned jump, exact
  *   padding_after_ret_may_belong_to_region   optimized, no refusal line
+ *   probe_on_dead_padding_leaves_the_jump_before_it   every instruction
+ *                         probed, the nop after a jmp too: the jmp is
+ *                         optimised over the nop's int3, which comes back
+ *                         with the knob off, a disable/enable, all
+ *                         disabled; the nop's probe says why it is not
+ *   dead_padding_probe_changed_while_threads_call   two threads calling
+ *                         while the nop's probe is disabled, enabled,
+ *                         registered again and the knob turned: results
+ *                         right, the nop's probe never hit
+ *   every_instruction_registered_with_the_knob_off_optimised_when_on
  *   lean_and_vector_handlers_share_a_site    16 xmm live at the probe: a
  *                         handler that keeps to the general registers
  *                         (the lean trampoline, see tests/unit/handlers.c)
@@ -203,6 +213,8 @@ long o_lref_via(long x);	/* x: jumps to o_lref+2 through a register */
 long o_dref(long x, long n);	/* x; +2 is reached through a pointer in data */
 long o_dref_via(long x);	/* x: jumps to o_dref+2 through that pointer */
 long o_ret0(void);		/* 0: xor %eax,%eax; ret; padding */
+long o_padjmp(long x);		/* x + 3: mov; add $1 (+3); jmp (+7) over a 4-byte
+				   nop (+9, dead padding); add $2 (+13); ret */
 
 __asm__(
 	".text\n"
@@ -566,6 +578,14 @@ __asm__(
 	"o_dref_via: mov .Lo_dref_ptr(%rip),%rdx\n xor %eax,%eax\n jmp *%rdx\n"
 	".size o_dref_via,.-o_dref_via\n"
 	".pushsection .data.rel.ro,\"aw\"\n.p2align 3\n.Lo_dref_ptr: .quad .Lo_dref_in\n.popsection\n"
+
+	/* a 7-byte region, a short jmp over a nop no one runs to its
+	 * target: the jmp's region is the jmp and 3 bytes of the nop */
+	".p2align 4\n"
+	".globl o_padjmp\n.type o_padjmp,@function\n"
+	"o_padjmp: mov %rdi,%rax\n add $1,%rax\n jmp 1f\n"
+	" .byte 0x0f,0x1f,0x40,0x00\n"
+	"1: add $2,%rax\n ret\n.size o_padjmp,.-o_padjmp\n"
 
 	/* 3 bytes, then padding up to 16 that belongs to no symbol */
 	".p2align 4\n"
@@ -2990,6 +3010,209 @@ UKT_CASE(padding_after_ret_may_belong_to_region)
 	unregister_kprobe(&kp);
 	UKT_EQ(o_ret0(), 0);
 	UKT_EQ(hits, 5);
+}
+
+/*
+ * A probe on every instruction of o_padjmp, the nop after its jmp too,
+ * which never runs: the jmp's jump covers that nop's int3 (and puts it
+ * back whenever it goes), so the jmp is no breakpoint; the nop's probe
+ * stays one, never hit, and says why.
+ */
+static atomic_long pad_hits[6];
+static struct kprobe pad_kp[6];
+
+static int pad_pre(struct kprobe *p, struct pt_regs *r)
+{
+	(void)r;
+	pad_hits[p - pad_kp]++;
+	return 0;
+}
+
+static void pad_expect(long x, const long *want)
+{
+	UKT_EQ(o_padjmp(x), x + 3);
+	for (int i = 0; i < 6; i++)
+		UKT_EQ(pad_hits[i], want[i]);
+}
+
+UKT_CASE(probe_on_dead_padding_leaves_the_jump_before_it)
+{
+	need_verbose("probe_on_dead_padding_leaves_the_jump_before_it");
+	static const unsigned off[6] = { 0, 3, 7, 9, 13, 17 };	/* 9: the dead nop */
+	const uint8_t *f = (const uint8_t *)o_padjmp;
+	uint8_t orig[18];
+	memcpy(orig, f, sizeof(orig));
+	UKT_EQ(orig[7], 0xeb);		/* a short jmp, over the 4-byte nop */
+	UKT_EQ(orig[9], 0x0f);
+	struct kprobe *kps[6];
+	for (int i = 0; i < 6; i++) {
+		pad_kp[i] = (struct kprobe){ .addr = (void *)(f + off[i]), .pre_handler = pad_pre };
+		kps[i] = &pad_kp[i];
+	}
+	capture_begin();
+	int r = register_kprobes(kps, 6);
+	wait_for_kprobe_optimizer();
+	const char *err = capture_end();
+	UKT_EQ(r, 0);
+	if (!refusal_line(err, "dead padding under the jump at -2: never runs"))
+		UKT_FAIL("no reason for the nop's probe: %s", err);
+	long want[6] = { 1, 1, 1, 0, 1, 1 };
+	for (int i = 0; i < 6; i++) {
+		if (i == 3)
+			UKT_EXPECT_NOT_OPTIMIZED(&pad_kp[i]);
+		else
+			UKT_EXPECT_OPTIMIZED(&pad_kp[i]);
+	}
+	UKT_EQ(f[7], 0xe9);		/* the jmp's own jump */
+	pad_expect(1, want);
+
+	/* the jump taken out: the nop's int3 is back under it */
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	UKT_EQ(f[7], 0xcc);
+	UKT_EQ(f[9], 0xcc);
+	for (int i = 0; i < 6; i++)
+		want[i] += i != 3;
+	pad_expect(2, want);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	UKT_EQ(f[7], 0xe9);
+
+	/* a change at the nop's probe takes the jump out first, and the
+	 * optimizer makes it again */
+	UKT_EQ(disable_kprobe(&pad_kp[3]), 0);
+	UKT_EQ(f[9], 0x0f);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	UKT_EQ(enable_kprobe(&pad_kp[3]), 0);
+	UKT_EQ(f[9], 0xcc);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	UKT_EXPECT_NOT_OPTIMIZED(&pad_kp[3]);
+	for (int i = 0; i < 6; i++)
+		want[i] += i != 3;
+	pad_expect(3, want);
+
+	/* every kprobe disabled, then enabled again */
+	UKT_EQ(kprobes_set_enabled(0), 0);
+	UKT_ASSERT(!memcmp(f, orig, sizeof(orig)));
+	pad_expect(4, want);
+	UKT_EQ(kprobes_set_enabled(1), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	for (int i = 0; i < 6; i++)
+		want[i] += i != 3;
+	pad_expect(5, want);
+
+	unregister_kprobes(kps, 6);
+	UKT_ASSERT(!memcmp(f, orig, sizeof(orig)));
+	pad_expect(6, want);
+}
+
+/*
+ * Two threads call o_padjmp all along while the probe on its dead nop is
+ * disabled, enabled, unregistered and registered again, and the knob
+ * turned: each change takes the jmp's jump out (the nop's int3 back or
+ * gone) and the optimizer makes it again, under the callers' feet.
+ */
+static atomic_int pad_stop;
+static atomic_long pad_bad, pad_calls;
+
+static void *pad_caller(void *arg)
+{
+	long x = (long)arg;
+	while (!pad_stop) {
+		if (o_padjmp(x) != x + 3)
+			pad_bad++;
+		pad_calls++;
+		x++;
+	}
+	return NULL;
+}
+
+UKT_CASE(dead_padding_probe_changed_while_threads_call)
+{
+	static const unsigned off[6] = { 0, 3, 7, 9, 13, 17 };
+	const uint8_t *f = (const uint8_t *)o_padjmp;
+	uint8_t orig[18];
+	memcpy(orig, f, sizeof(orig));
+	struct kprobe *kps[6];
+	for (int i = 0; i < 6; i++) {
+		pad_kp[i] = (struct kprobe){ .addr = (void *)(f + off[i]), .pre_handler = pad_pre };
+		kps[i] = &pad_kp[i];
+	}
+	UKT_EQ(register_kprobes(kps, 6), 0);
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	pthread_t th[2];
+	for (long t = 0; t < 2; t++)
+		UKT_EQ(pthread_create(&th[t], NULL, pad_caller, (void *)(t * 1000000)), 0);
+	for (int round = 0; round < 40; round++) {
+		switch (round % 4) {
+		case 0:
+			UKT_EQ(disable_kprobe(&pad_kp[3]), 0);
+			break;
+		case 1:
+			UKT_EQ(enable_kprobe(&pad_kp[3]), 0);
+			break;
+		case 2:
+			unregister_kprobe(&pad_kp[3]);
+			pad_kp[3] = (struct kprobe){ .addr = (void *)(f + 9), .pre_handler = pad_pre };
+			UKT_EQ(register_kprobe(&pad_kp[3]), 0);
+			break;
+		case 3:
+			UKT_EQ(kprobes_set_optimization(0), 0);
+			UKT_EQ(kprobes_set_optimization(1), 0);
+			break;
+		}
+		if (round % 2)
+			wait_for_kprobe_optimizer();
+	}
+	wait_for_kprobe_optimizer();
+	UKT_EXPECT_OPTIMIZED(&pad_kp[2]);
+	UKT_EXPECT_NOT_OPTIMIZED(&pad_kp[3]);
+	pad_stop = 1;
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	UKT_EQ(pad_bad, 0);
+	UKT_ASSERT(pad_calls > 0);
+	UKT_EQ(pad_hits[3], 0);
+	UKT_EQ(pad_hits[2], pad_calls);
+	unregister_kprobes(kps, 6);
+	UKT_ASSERT(!memcmp(f, orig, sizeof(orig)));
+}
+
+/*
+ * Probes registered while the knob is off are analysed when it is
+ * turned on: every instruction of o_quad, each within 5 bytes of the
+ * next, all optimised as runs.
+ */
+UKT_CASE(every_instruction_registered_with_the_knob_off_optimised_when_on)
+{
+	static const unsigned off[6] = { 0, 3, 7, 11, 15, 19 };
+	struct kprobe kp[6];
+	struct kprobe *kps[6];
+	UKT_EQ(kprobes_set_optimization(0), 0);
+	for (int i = 0; i < 6; i++) {
+		kp[i] = (struct kprobe){ .addr = (void *)((const char *)o_quad + off[i]),
+					 .pre_handler = count_pre };
+		kps[i] = &kp[i];
+	}
+	UKT_EQ(register_kprobes(kps, 6), 0);
+	wait_for_kprobe_optimizer();
+	for (int i = 0; i < 6; i++)
+		UKT_EXPECT_NOT_OPTIMIZED(&kp[i]);
+	UKT_EQ(o_quad(1), 11);
+	UKT_EQ(hits, 6);
+	UKT_EQ(kprobes_set_optimization(1), 0);
+	wait_for_kprobe_optimizer();
+	for (int i = 0; i < 6; i++)
+		UKT_EXPECT_OPTIMIZED(&kp[i]);
+	UKT_EQ(o_quad(2), 12);
+	UKT_EQ(hits, 12);
+	unregister_kprobes(kps, 6);
+	UKT_EQ(o_quad(3), 13);
+	UKT_EQ(hits, 12);
 }
 
 /* ---- handlers that keep to the general registers --------------------------------- */

@@ -204,7 +204,10 @@ static void run_zlib(void (*run)(struct ei_sink *), const char *name, int post, 
  * (analyze.c: region_pun) and lands on a hop.  The workload's results are
  * the unprobed ones, and every probe counts exactly the hits it counts as
  * a breakpoint (optimisation off, then on, same probes, same workload);
- * nearly all are optimised (without puns about 1 in 8 stays a breakpoint).
+ * nearly all are optimised (without puns about 1 in 8 stays a breakpoint;
+ * 99.2-99.6%, where 97.4-97.8% stayed before the knob's turn analysed
+ * the probes registered while it was off: two probes within 5 bytes
+ * kept the first a breakpoint).
  */
 static void run_zlib_apart(unsigned stride, unsigned phase)
 {
@@ -273,7 +276,7 @@ static void run_zlib_apart(unsigned stride, unsigned phase)
 	       "%lu hits each counted as the breakpoints counted them\n", stride, phase, set.n,
 	       opt, 100.0 * opt / set.n, total);
 	UKT_ASSERT(total > ref_calls);
-	UKT_ASSERT(opt * 100 >= set.n * 97);
+	UKT_ASSERT(opt * 100 >= set.n * 98);
 	ei_set_check(&set, 0);
 	ei_set_unregister(&set);
 	ei_sink_reset(&got);
