@@ -16,40 +16,10 @@
 #include <stddef.h>
 #include "run.h"
 
-struct proc {
-	pid_t pid;
-	int in;		/* its stdin: 'q' ends it */
-	FILE *out;	/* its stdout */
-};
-
-static struct proc start_arg(const char *name, const char *arg)
-{
-	int pi[2], po[2];
-	struct proc p;
-	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
-	p.pid = fork();
-	UKT_ASSERT(p.pid >= 0);
-	if (p.pid == 0) {
-		dup2(pi[0], 0);
-		dup2(po[1], 1);
-		close(pi[1]);
-		close(po[0]);
-		execl(target(name), name, arg, (char *)NULL);
-		_exit(126);
-	}
-	close(pi[0]);
-	close(po[1]);
-	p.in = pi[1];
-	p.out = fdopen(po[0], "r");
-	char line[256];
-	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
-	UKT_EQ(atoi(line + 6), p.pid);
-	return p;
-}
 
 static struct proc start(const char *name)
 {
-	return start_arg(name, NULL);
+	return proc_start(name, NULL);
 }
 
 /* 'q', then its last line and exit status */
@@ -126,7 +96,7 @@ static void attach_on(long nr)
  * mapping of the file's bytes that is not code */
 UKT_CASE(attach_with_libc_file_mapped_as_data)
 {
-	struct proc p = start_arg("blocked", "maplibc");
+	struct proc p = proc_start("blocked", "maplibc");
 	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)p.pid);
 	struct run r = ukprobe("trace", "-p", pid, "-d", "0.6", TICK, NULL);

@@ -15,36 +15,10 @@
 #include <time.h>
 #include "run.h"
 
-struct proc {
-	pid_t pid;
-	int in;
-	FILE *out;
-};
 
 static struct proc start(const char *name)
 {
-	int pi[2], po[2];
-	struct proc p;
-	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
-	p.pid = fork();
-	UKT_ASSERT(p.pid >= 0);
-	if (p.pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* a failed case leaves nothing */
-		dup2(pi[0], 0);
-		dup2(po[1], 1);
-		close(pi[1]);
-		close(po[0]);
-		execl(target(name), name, (char *)NULL);
-		_exit(126);
-	}
-	close(pi[0]);
-	close(po[1]);
-	p.in = pi[1];
-	p.out = fdopen(po[0], "r");
-	char line[256];
-	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
-	UKT_EQ(atoi(line + 6), p.pid);
-	return p;
+	return proc_start(name, NULL);
 }
 
 /* counter: N more calls of mark(); its total after them */

@@ -101,36 +101,10 @@ UKT_CASE_T(launch_json, 120)
 	run_free(&r);
 }
 
-struct proc {
-	pid_t pid;
-	int in;
-	FILE *out;
-};
 
 static struct proc start(const char *name)
 {
-	int pi[2], po[2];
-	struct proc p;
-	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
-	fflush(stdout);
-	p.pid = fork();
-	UKT_ASSERT(p.pid >= 0);
-	if (p.pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(pi[0], 0);
-		dup2(po[1], 1);
-		close(pi[1]);
-		close(po[0]);
-		execl(target(name), name, (char *)NULL);
-		_exit(126);
-	}
-	close(pi[0]);
-	close(po[1]);
-	p.in = pi[1];
-	p.out = fdopen(po[0], "r");
-	char line[256];
-	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
-	return p;
+	return proc_start(name, NULL);
 }
 
 static void stop(struct proc *p)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -196,6 +197,43 @@ static inline void show(const struct run *r)
 {
 	fprintf(stderr, "  status %d\n  --- stdout (%zu bytes) ---\n%.4000s\n  --- stderr ---\n%.4000s\n",
 		r->status, r->nout, r->out, r->err);
+}
+
+/* A target program that talks on its stdin and stdout (the cli targets
+ * print "ready PID" first): started with arg (or none), the test its
+ * parent; killed if the test dies. */
+struct proc {
+	pid_t pid;
+	int in;		/* its stdin */
+	FILE *out;	/* its stdout */
+};
+
+static inline struct proc proc_start(const char *name, const char *arg)
+{
+	int pi[2], po[2];
+	struct proc p;
+	UKT_ASSERT(pipe(pi) == 0 && pipe(po) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	p.pid = fork();
+	UKT_ASSERT(p.pid >= 0);
+	if (p.pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* a failed case leaves nothing */
+		dup2(pi[0], 0);
+		dup2(po[1], 1);
+		close(pi[1]);
+		close(po[0]);
+		execl(target(name), name, arg, (char *)NULL);
+		_exit(126);
+	}
+	close(pi[0]);
+	close(po[1]);
+	p.in = pi[1];
+	p.out = fdopen(po[0], "r");
+	char line[256];
+	UKT_ASSERT(fgets(line, sizeof line, p.out) && !strncmp(line, "ready ", 6));
+	UKT_EQ(atoi(line + 6), p.pid);
+	return p;
 }
 
 /* the file offset of symbol name in the ELF file at path (its symbol
