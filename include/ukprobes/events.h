@@ -44,7 +44,8 @@ extern "C" {
 #define UKPEV_MAX_ARRAY		64	/* elements of TYPE[N] */
 #define UKPEV_STRING_MAX	256	/* bytes kept of a string, NUL included:
 					   255 characters, longer ones cut */
-#define UKPEV_MAX_DEPTH		16	/* nesting of +OFFS(...) */
+#define UKPEV_MAX_DEPTH		1024	/* nesting of +OFFS(...): more than a
+					   command line of them holds */
 #define UKPEV_MAX_RECORD	16384	/* bytes of one record, at most */
 #define UKPEV_NAME_MAX		64	/* group and event names, NUL included */
 #define UKPEV_MAX_EVENTS	1024	/* events per area (ids 0..1023) */

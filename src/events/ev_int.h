@@ -91,7 +91,7 @@ struct ev_parg {
 	int sym_at;		/* offset of SYM (after the '@') in the definition */
 	char *str;		/* B_IMMSTR */
 	unsigned ndepth;	/* +OFFS( ) levels, innermost first */
-	int64_t offs[UKPEV_MAX_DEPTH];
+	int64_t *offs;		/* ndepth of them (malloc'd) */
 	bool memory;		/* the value is read from memory */
 	unsigned offset;	/* payload slot */
 };

@@ -621,14 +621,21 @@ void ev_objects_track(void)
 static int compile(struct ukpev_event *e, struct ukpev_error *err)
 {
 	struct ukpev_def *d = e->def;
-	size_t cap = 2 + (size_t)d->nargs * (6 + UKPEV_MAX_DEPTH), n = 0, strsz = 1;
-	for (unsigned i = 0; i < d->nargs; i++)
+	size_t cap = 2, n = 0, strsz = 1, maxdepth = 0;
+	for (unsigned i = 0; i < d->nargs; i++) {
+		cap += 6 + d->args[i].ndepth;
+		if (d->args[i].ndepth > maxdepth)
+			maxdepth = d->args[i].ndepth;
 		if (d->args[i].base == B_IMMSTR)
 			strsz += strlen(d->args[i].str) + 1;
+	}
+	int64_t *reads = malloc((maxdepth + 1) * sizeof(*reads));
 	e->prog = calloc(cap, sizeof(*e->prog));
 	e->strtab = calloc(1, strsz);
-	if (!e->prog || !e->strtab)
+	if (!e->prog || !e->strtab || !reads) {
+		free(reads);
 		return -ENOMEM;
+	}
 	size_t stroff = 1;
 #define EMIT(...) (e->prog[n++] = (struct ev_insn){ __VA_ARGS__ })
 	for (unsigned i = 0; i < d->nargs; i++) {
@@ -645,7 +652,6 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 			continue;
 		}
 		EMIT(.op = OP_ARG, .param = (uint16_t)i, .dst = (uint16_t)a->offset);
-		int64_t reads[UKPEV_MAX_DEPTH + 1];
 		unsigned nr = 0;
 		switch (a->base) {
 		case B_REG:
@@ -676,6 +682,7 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 			if (r) {
 				ev_set_err(err, r == -ENXIO ? UKPEV_E_UNKNOWN_OBJECT : UKPEV_E_UNKNOWN_SYMBOL,
 					   a->sym_at);
+				free(reads);
 				return -EINVAL;
 			}
 			EMIT(.op = OP_LD_IMM, .imm = (int64_t)(addr + (unsigned long)a->sym_off));
@@ -712,6 +719,7 @@ static int compile(struct ukpev_event *e, struct ukpev_error *err)
 	}
 	EMIT(.op = OP_END);
 #undef EMIT
+	free(reads);
 	return 0;
 }
 

@@ -318,6 +318,10 @@ static int parse_fetch(struct pctx *c, struct ev_parg *a, const char *s, size_t 
 			return r;
 		if (a->base == B_IMMSTR)
 			FAIL(c, UKPEV_E_BAD_FETCH_ARG, at + (int)in);
+		int64_t *no = realloc(a->offs, (a->ndepth + 1) * sizeof(*no));
+		if (!no)
+			FAIL(c, UKPEV_E_TOO_MANY_OPS, at);
+		a->offs = no;
 		a->offs[a->ndepth++] = s[0] == '-' ? -(int64_t)off : (int64_t)off;
 		a->memory = true;
 		return 0;
@@ -746,6 +750,7 @@ void ev_def_free(struct ukpev_def *d)
 		free(d->args[i].type_name);
 		free(d->args[i].sym);
 		free(d->args[i].str);
+		free(d->args[i].offs);
 	}
 	free(d->args);
 	free(d->infos);

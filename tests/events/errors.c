@@ -78,12 +78,16 @@ static void check(const char *text, int r, const struct ukpev_error *err, int co
 		UKT_FAIL("'%s': r %d, \"%s\" at %d; want \"%s\" at %d", text, r,
 			 ukpev_strerror(err->code), err->offset, ukpev_strerror(code), offset);
 	/* the caret column: strlen("  Command: ") + offset */
-	char buf[4096], want[4096];
-	int n = ukpev_error_format(buf, sizeof(buf), text, err);
-	snprintf(want, sizeof(want), "ukprobe: error: %s\n  Command: %s\n%*s^\n",
+	size_t sz = 2 * strlen(text) + 256;
+	char *buf = malloc(sz), *want = malloc(sz);
+	UKT_ASSERT(buf && want);
+	int n = ukpev_error_format(buf, sz, text, err);
+	snprintf(want, sz, "ukprobe: error: %s\n  Command: %s\n%*s^\n",
 		 ukpev_strerror(code), text, 11 + offset, "");
 	UKT_STREQ(buf, want);
 	UKT_EQ(n, (int)strlen(want));
+	free(buf);
+	free(want);
 }
 
 UKT_CASE(malformed_definitions)
@@ -135,7 +139,7 @@ UKT_CASE(cli_example)
 
 UKT_CASE(nesting_limit)
 {
-	char def[512];
+	static char def[16 + 4 * (UKPEV_MAX_DEPTH + 1)];
 	int n = snprintf(def, sizeof(def), "p malloc ");
 	for (int i = 0; i < UKPEV_MAX_DEPTH + 1; i++)
 		n += snprintf(def + n, sizeof(def) - (size_t)n, "+0(");

@@ -103,6 +103,30 @@ UKT_CASE(memory_fetches)
 		  " i=-7 n=\"first\" s=\"pointed\" ni=42 nn=\"second\" u=0xfffffff9 neg='x'");
 }
 
+/* a list of 300 nodes walked 299 times by +24( ) (next), as deep as
+ * CLI.md's "nested to any depth" asks: the last node's i */
+static struct tobj chain[300];
+NOIL void call_chain(void)
+{
+	for (int k = 0; k < 300; k++)
+		chain[k] = (struct tobj){ .i = 1000 + k, .next = k + 1 < 300 ? &chain[k + 1] : NULL };
+	t_obj(&chain[0]);
+}
+
+UKT_CASE(deep_nesting)
+{
+	setup();
+	static char def[64 + 5 * 300];
+	int n = snprintf(def, sizeof def, "p t_obj last=+0(");
+	for (int k = 0; k < 299; k++)
+		n += snprintf(def + n, sizeof def - (size_t)n, "+24(");
+	n += snprintf(def + n, sizeof def - (size_t)n, "%%di");
+	for (int k = 0; k < 300; k++)
+		n += snprintf(def + n, sizeof def - (size_t)n, ")");
+	snprintf(def + n, sizeof def - (size_t)n, ":s32");
+	UKT_STREQ(one(def, call_chain), " last=1299");
+}
+
 UKT_CASE(types)
 {
 	setup();
