@@ -115,6 +115,25 @@ static struct ev_hreader *hreader(struct ukpev_reader *r, unsigned id)
 	return hr->bad ? NULL : hr;
 }
 
+/* Two histograms' entries mean the same (a name shares data only then:
+ * the same keys and values, by name, kind and layout) */
+static bool same_fields(const struct ev_hspec *a, const struct ev_hspec *b)
+{
+	if (a->nkeys != b->nkeys || a->nvals != b->nvals || a->size != b->size ||
+	    a->key_words != b->key_words || a->entry_words != b->entry_words)
+		return false;
+	for (unsigned k = 0; k < a->nkeys + a->nvals; k++) {
+		const struct ev_hfield *x = k < a->nkeys ? &a->keys[k] : &a->vals[k - a->nkeys];
+		const struct ev_hfield *y = k < a->nkeys ? &b->keys[k] : &b->vals[k - a->nkeys];
+		if (x->kind != y->kind || x->mod != y->mod || x->sign != y->sign ||
+		    x->size != y->size || x->words != y->words || x->off != y->off ||
+		    x->bf_width != y->bf_width || x->bf_shift != y->bf_shift ||
+		    x->buckets != y->buckets || strcmp(x->name, y->name))
+			return false;
+	}
+	return true;
+}
+
 /* Adds one entry (tag, key, counts) into map m: false if it is full. */
 static bool merge_entry(struct ev_hreader *m, const uint64_t *src)
 {
@@ -260,8 +279,8 @@ static void print_field_spec(FILE *f, const struct ev_hfield *fl)
 static void print_trigger(FILE *f, const struct ev_hspec *sp, const char *filter)
 {
 	fputs("hist:", f);
-	if (sp->name[0])
-		fprintf(f, "%s:", sp->name);
+	if (sp->name[0])	/* the kernel keeps the attribute whole */
+		fprintf(f, "name=%s:", sp->name);
 	fputs("keys=", f);
 	for (unsigned k = 0; k < sp->nkeys; k++) {
 		if (k)
@@ -503,6 +522,29 @@ int ukpev_reader_hist_print(struct ukpev_reader *r, unsigned id, FILE *f, int fo
 	}
 	struct ev_hist_meta *meta = ev_hmeta(h, id);
 	m.drops += atomic_load(&meta->nomem) + atomic_load(&meta->retired_drops);
+	/* a named histogram's data are every trigger's of that name (with
+	 * the same fields), as the kernel shares them: each shows the sum */
+	for (unsigned j = 0; sp->name[0] && j < ukpev_reader_nhists(r); j++) {
+		struct ev_hreader *o = j == id ? NULL : hreader(r, j);
+		if (!o || strcmp(o->spec.name, sp->name) || !same_fields(&o->spec, sp))
+			continue;
+		for (unsigned i = 0; i < o->cap; i++) {
+			const uint64_t *e = o->ents + (size_t)i * sp->entry_words;
+			if (e[0] && !merge_entry(&m, e))
+				m.drops += e[1 + sp->key_words];
+		}
+		m.drops += o->drops;
+		for (uint32_t i = 0; i < hw && i < h->threads_max; i++) {
+			struct ev_tblock *tb = ev_tb(h, i);
+			if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE)
+				continue;
+			struct ev_htable *t = table_of(h, tb, j, sp);
+			if (t)
+				merge_table(&m, t, false);
+		}
+		struct ev_hist_meta *om = ev_hmeta(h, j);
+		m.drops += atomic_load(&om->nomem) + atomic_load(&om->retired_drops);
+	}
 	pthread_mutex_unlock(&r->hist_mu);
 	uint64_t **order = malloc((m.n ? m.n : 1) * sizeof(*order));
 	if (!order) {
