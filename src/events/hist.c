@@ -489,6 +489,22 @@ static void print_folded(FILE *f, const struct ev_hspec *sp, uint64_t **order, u
 	free(fs);
 }
 
+/* into m: histogram id's table of every live thread, and its drops */
+static void merge_live(struct ev_hreader *m, struct ev_area_hdr *h, unsigned id)
+{
+	uint32_t hw = atomic_load(&h->threads_hw);
+	for (uint32_t i = 0; i < hw && i < h->threads_max; i++) {
+		struct ev_tblock *tb = ev_tb(h, i);
+		if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE)
+			continue;
+		struct ev_htable *t = table_of(h, tb, id, &m->spec);
+		if (t)
+			merge_table(m, t, false);
+	}
+	struct ev_hist_meta *meta = ev_hmeta(h, id);
+	m->drops += atomic_load(&meta->nomem) + atomic_load(&meta->retired_drops);
+}
+
 int ukpev_reader_hist_print(struct ukpev_reader *r, unsigned id, FILE *f, int format,
 			    ukpev_symbolize_fn sym, void *arg)
 {
@@ -511,17 +527,7 @@ int ukpev_reader_hist_print(struct ukpev_reader *r, unsigned id, FILE *f, int fo
 		return -ENOMEM;
 	}
 	memcpy(m.ents, hr->ents, (size_t)m.cap * sp->entry_words * 8);
-	uint32_t hw = atomic_load(&h->threads_hw);
-	for (uint32_t i = 0; i < hw && i < h->threads_max; i++) {
-		struct ev_tblock *tb = ev_tb(h, i);
-		if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE)
-			continue;
-		struct ev_htable *t = table_of(h, tb, id, sp);
-		if (t)
-			merge_table(&m, t, false);
-	}
-	struct ev_hist_meta *meta = ev_hmeta(h, id);
-	m.drops += atomic_load(&meta->nomem) + atomic_load(&meta->retired_drops);
+	merge_live(&m, h, id);
 	/* a named histogram's data are every trigger's of that name (with
 	 * the same fields), as the kernel shares them: each shows the sum */
 	for (unsigned j = 0; sp->name[0] && j < ukpev_reader_nhists(r); j++) {
@@ -534,16 +540,7 @@ int ukpev_reader_hist_print(struct ukpev_reader *r, unsigned id, FILE *f, int fo
 				m.drops += e[1 + sp->key_words];
 		}
 		m.drops += o->drops;
-		for (uint32_t i = 0; i < hw && i < h->threads_max; i++) {
-			struct ev_tblock *tb = ev_tb(h, i);
-			if (atomic_load_explicit(&tb->state, memory_order_acquire) != EV_TB_LIVE)
-				continue;
-			struct ev_htable *t = table_of(h, tb, j, sp);
-			if (t)
-				merge_table(&m, t, false);
-		}
-		struct ev_hist_meta *om = ev_hmeta(h, j);
-		m.drops += atomic_load(&om->nomem) + atomic_load(&om->retired_drops);
+		merge_live(&m, h, j);
 	}
 	pthread_mutex_unlock(&r->hist_mu);
 	uint64_t **order = malloc((m.n ? m.n : 1) * sizeof(*order));
