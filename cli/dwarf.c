@@ -14,6 +14,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "dwarf.h"
 #include "elf.h"
+#include <ukprobes/events.h>
 
 struct dw_obj {
 	char *name;		/* as given: what raw places name */
@@ -1090,6 +1092,9 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 			seterr(err, base + (int)strlen(pl->func) +
 			       (pl->src[0] ? (int)strlen(pl->src) + 1 : 0) + 1,
 			       "No code at line %ld of %s", pl->line, pl->func);
+		else if (pl->ret || pl->has_off)
+			seterr(err, base, "Function %s is only inlined: %s needs a copy that is called",
+			       pl->func, pl->ret ? "%return" : "+OFFS");
 		else
 			seterr(err, base, "No place for %s", pl->func);
 		return -1;
@@ -2213,8 +2218,34 @@ static int is_raw_fetch(const char *f)
 	       f[0] == '-' || f[0] == '\\' || isdigit((unsigned char)f[0]);
 }
 
+/* does NAME (as a place's OBJ: writes it) name o: its name as opened, its
+ * path, or the same file name */
+static int obj_is(const struct dw_obj *o, const char *name)
+{
+	const char *b = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
+	const char *nb = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	return !strcmp(name, o->name) || !strcmp(name, o->path) || !strcmp(nb, b);
+}
+
+/* The length of the OBJ: a place begins with (libc.so.6:_int_malloc,
+ * /usr/bin/prog:file.c:12), up to the first ':' that is not of a "::",
+ * when what follows it is a name (FUNC:N and SRC:N have a number there,
+ * the raw OBJ:0xN keeps its own); 0 when it has none */
+static size_t obj_prefix(const char *p)
+{
+	for (size_t i = 0; p[i]; i++) {
+		if (strchr(";@\"'\\<>()%", p[i]))
+			return 0;
+		if (p[i] == ':')
+			return p[i + 1] == ':' || !i || !p[i + 1] ||
+			       isdigit((unsigned char)p[i + 1]) ? 0 : i + 1;
+	}
+	return 0;
+}
+
 static int is_source_place(const char *p)
 {
+	p += obj_prefix(p);
 	if (strchr(p, '@') || strchr(p, ';') || place_quoted(p))
 		return 1;
 	if (strstr(p, "::"))	/* a C++ name: no raw place has one */
@@ -2310,8 +2341,10 @@ static char *place_name(const struct place *pl, char *out, size_t n)
 	return out;
 }
 
-int dw_translate(struct dw_obj *o, const char *def, char ***out,
-		 struct dw_error *err)
+/* at_symbol: DEF is a raw one whose SYM only the debug information knows:
+ * FUNC is the function's first byte, as SYM is */
+static int translate(struct dw_obj *o, const char *def, char ***out,
+		     struct dw_error *err, int at_symbol)
 {
 	/* tokens with their offsets */
 	const char *tok[160];
@@ -2350,14 +2383,23 @@ int dw_translate(struct dw_obj *o, const char *def, char ***out,
 	}
 	char pstr[1024];
 	snprintf(pstr, sizeof pstr, "%.*s", tlen[1], tok[1]);
+	/* OBJ: before the place names o (the caller opened it by that name) */
+	size_t pre = obj_prefix(pstr);
+	if (pre) {
+		pstr[pre - 1] = 0;
+		if (!obj_is(o, pstr)) {
+			seterr(err, toff[1], "%s is not the object read (%s)", pstr, o->name);
+			return -1;
+		}
+	}
 	struct place pl;
-	if (parse_place(pstr, &pl, err, toff[1]) != 0)
+	if (parse_place(pstr + pre, &pl, err, toff[1] + (int)pre) != 0)
 		return -1;
 	if (is_ret)
 		pl.ret = 1;
-	pl.skip_prologue = nt > 2;
+	pl.skip_prologue = nt > 2 && !at_symbol;
 	struct site *sites;
-	int nsites = resolve_place(o, &pl, &sites, err, toff[1]);
+	int nsites = resolve_place(o, &pl, &sites, err, toff[1] + (int)pre);
 	if (nsites < 0)
 		return -1;
 	char pn[1100];
@@ -2515,6 +2557,137 @@ int dw_map_offset(const char *def, const char *raw, int off)
 	return ua[u] + (int)(uf - uw);
 }
 
+int dw_translate(struct dw_obj *o, const char *def, char ***out,
+		 struct dw_error *err)
+{
+	return translate(o, def, out, err, 0);
+}
+
+struct dw_cache {
+	struct dw_cache *next;
+	char *name;
+	struct dw_obj *o;	/* NULL: it failed, with this error */
+	struct dw_error err;
+};
+
+struct dw_obj *dw_cache_open(struct dw_cache **c, const char *obj, struct dw_error *err)
+{
+	for (struct dw_cache *e = *c; e; e = e->next)
+		if (!strcmp(e->name, obj)) {
+			if (!e->o)
+				*err = e->err;
+			return e->o;
+		}
+	struct dw_cache *e = calloc(1, sizeof *e);
+	char *n = strdup(obj);
+	if (!e || !n) {
+		free(e);
+		free(n);
+		seterr(err, 0, "out of memory");
+		return NULL;
+	}
+	e->o = dw_open(obj, &e->err);
+	if (!e->o)
+		*err = e->err;
+	e->name = n;
+	e->next = *c;
+	*c = e;
+	return e->o;
+}
+
+void dw_cache_free(struct dw_cache *c)
+{
+	while (c) {
+		struct dw_cache *n = c->next;
+		dw_close(c->o);
+		free(c->name);
+		free(c);
+		c = n;
+	}
+}
+
+int dw_def_object(const char *def, char *obj, size_t n)
+{
+	int at[2], len[2];
+	if (split_words(def, at, len, 2) < 2 || (def[0] != 'p' && def[0] != 'r'))
+		return 0;
+	char place[1024];
+	snprintf(place, sizeof place, "%.*s", len[1], def + at[1]);
+	size_t pre = obj_prefix(place);
+	if (!pre)
+		return 0;
+	snprintf(obj, n, "%.*s", (int)pre - 1, place);
+	return 1;
+}
+
+/* an external function (DW_AT_external), for an inlined copy its origin's */
+static int is_external(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	bool f = false;
+	return dwarf_attr_integrate(die, DW_AT_external, &a) && dwarf_formflag(&a, &f) == 0 && f;
+}
+
+int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, char ***out,
+			struct dw_error *err)
+{
+	int at[3], len[3];
+	if (split_words(def, at, len, 3) < 2 || (def[0] != 'p' && def[0] != 'r') ||
+	    len[1] >= 1024 || !o->has_elf)
+		return 0;
+	char place[1024];
+	snprintf(place, sizeof place, "%.*s", len[1], def + at[1]);
+	size_t pre = obj_prefix(place);
+	if (pre) {
+		place[pre - 1] = 0;
+		if (!obj_is(o, place))
+			return 0;
+	}
+	/* SYM[+OFFS|%return]: a C name (a symbol the tables lack) */
+	char *sym = place + pre;
+	size_t sl = strcspn(sym, "+%");
+	if (!sl || isdigit((unsigned char)sym[0]))
+		return 0;
+	for (size_t i = 0; i < sl; i++)
+		if (!isalnum((unsigned char)sym[i]) && sym[i] != '_')
+			return 0;
+	sym[sl] = 0;
+	if (elf_find(&o->elf, sym))
+		return 0;
+	struct insts s = { 0 };
+	struct match m = { sym, NULL, &s, 0 };
+	walk_all(o, match_fn, &m);
+	int known = 0;
+	for (size_t i = 0; i < s.n; i++)
+		known |= any_function || !is_external(&s.v[i].die);
+	free(s.v);
+	if (!known)
+		return 0;
+	/* the raw grammar's default name, made explicit */
+	struct ukpev_def *d;
+	struct ukpev_error e;
+	if (ukpev_def_parse(def, &d, &e) < 0)
+		return 0;
+	const struct ukpev_event_info *in = ukpev_def_info(d);
+	char *named;
+	int delta = 0;
+	if (memchr(def, ':', (size_t)len[0])) {
+		named = strdup(def);
+	} else {
+		size_t n = strlen(def) + strlen(in->group) + strlen(in->event) + 3;
+		named = malloc(n);
+		int w = snprintf(named, n, "%.*s:%s/%s%s", len[0], def, in->group, in->event,
+				 def + len[0]);
+		delta = w - (int)strlen(def);
+	}
+	ukpev_def_free(d);
+	int r = translate(o, named, out, err, 1);
+	if (r < 0)
+		err->offset = err->offset >= len[0] + delta ? err->offset - delta : 0;
+	free(named);
+	return r;
+}
+
 /* ---- -L and -V ------------------------------------------------------- */
 
 /* the lines of a file (matching SRC) with code in [lo, hi], within DIE;
@@ -2622,6 +2795,8 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	char path[4096] = "";
 	if (df)
 		code_lines(&in->cu, df, &in->die, dl, dl + SPAN - 1, seen, path, sizeof path);
+	if (!path[0] && df)	/* no line of its own: its source all the same */
+		snprintf(path, sizeof path, "%s", full_path(&in->cu, df));
 	int maxl = -1;
 	for (int i = 0; i < SPAN; i++)
 		if (seen[i])
@@ -2726,9 +2901,7 @@ int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n)
 	char *sym = p, *colon = strchr(p, ':');
 	if (colon) {
 		*colon = 0;
-		const char *b = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
-		const char *ob = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-		if (strcmp(p, o->name) && strcmp(p, o->path) && strcmp(ob, b))
+		if (!obj_is(o, p))
 			return -1;
 		sym = colon + 1;
 		if (!strncmp(sym, "0x", 2)) {

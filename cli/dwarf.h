@@ -34,6 +34,26 @@ int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n);
 int dw_translate(struct dw_obj *o, const char *def, char ***out,
 		 struct dw_error *err);
 
+/* objects opened by name, each once (NULL: none yet); dw_cache_open
+ * returns the one named OBJ, or NULL with err set */
+struct dw_cache;
+struct dw_obj *dw_cache_open(struct dw_cache **c, const char *obj, struct dw_error *err);
+void dw_cache_free(struct dw_cache *c);
+
+/* the object a definition's place begins with (OBJ:FUNC..., OBJ:SRC:LINE,
+ * the translation reading that object's debug information) written to
+ * obj: 1; 0 when it names none */
+int dw_def_object(const char *def, char *obj, size_t n);
+
+/* a raw definition whose place is SYM[+OFFS|%return] (OBJ:SYM... naming o)
+ * that o's symbol tables lack but its debug information knows as a
+ * function (an inlined one, one without a symbol; any_function 0: only a
+ * function of o's own, not external), translated at every copy's first
+ * byte, the raw default event name kept: the count as dw_translate's; 0
+ * when DEF is not such a definition */
+int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, char ***out,
+			struct dw_error *err);
+
 /* the offset in DEF (as given to dw_translate) of what is at offset OFF
  * of RAW, one of the definitions DEF became: errors found in RAW are
  * shown in what was written */

@@ -23,7 +23,7 @@ static const struct opt_def {
 } opt_table[] = {
 	{ 'p', "pid", "PID", "attach to the running process PID (a dynamically linked glibc program)" },
 	{ 'd', "duration", "SECONDS", "with -p: end the trace after SECONDS (fractional), removing every probe" },
-	{ 'x', "exec", "OBJ", "the object whose debug information source-level definitions use (default: the program)" },
+	{ 'x', "exec", "OBJ", "the object source-level definitions read when their place names none (default: the program)" },
 	{ 'o', "output", "FILE", "write the events to FILE instead of stdout" },
 	{ 'b', "buffer-size", "KB", "each thread's record buffer, in KiB (default " UKP_STR(UKP_DEFAULT_BUFFER_KB) ")" },
 	{ O_PROFILE, "profile", NULL, "at the end, write 'GRP/EVENT HITS MISSES' per event to stderr (uprobe_profile)" },
@@ -54,9 +54,10 @@ void trace_usage(FILE *f)
 "  TYPE: u8..u64 s8..s64 x8..x64 char string ustring symbol symstr\n"
 "    b<W>@<O>/<S> TYPE[N]\n"
 "  Source-level (DWARF, as perf probe): PLACE FUNC[@SRC][:RELLINE|+OFFS|%%return]\n"
-"    or SRC:LINE; FETCH a variable NAME, NAME->FIELD, NAME.FIELD, NAME[IDX],\n"
-"    $params, $vars ('ukprobe probe --help'); a place with several addresses\n"
-"    becomes events EVENT, EVENT_1, ...\n"
+"    or SRC:LINE, after OBJ: for another object's; FETCH a variable NAME,\n"
+"    NAME->FIELD, NAME.FIELD, NAME[IDX], $params, $vars ('ukprobe probe\n"
+"    --help'); a place with several addresses becomes events EVENT,\n"
+"    EVENT_1, ...\n"
 "\n"
 "Options:\n");
 	for (size_t k = 0; k < NOPTS; k++) {

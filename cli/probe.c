@@ -23,7 +23,8 @@ static void probe_usage(FILE *f)
 "\n"
 "Reads OBJ's debug information (its own, or the debug file found by\n"
 "build-id under /usr/lib/debug/.build-id) as 'perf probe' does.\n"
-"PLACE is FUNC[@SRC][:RELLINE|+OFFS|%%return] or SRC:LINE.\n"
+"PLACE is FUNC[@SRC][:RELLINE|+OFFS|%%return] or SRC:LINE; in -D, after\n"
+"OBJ: it is another object's.\n"
 "\n"
 "  -x, --exec=OBJ     the executable or library (a path, or a name such\n"
 "                     as libc.so.6)\n"
@@ -66,7 +67,7 @@ static int print_raw(struct dw_obj *o, const char *def)
 	size_t ps = head + strspn(def + head, " \t"), pl = strcspn(def + ps, " \t");
 	char place[1100], at[1200];
 	snprintf(place, sizeof place, "%.*s", (int)pl, def + ps);
-	if (dw_raw_place(o, place, at, sizeof at) != 0)
+	if (!o || dw_raw_place(o, place, at, sizeof at) != 0)
 		snprintf(at, sizeof at, "%s", place);
 	if (memchr(def, ':', head))
 		printf("%.*s %s%s\n", (int)head, def, at, def + ps + pl);
@@ -75,6 +76,47 @@ static int print_raw(struct dw_obj *o, const char *def)
 		       def + ps + pl);
 	ukpev_def_free(d);
 	return 0;
+}
+
+/* -D: each definition as trace arms it, read from the object its place
+ * names (OBJ:...) or else OBJ */
+static int print_definitions(const char *obj, char **defs, int n)
+{
+	struct dw_cache *cache = NULL;
+	struct dw_error err;
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		char on[1024], **out = NULL;
+		int named = dw_def_object(defs[i], on, sizeof on);
+		int dw = dw_is_source_level(defs[i]);
+		struct dw_obj *o = dw_cache_open(&cache, named ? on : obj, &err);
+		int m = 0;
+		if (!o && dw) {
+			ukp_err("%s", err.msg);
+			rc = 1;
+			break;
+		}
+		if (dw)
+			m = dw_translate(o, defs[i], &out, &err);
+		else if (o)
+			m = dw_translate_symbol(o, defs[i], named, &out, &err);
+		if (m < 0) {
+			ukp_dwarf_error(defs[i], &err);
+			rc = 2;
+			break;
+		}
+		if (!dw && !m) {
+			rc = print_raw(o, defs[i]);
+			continue;
+		}
+		for (int k = 0; k < m; k++) {
+			printf("%s\n", out[k]);
+			free(out[k]);
+		}
+		free(out);
+	}
+	dw_cache_free(cache);
+	return rc;
 }
 
 int cmd_probe(int argc, char **argv)
@@ -121,43 +163,19 @@ int cmd_probe(int argc, char **argv)
 		return 2;
 	}
 	struct dw_error err;
+	if (mode == 'D')
+		return print_definitions(obj, argv + first_def, argc - first_def);
 	struct dw_obj *o = dw_open(obj, &err);
 	if (!o) {
 		ukp_err("%s", err.msg);
 		return 1;
 	}
 	int rc = 0;
-	switch (mode) {
-	case 'F':
+	if (mode == 'F') {
 		dw_list_funcs(o, arg, stdout);
-		break;
-	case 'L':
-	case 'V':
-		if ((mode == 'L' ? dw_list_lines : dw_list_vars)(o, arg, stdout, &err) != 0) {
-			ukp_dwarf_error(arg, &err);
-			rc = 2;
-		}
-		break;
-	case 'D':
-		for (int i = first_def; i < argc && !rc; i++) {
-			if (!dw_is_source_level(argv[i])) {
-				rc = print_raw(o, argv[i]);
-				continue;
-			}
-			char **out;
-			int n = dw_translate(o, argv[i], &out, &err);
-			if (n < 0) {
-				ukp_dwarf_error(argv[i], &err);
-				rc = 2;
-				break;
-			}
-			for (int k = 0; k < n; k++) {
-				printf("%s\n", out[k]);
-				free(out[k]);
-			}
-			free(out);
-		}
-		break;
+	} else if ((mode == 'L' ? dw_list_lines : dw_list_vars)(o, arg, stdout, &err) != 0) {
+		ukp_dwarf_error(arg, &err);
+		rc = 2;
 	}
 	dw_close(o);
 	return rc;

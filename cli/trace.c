@@ -395,38 +395,45 @@ static char *program_path(const struct trace_opts *t)
 	return NULL;
 }
 
-/* source-level definitions become raw ones (t->defs replaced): 0, or
- * the exit status with the error written */
+/* source-level definitions become raw ones (t->defs replaced), read from
+ * the object their place names (OBJ:...) or else the program (-x OBJ);
+ * so do raw ones whose SYM only the debug information knows (an inlined
+ * function: every copy). 0, or the exit status with the error written */
 static int translate_source(struct trace_opts *t)
 {
-	int any = 0;
-	for (int k = 0; k < t->ndefs; k++)
-		any |= dw_is_source_level(t->defs[k]);
-	if (!any)
-		return 0;
 	/* the raw definitions name the object by this path, which the
 	 * agent opens in the target: from its working directory, not ours */
-	char *obj = t->exec ? (strchr(t->exec, '/') ? realpath(t->exec, NULL) : NULL) : NULL;
-	if (!obj)
-		obj = t->exec ? strdup(t->exec) : program_path(t);
-	if (!obj) {
-		ukp_err("source-level definitions need -x OBJ (the program is not found)");
-		return 2;
-	}
+	char *prog = t->exec ? (strchr(t->exec, '/') ? realpath(t->exec, NULL) : NULL) : NULL;
+	if (!prog)
+		prog = t->exec ? strdup(t->exec) : program_path(t);
+	struct dw_cache *cache = NULL;
 	struct dw_error err;
-	struct dw_obj *o = dw_open(obj, &err);
-	free(obj);
-	if (!o) {
-		ukp_err("%s", err.msg);
-		return 2;
-	}
 	const char **defs = NULL, **src = NULL;
 	int n = 0, r = 0;
 	for (int k = 0; k < t->ndefs && !r; k++) {
-		char **out = NULL;
+		char **out = NULL, on[1024];
 		int m = 1;
+		int named = dw_def_object(t->defs[k], on, sizeof on);
 		int dw = dw_is_source_level(t->defs[k]);
-		if (dw && (m = dw_translate(o, t->defs[k], &out, &err)) < 0) {
+		const char *obj = named ? on : prog;
+		if (dw && !obj) {
+			ukp_err("source-level definitions need -x OBJ (the program is not found)");
+			r = 2;
+			break;
+		}
+		struct dw_obj *o = obj ? dw_cache_open(&cache, obj, &err) : NULL;
+		if (dw && !o) {
+			ukp_err("%s", err.msg);
+			r = 2;
+			break;
+		}
+		if (dw)
+			m = dw_translate(o, t->defs[k], &out, &err);
+		else if (o && (m = dw_translate_symbol(o, t->defs[k], named, &out, &err)) > 0)
+			dw = 1;
+		else if (m == 0)
+			m = 1;
+		if (m < 0) {
 			ukp_dwarf_error(t->defs[k], &err);
 			r = 2;
 			break;
@@ -451,7 +458,8 @@ static int translate_source(struct trace_opts *t)
 		}
 		free(out);
 	}
-	dw_close(o);
+	dw_cache_free(cache);
+	free(prog);
 	if (r) {
 		for (int j = 0; j < n; j++)
 			if (src[j])

@@ -4,7 +4,7 @@
  * included whole: its parser is static): perf probe's places
  * (FUNC[@SRC][:RELLINE|+OFFS|%return|;PATTERN], SRC:LINE, SRC;PATTERN) with
  * C++ names (brackets, operators), the test of whether a definition is
- * source-level, the splitting of a definition into words (a place may be
+ * source-level, the OBJ: it may begin with, the splitting of a definition into words (a place may be
  * quoted or escaped, as perf probe's), and the comparison of C++ names in
  * one spelling.  An input
  * is a place, optionally followed by a newline and a name to compare it
@@ -35,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char def[2100];
 	snprintf(def, sizeof(def), "p %s", text);
 	(void)dw_is_source_level(def);
+	/* the OBJ: a place may begin with: a prefix of the place's word */
+	char obj[1024];
+	if (dw_def_object(def, obj, sizeof obj) &&
+	    (!obj[0] || strncmp(def + 2 + strspn(def + 2, " \t"), obj, strlen(obj))))
+		abort();
 	int at[160], len[160];
 	int nw = split_words(def, at, len, 160);
 	for (int k = 0; k < nw; k++)

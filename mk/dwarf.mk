@@ -1,12 +1,17 @@
 # Source-level definitions (cli/dwarf.c): the DWARF test's target built
 # unoptimized and optimized, by gcc and by clang.
-#   build/cli-targets/dsrc-gcc-O0, dsrc-gcc-O2, dsrc-clang-O0, dsrc-clang-O2
+#   build/cli-targets/dsrc-gcc-O0, dsrc-gcc-O2, dsrc-clang-O0, dsrc-clang-O2,
+#   dsrc-fortify
 # The same for targets/dent.c (entry values, pieces): dent-gcc-O0...
 DWARF_TARGETS := $(foreach t,dsrc dent,$(foreach c,gcc clang,$(foreach o,O0 O2,\
-	$(B)/cli-targets/$(t)-$(c)-$(o))))
+	$(B)/cli-targets/$(t)-$(c)-$(o)))) $(B)/cli-targets/dsrc-fortify
 $(B)/cli-targets/dsrc-gcc-%: tests/cli/targets/dsrc.c
 	@mkdir -p $(dir $@)
 	gcc -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+# with glibc's _FORTIFY_SOURCE: inlined copies of its external printf
+$(B)/cli-targets/dsrc-fortify: tests/cli/targets/dsrc.c
+	@mkdir -p $(dir $@)
+	gcc -std=c11 -Wall -Wextra -Werror -g -O2 -D_FORTIFY_SOURCE=2 -o $@ $<
 $(B)/cli-targets/dsrc-clang-%: tests/cli/targets/dsrc.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<

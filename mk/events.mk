@@ -44,11 +44,13 @@ $(B)/fuzz/ukpev-fuzz: $(FUZZ_SRCS) $(wildcard src/events/*.h) include/ukprobes/e
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRCS)
 # and ukprobe's source-level place parser (cli/dwarf.c, whole), a third of
 # the time, from its own seeds (fuzz/dwplace-corpus)
-$(B)/fuzz/dwplace-fuzz: fuzz/dwplace_fuzz.c cli/dwarf.c cli/dwarf.h cli/elf.c cli/elf.h
+# (with the events core's parser, which names raw definitions)
+DWPLACE_FUZZ_SRCS := fuzz/dwplace_fuzz.c cli/elf.c $(filter-out fuzz/%,$(FUZZ_SRCS))
+$(B)/fuzz/dwplace-fuzz: $(DWPLACE_FUZZ_SRCS) cli/dwarf.c cli/dwarf.h cli/elf.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ \
-		fuzz/dwplace_fuzz.c cli/elf.c -ldw -lelf
+		$(DWPLACE_FUZZ_SRCS) -ldw -lelf
 # and every reader of ELF files (ukprobe's cli/elf.c, the engine's
 # src/symbols.c, the events core's src/events/elffile.c), a third of the
 # time, from its seeds (fuzz/elf-corpus, made by fuzz/elf-seeds.py): their

@@ -461,6 +461,84 @@ UKT_CASE(inlined_copies_of_a_function)
 	}
 }
 
+/* A function only DWARF knows (inlined everywhere at -O2, no symbol) as
+ * the raw grammar's bare SYM place: every copy, at its first byte, under
+ * the raw default name; %return of it is refused (no copy is called) */
+UKT_CASE(inlined_function_as_a_raw_place)
+{
+	static const char *const o2[] = { "dsrc-gcc-O2", "dsrc-clang-O2" };
+	for (size_t b = 0; b < 2; b++) {
+		struct run r = ukprobe("trace", "p scaled", "p:dw/s scaled x=%di", "--",
+				       target(o2[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		RUN_EXPECT(r, count_lines(r.out, " p_scaled_0: (work+0x") == 2);
+		RUN_EXPECT(r, count_lines(r.out, " s: (work+0x") == 2);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(o2[b]), "-D", "p scaled", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:ukprobes/p_scaled_0 ") == 1);
+		run_free(&r);
+		r = ukprobe("trace", "p scaled%return", "--", target(o2[b]), NULL);
+		expect_caret(&r, "Function scaled is only inlined: %return needs a copy that is called",
+			     "p scaled%return", 2);
+		run_free(&r);
+	}
+	/* glibc's _FORTIFY_SOURCE inlines its own external printf into the
+	 * program: bare printf stays libc's (the program calls __printf_chk,
+	 * so none is seen); the program's copies only when it is named */
+	const char *f = target("dsrc-fortify");
+	struct run r = ukprobe("probe", "-x", f, "-D", "p printf", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, "p:ukprobes/p_printf_0 printf\n"));
+	run_free(&r);
+	r = ukprobe("trace", "p printf", "--", f, NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " p_printf_0: (") == 0);
+	run_free(&r);
+	char def[4200];
+	snprintf(def, sizeof def, "p:dw/pf %s:printf", f);
+	r = ukprobe("trace", def, "--", f, NULL);
+	/* three printf calls: work's two and main's */
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " pf: (") + count_lines(r.out, " pf_1: (") == 3);
+	run_free(&r);
+}
+
+/* OBJ:PLACE reads OBJ's debug information (no -x): a library's function
+ * by a parameter's name beside the program's, in one trace */
+UKT_CASE(places_in_another_object_by_name)
+{
+	const char *prog = target("dsrc-gcc-O2");
+	struct run r = ukprobe("trace", "p:dw/m libc.so.6:__libc_malloc bytes",
+			       "p:dw/raw libc.so.6:malloc size=%di:u64", "p:dw/w work k", "--",
+			       prog, NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int nm = count_lines(r.out, " m: (malloc+0x0/0x"), nr = count_lines(r.out, " raw: (");
+	RUN_EXPECT(r, nm >= 1 && nm == nr);
+	for (int k = 0; k < nm; k++) {
+		char *vm = event_args(r.out, "m", k), *vr = event_args(r.out, "raw", k);
+		RUN_EXPECT(r, vm && vr && !strncmp(vm, "bytes=", 6) && !strncmp(vr, "size=", 5) &&
+				      !strcmp(vm + 6, vr + 5));
+		free(vm);
+		free(vr);
+	}
+	RUN_EXPECT(r, count_lines(r.out, " w: (work+0x") == 2 && strstr(r.out, ") k=1\n") &&
+			      strstr(r.out, ") k=2\n"));
+	run_free(&r);
+	/* -D: as with -x libc.so.6 */
+	r = ukprobe("probe", "-x", prog, "-D", "p libc.so.6:__libc_malloc bytes", NULL);
+	struct run l = ukprobe("probe", "-x", "libc.so.6", "-D", "p __libc_malloc bytes", NULL);
+	RUN_EXPECT(r, r.status == 0 && l.status == 0 && r.out[0] && !strcmp(r.out, l.out));
+	run_free(&l);
+	run_free(&r);
+	/* errors point at the function, after OBJ: */
+	r = ukprobe("trace", "p libc.so.6:nosuch_function_here x", "--", prog, NULL);
+	expect_caret(&r, "Function nosuch_function_here is not found",
+		     "p libc.so.6:nosuch_function_here x", 12);
+	run_free(&r);
+	/* -L of a function inlined everywhere: its source, named in full */
+	r = ukprobe("probe", "-x", prog, "-L", "scaled", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strncmp(r.out, "<scaled@/", 9) &&
+			      strstr(r.out, "      0  static inline int scaled(int v, int f)"));
+	run_free(&r);
+}
+
 /* attach: the object is the process's /proc/PID/exe */
 UKT_CASE(attach_with_a_variable)
 {
