@@ -415,6 +415,11 @@ static int translate_source(struct trace_opts *t)
 		int m = 1;
 		int named = dw_def_object(t->defs[k], on, sizeof on);
 		int dw = dw_is_source_level(t->defs[k]);
+		/* a path as the agent will open it, in the target */
+		char *abs = named && strchr(on, '/') ? realpath(on, NULL) : NULL;
+		if (abs)
+			snprintf(on, sizeof on, "%s", abs);
+		free(abs);
 		const char *obj = named ? on : prog;
 		if (dw && !obj) {
 			ukp_err("source-level definitions need -x OBJ (the program is not found)");
