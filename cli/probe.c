@@ -42,6 +42,13 @@ void ukp_dwarf_error(const char *text, const struct dw_error *e)
 	ukp_error_log(e->msg, text, e->offset);
 }
 
+int dw_place_offset(const char *def)
+{
+	size_t i = strspn(def, " \t");
+	i += strcspn(def + i, " \t");
+	return (int)(i + strspn(def + i, " \t"));
+}
+
 /* -D of a definition already in the raw grammar: checked as trace checks
  * it, then written as it is armed, its default name made explicit (a
  * bare FUNC with raw fetches is the SYM place, the function's first
@@ -91,9 +98,10 @@ static int print_definitions(const char *obj, char **defs, int n)
 		int dw = dw_is_source_level(defs[i]);
 		struct dw_obj *o = dw_cache_open(&cache, named ? on : obj, &err);
 		int m = 0;
-		if (!o && dw) {
-			ukp_err("%s", err.msg);
-			rc = 1;
+		if (!o && dw) {	/* the place's object cannot be read */
+			err.offset = dw_place_offset(defs[i]);
+			ukp_dwarf_error(defs[i], &err);
+			rc = 2;
 			break;
 		}
 		if (dw)

@@ -427,8 +427,9 @@ static int translate_source(struct trace_opts *t)
 			break;
 		}
 		struct dw_obj *o = obj ? dw_cache_open(&cache, obj, &err) : NULL;
-		if (dw && !o) {
-			ukp_err("%s", err.msg);
+		if (dw && !o) {	/* the place's object cannot be read */
+			err.offset = dw_place_offset(t->defs[k]);
+			ukp_dwarf_error(t->defs[k], &err);
 			r = 2;
 			break;
 		}

@@ -532,6 +532,13 @@ UKT_CASE(places_in_another_object_by_name)
 	expect_caret(&r, "Function nosuch_function_here is not found",
 		     "p libc.so.6:nosuch_function_here x", 12);
 	run_free(&r);
+	/* an object that cannot be read is the definition's error */
+	r = ukprobe("trace", "p:a/b nosuchlib.so:func x", "--", prog, NULL);
+	expect_caret(&r, "nosuchlib.so: No such file or directory", "p:a/b nosuchlib.so:func x", 6);
+	run_free(&r);
+	r = ukprobe("probe", "-x", prog, "-D", "p libz.so.1:deflate strm", NULL);
+	expect_caret(&r, "libz.so.1: no debug information", "p libz.so.1:deflate strm", 2);
+	run_free(&r);
 	/* -L of a function inlined everywhere: its source, named in full */
 	r = ukprobe("probe", "-x", prog, "-L", "scaled", NULL);
 	RUN_EXPECT(r, r.status == 0 && !strncmp(r.out, "<scaled@/", 9) &&
