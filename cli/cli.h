@@ -44,6 +44,8 @@ int cmd_trace(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 struct dw_error;
 void ukp_dwarf_error(const char *text, const struct dw_error *e);
+/* a note from the DWARF translation, on stderr */
+void ukp_dwarf_note(const char *msg);
 /* the offset of a definition's PLACE (its second word) */
 int dw_place_offset(const char *def);
 

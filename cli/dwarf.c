@@ -1828,10 +1828,25 @@ static int piece_part(struct val *v, long off, long size, long *bits, char *why,
 
 /* translates a variable FETCH (NAME, ->, ., [IDX]) with optional :TYPE
  * at PC; pos: its offset in the definition for errors */
+/* an argument's default name: the last member's (perf-probe.txt), else
+ * the variable's */
+static void arg_name(const char *expr, char *out, size_t n)
+{
+	const char *last = expr;
+	for (const char *q = expr; *q; q++)
+		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>')) &&
+		    (isalpha((unsigned char)q[q[0] == '.' ? 1 : 2]) || q[q[0] == '.' ? 1 : 2] == '_'))
+			last = q + (q[0] == '.' ? 1 : 2);
+	size_t ln = 0;
+	while (last[ln] && (isalnum((unsigned char)last[ln]) || last[ln] == '_'))
+		ln++;
+	snprintf(out, n, "%.*s", (int)ln, last);
+}
+
 static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			 const struct where *w, const char *expr, const char *type,
 			 struct fetch_out *fo, struct dw_error *err, int pos,
-			 const char *placename)
+			 const char *placename, Dwarf_Die *out_agg)
 {
 	char name[256];
 	size_t i = 0;
@@ -2020,6 +2035,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 	if (v.k == V_PIECES) {
 		int agg = dwarf_tag(&t) == DW_TAG_structure_type || dwarf_tag(&t) == DW_TAG_union_type ||
 			  dwarf_tag(&t) == DW_TAG_class_type || dwarf_tag(&t) == DW_TAG_array_type;
+		if (agg && out_agg && !type && dwarf_tag(&t) != DW_TAG_array_type) {
+			*out_agg = t;	/* each member from the piece holding it */
+			return 1;
+		}
 		seterr(err, pos, "Variable %s is in %d pieces at %s: %s", name, v.npieces, placename,
 		       agg ? "give a member that one piece holds" : "one fetch cannot join them");
 		return -1;
@@ -2049,26 +2068,40 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		snprintf(ty, sizeof ty, "%s", type);
 	} else {
 		int r = default_type(&t, has_member ? &member : NULL, ty, sizeof ty);
-		if (r < 0) {
-			if (dwarf_tag(&t) == DW_TAG_array_type) {
-				snprintf(ty, sizeof ty, "x64");
-				/* an array's value is its address: shown as a pointer */
-				if (v.k != V_MEM) {
-					seterr(err, pos, "%s cannot be fetched", expr);
-					return -1;
-				}
-				char r2[1024];
-				snprintf(r2, sizeof r2, "%s", v.base);
-				long off = v.off;
-				/* address = base + off: only a register base can be shown */
-				if (r2[0] != '%') {
-					seterr(err, pos, "%s: the address of an array cannot be fetched", expr);
-					return -1;
-				}
-				(void)off;
-				seterr(err, pos, "%s is an array: give an index or :string", expr);
+		int tag = dwarf_tag(&t);
+		if (r < 0 && tag == DW_TAG_array_type) {
+			/* the elements in place, as the raw grammar's TYPE[N] */
+			Dwarf_Die et;
+			Dwarf_Word asz = 0, esz = 0;
+			char ety[32];
+			if (type_of(&t, &et) != 0 || is_char(&et)) {
+				seterr(err, pos, "%s is an array of char: give an index or :string", expr);
 				return -1;
 			}
+			if (default_type(&et, NULL, ety, sizeof ety) != 0 ||
+			    dwarf_aggregate_size(&et, &esz) != 0 || !esz ||
+			    dwarf_aggregate_size(&t, &asz) != 0 || !asz || asz % esz) {
+				seterr(err, pos, "%s is an array of what one fetch cannot show: give an index",
+				       expr);
+				return -1;
+			}
+			if (asz / esz > 64) {
+				seterr(err, pos, "%s has %lu elements, an array fetch at most 64: give an index",
+				       expr, (unsigned long)(asz / esz));
+				return -1;
+			}
+			if (v.k != V_MEM && v.k != V_SYM) {
+				seterr(err, pos, "%s is an array not in memory at %s: give an index", expr,
+				       placename);
+				return -1;
+			}
+			snprintf(ty, sizeof ty, "%s[%lu]", ety, (unsigned long)(asz / esz));
+			r = 0;
+		} else if (r < 0 && out_agg && (tag == DW_TAG_structure_type ||
+						tag == DW_TAG_union_type || tag == DW_TAG_class_type)) {
+			*out_agg = t;	/* the caller fetches its members */
+			return 1;
+		} else if (r < 0) {
 			seterr(err, pos, "%s is a struct, a union or a float: give a member", expr);
 			return -1;
 		}
@@ -2108,16 +2141,114 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 	render(&v, fo->text, sizeof fo->text);
 	size_t l = strlen(fo->text);
 	snprintf(fo->text + l, sizeof fo->text - l, ":%s", ty);
-	/* the name: the last member's (perf-probe.txt), else the variable's */
-	const char *last = expr;
-	for (const char *q = expr; *q; q++)
-		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>')) &&
-		    (isalpha((unsigned char)q[q[0] == '.' ? 1 : 2]) || q[q[0] == '.' ? 1 : 2] == '_'))
-			last = q + (q[0] == '.' ? 1 : 2);
-	size_t ln = 0;
-	while (last[ln] && (isalnum((unsigned char)last[ln]) || last[ln] == '_'))
-		ln++;
-	snprintf(fo->name, sizeof fo->name, "%.*s", (int)ln, last);
+	arg_name(expr, fo->name, sizeof fo->name);
+	return 0;
+}
+
+void (*dw_note)(const char *msg);
+
+/* The members of struct, union or class T that a value has (not static
+ * ones; an anonymous struct or union's as its parent's), each passed to
+ * fn; depth bounds anonymous nesting (a cycle in bad DWARF) */
+static void each_member(Dwarf_Die *t, int depth, void (*fn)(const char *name, void *arg),
+			void *arg)
+{
+	Dwarf_Die c;
+	if (depth > 8 || dwarf_child(t, &c) != 0)
+		return;
+	do {
+		if (dwarf_tag(&c) != DW_TAG_member || dwarf_hasattr(&c, DW_AT_declaration))
+			continue;
+		const char *nm = dwarf_diename(&c);
+		Dwarf_Die t2;
+		if (nm)
+			fn(nm, arg);
+		else if (type_of(&c, &t2) == 0)
+			each_member(&t2, depth + 1, fn, arg);
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+struct agg_walk {
+	struct dw_obj *o;
+	Dwarf_Die *scopes;
+	int ns;
+	const struct where *w;
+	const char *expr, *base, *placename;
+	struct fetch_out **fo;
+	int *nfo, *cap, depth, pos;
+};
+
+static int fetch_value(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
+		       const char *expr, const char *type, const char *name,
+		       struct fetch_out **fo, int *nfo, int *cap, struct dw_error *err, int pos,
+		       const char *placename, int depth);
+
+static void fetch_member(const char *member, void *arg)
+{
+	struct agg_walk *a = arg;
+	char sub[1024], nm[256];
+	struct dw_error e;
+	if (snprintf(sub, sizeof sub, "%s.%s", a->expr, member) >= (int)sizeof sub ||
+	    snprintf(nm, sizeof nm, "%s_%s", a->base, member) >= (int)sizeof nm)
+		return;
+	/* a char array as its string; what cannot be fetched is left out,
+	 * as $vars leaves it, and said */
+	struct dw_error e2;
+	if (fetch_value(a->o, a->scopes, a->ns, a->w, sub, NULL, nm, a->fo, a->nfo, a->cap, &e,
+			a->pos, a->placename, a->depth + 1) != 0 &&
+	    fetch_value(a->o, a->scopes, a->ns, a->w, sub, "string", nm, a->fo, a->nfo, a->cap,
+			&e2, a->pos, a->placename, a->depth + 1) != 0 && dw_note) {
+		char msg[1400];
+		snprintf(msg, sizeof msg, "%.1000s left out: %s", sub, e.msg);
+		dw_note(msg);
+	}
+}
+
+/*
+ * The fetches of EXPR appended to *fo: one, named NAME (NULL: as
+ * translate_var names it); or, for a struct, union or class value given
+ * no TYPE, one per member that can be fetched, named NAME_MEMBER, nested
+ * ones likewise to a depth of 4 (bpftrace prints a struct whole; the raw
+ * grammar has no struct type, so its members become arguments).
+ */
+static int fetch_value(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
+		       const char *expr, const char *type, const char *name,
+		       struct fetch_out **fo, int *nfo, int *cap, struct dw_error *err, int pos,
+		       const char *placename, int depth)
+{
+	if (*nfo == *cap) {
+		struct fetch_out *n = realloc(*fo, (size_t)(*cap ? 2 * *cap : 4) * sizeof **fo);
+		if (!n) {
+			seterr(err, pos, "out of memory");
+			return -1;
+		}
+		*fo = n;
+		*cap = *cap ? 2 * *cap : 4;
+	}
+	Dwarf_Die agg;
+	struct fetch_out *f = &(*fo)[*nfo];
+	int r = translate_var(o, scopes, ns, w, expr, type, f, err, pos, placename,
+			      depth < 4 ? &agg : NULL);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		if (name)
+			snprintf(f->name, sizeof f->name, "%s", name);
+		(*nfo)++;
+		return 0;
+	}
+	char base[256];
+	if (name)
+		snprintf(base, sizeof base, "%s", name);
+	else
+		arg_name(expr, base, sizeof base);
+	int before = *nfo;
+	struct agg_walk a = { o, scopes, ns, w, expr, base, placename, fo, nfo, cap, depth, pos };
+	each_member(&agg, 0, fetch_member, &a);
+	if (*nfo == before) {
+		seterr(err, pos, "%s has no member that can be fetched at %s", expr, placename);
+		return -1;
+	}
 	return 0;
 }
 
@@ -2141,7 +2272,7 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
 				continue;
 			struct fetch_out f;
 			struct dw_error e;
-			if (translate_var(o, scopes, ns, w, nm, NULL, &f, &e, 0, "") != 0)
+			if (translate_var(o, scopes, ns, w, nm, NULL, &f, &e, 0, "", NULL) != 0)
 				continue;	/* perf skips what cannot be fetched */
 			if (*nfo == *cap) {
 				*cap = *cap ? 2 * *cap : 16;
@@ -2462,9 +2593,9 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 				ty = strrchr(expr, ':');
 				if (ty)
 					*ty++ = 0;
-				fo = calloc(1, sizeof *fo);
-				if (ns <= 0 || translate_var(o, scopes, ns, &wh, expr, ty, fo,
-							   err, fpos, pn) != 0) {
+				if (ns <= 0 || fetch_value(o, scopes, ns, &wh, expr, ty,
+							   given_name[0] ? given_name : NULL,
+							   &fo, &nfo, &fcap, err, fpos, pn, 0) != 0) {
 					if (ns <= 0)
 						seterr(err, fpos, "No scope at %s", pn);
 					free(fo);
@@ -2476,7 +2607,6 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 					free(sites);
 					return -1;
 				}
-				nfo = 1;
 			}
 			for (int k = 0; k < nfo; k++) {
 				const char *nm = given_name[0] && nfo == 1 ? given_name : fo[k].name;

@@ -29,6 +29,10 @@ int dw_is_source_level(const char *def);
  * 0, or -1 when it is not o's or not known there */
 int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n);
 
+/* where set, told what a translation leaves out (a member of a struct
+ * fetched whole that cannot be fetched there), one message a call */
+extern void (*dw_note)(const char *msg);
+
 /* translates DEF into raw definitions: *out (malloc'd array of malloc'd
  * strings), their count returned; -1 with err set (offset into DEF) */
 int dw_translate(struct dw_obj *o, const char *def, char ***out,

@@ -42,6 +42,11 @@ void ukp_dwarf_error(const char *text, const struct dw_error *e)
 	ukp_error_log(e->msg, text, e->offset);
 }
 
+void ukp_dwarf_note(const char *msg)
+{
+	ukp_err("note: %s", msg);
+}
+
 int dw_place_offset(const char *def)
 {
 	size_t i = strspn(def, " \t");
@@ -171,6 +176,7 @@ int cmd_probe(int argc, char **argv)
 		return 2;
 	}
 	struct dw_error err;
+	dw_note = ukp_dwarf_note;
 	if (mode == 'D')
 		return print_definitions(obj, argv + first_def, argc - first_def);
 	struct dw_obj *o = dw_open(obj, &err);

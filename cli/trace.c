@@ -408,6 +408,7 @@ static int translate_source(struct trace_opts *t)
 		prog = t->exec ? strdup(t->exec) : program_path(t);
 	struct dw_cache *cache = NULL;
 	struct dw_error err;
+	dw_note = ukp_dwarf_note;
 	const char **defs = NULL, **src = NULL;
 	int n = 0, r = 0;
 	for (int k = 0; k < t->ndefs && !r; k++) {

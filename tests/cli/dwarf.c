@@ -546,6 +546,103 @@ UKT_CASE(places_in_another_object_by_name)
 	run_free(&r);
 }
 
+/* the value of NAME= in an event's arguments (up to the next blank), or NULL */
+static char *arg_value(const char *args, const char *name)
+{
+	size_t l = strlen(name);
+	for (const char *p = args; p && *p; p = strchr(p, ' '), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, l) && p[l] == '=')
+			return strndup(p + l + 1, strcspn(p + l + 1, " "));
+	return NULL;
+}
+
+/* A struct fetched whole is each of its members (NAME_MEMBER, nested,
+ * arrays as TYPE[N], char arrays as strings), each equal to the member
+ * fetched by itself; an array whole is TYPE[N]; what cannot be fetched
+ * is left out with a note */
+UKT_CASE(structs_and_arrays_whole)
+{
+	static const char *const m[][2] = {
+		{ "r_id", "r->id" }, { "r_small", "r->small" }, { "r_flag", "r->flag" },
+		{ "r_level", "r->level" }, { "r_col", "r->col" }, { "r_in_deep", "r->in.deep" },
+		{ "r_pin", "r->pin" }, { "r_name", "r->name:string" },
+	};
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		char one[2048] = "p:dw/e work:3";
+		for (size_t k = 0; k < sizeof m / sizeof *m; k++) {
+			size_t l = strlen(one);
+			snprintf(one + l, sizeof one - l, " %s=%s", m[k][0], m[k][1]);
+		}
+		struct run r = ukprobe("trace", "p:dw/w work:3 r[0]", one, "p:dw/v work:3 r->vals",
+				       "p:dw/m dsrc.c:51 r", "--", target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		for (int c = 0; c < 2; c++) {
+			char *w = event_args(r.out, "w", c), *e = event_args(r.out, "e", c);
+			char *v = event_args(r.out, "v", c);
+			RUN_EXPECT(r, w && e && v && !strcmp(v, "vals={10,20,30,40}"));
+			for (size_t k = 0; k < sizeof m / sizeof *m; k++) {
+				char *x = arg_value(w, m[k][0]), *y = arg_value(e, m[k][0]);
+				RUN_EXPECT(r, x && y && !strcmp(x, y));
+				free(x);
+				free(y);
+			}
+			char *vals = arg_value(w, "r_vals"), *name = arg_value(w, "r_name");
+			RUN_EXPECT(r, vals && !strcmp(vals, "{10,20,30,40}") && name &&
+					      !strcmp(name, "\"alpha\""));
+			free(vals);
+			free(name);
+			free(w);
+			free(e);
+			free(v);
+		}
+		/* main's own r, in its frame: the id and deep main prints */
+		char *mm = event_args(r.out, "m", 0), *pr = printed(r.out, "main ", 0);
+		RUN_EXPECT(r, mm && pr);
+		char *id = arg_value(mm, "r_id"), *deep = arg_value(mm, "r_in_deep");
+		char *pid = arg_value(pr, "id"), *pdeep = arg_value(pr, "deep");
+		RUN_EXPECT(r, id && deep && pid && pdeep && !strcmp(id, pid) && !strcmp(deep, pdeep));
+		free(id);
+		free(deep);
+		free(pid);
+		free(pdeep);
+		free(mm);
+		free(pr);
+		run_free(&r);
+	}
+	/* a struct in two registers (pieces) at -O2: what pair_sum prints */
+	for (size_t b = 0; b < 4; b++) {
+		static const char *const dent[] = { "dent-gcc-O0", "dent-gcc-O2", "dent-clang-O0",
+			"dent-clang-O2" };
+		struct run r = ukprobe("trace", "p:dw/p pair_sum p", "--", target(dent[b]), NULL);
+		char *p = event_args(r.out, "p", 0), *pr = printed(r.out, "pair_sum ", 0);
+		RUN_EXPECT(r, r.status == 0 && p && pr);
+		char *lo = arg_value(p, "p_lo"), *hi = arg_value(p, "p_hi");
+		char *plo = arg_value(pr, "lo"), *phi = arg_value(pr, "hi");
+		RUN_EXPECT(r, lo && hi && plo && phi && !strcmp(lo, plo) && !strcmp(hi, phi));
+		free(lo);
+		free(hi);
+		free(plo);
+		free(phi);
+		free(p);
+		free(pr);
+		run_free(&r);
+	}
+	/* gcc -O2 passes mixed's signed b in %di's upper half: left out, said */
+	struct run r = ukprobe("probe", "-x", target("dent-gcc-O2"), "-D", "p mixed_sum m", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, " m_a=%di:s32 m_c=%si:s64\n") &&
+			      strstr(r.err, "note: m.b left out: "));
+	run_free(&r);
+	/* libc's malloc_state: 254 bins are more than an array fetch holds */
+	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p _int_malloc av->bins", NULL);
+	expect_caret(&r, "av->bins has 254 elements, an array fetch at most 64: give an index",
+		     "p _int_malloc av->bins", 14);
+	run_free(&r);
+	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p _int_malloc av[0]", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, " av_fastbinsY=+16(%di):x64[10] ") &&
+			      strstr(r.err, "note: av[0].bins left out: "));
+	run_free(&r);
+}
+
 /* attach: the object is the process's /proc/PID/exe */
 UKT_CASE(attach_with_a_variable)
 {
@@ -720,7 +817,8 @@ UKT_CASE(members_of_a_value_in_pieces)
 	expect_caret(&r, "m.b is signed and in the upper bytes of a register at mixed_sum "
 		     "(bitfields are unsigned)", def, 17);
 	run_free(&r);
-	def = "p:dw/p pair_sum p";
+	/* the whole value as one TYPE (whole with no TYPE is its members) */
+	def = "p:dw/p pair_sum p:u64";
 	r = ukprobe("trace", def, "--", target("dent-gcc-O2"), NULL);
 	expect_caret(&r, "Variable p is in 2 pieces at pair_sum: give a member that one "
 		     "piece holds", def, 16);
