@@ -165,6 +165,22 @@ static const char *decl_file(Dwarf_Die *die, Dwarf_Die *cu)
 	return f ? f : dwarf_diename(cu);
 }
 
+/* a function's (or inlined copy's) entry: DW_AT_entry_pc or DW_AT_low_pc,
+ * else the start of its first range, as perf takes it (gcc -O2 splits a
+ * function into ranges, its unlikely paths in a .cold part after them:
+ * glibc's fclose is one) */
+static int entry_pc(Dwarf_Die *die, Dwarf_Addr *pc)
+{
+	Dwarf_Addr base, start, end;
+	if (dwarf_entrypc(die, pc) == 0)
+		return 0;
+	if (dwarf_ranges(die, 0, &base, &start, &end) > 0) {
+		*pc = start;
+		return 0;
+	}
+	return -1;
+}
+
 typedef void (*die_fn)(Dwarf_Die *die, Dwarf_Die *cu, void *arg);
 
 static void walk(Dwarf_Die *die, Dwarf_Die *cu, die_fn fn, void *arg)
@@ -503,7 +519,7 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 	Dwarf_Addr pc;
 	const char *name = dwarf_diename(die);
 	char qn[1024];
-	if (!name || dwarf_entrypc(die, &pc) != 0)
+	if (!name || entry_pc(die, &pc) != 0)
 		return;
 	/* C++: a qualified name (ns::f) is compared whole, a plain one
 	 * with the function's own name (name_eq: template arguments) */
@@ -548,7 +564,7 @@ static void find_alias(struct dw_obj *o, const char *name, struct insts *s)
 	int k = dwarf_getscopes(cu, sym->value, &sc);
 	for (int j = 0; j < k; j++) {
 		Dwarf_Addr pc;
-		if (dwarf_tag(&sc[j]) == DW_TAG_subprogram && dwarf_entrypc(&sc[j], &pc) == 0 &&
+		if (dwarf_tag(&sc[j]) == DW_TAG_subprogram && entry_pc(&sc[j], &pc) == 0 &&
 		    pc == sym->value) {
 			push_inst(s, &sc[j], cu, 0);
 			s->v[s->n - 1].alias = 1;
@@ -1050,7 +1066,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 	for (size_t i = 0; i < s.n; i++) {
 		struct inst *in = &s.v[i];
 		Dwarf_Addr entry;
-		dwarf_entrypc(&in->die, &entry);
+		entry_pc(&in->die, &entry);
 		a.n = 0;
 		if (pl->has_line || pl->lazy[0]) {
 			int dl = 0;
@@ -1327,7 +1343,7 @@ static int eval_ops(struct dw_obj *o, Dwarf_Attribute *at, Dwarf_Op *ops, size_t
 			snprintf(v->base, sizeof v->base, "$arg%d", arg_of_reg(r));
 			return 0;
 		}
-		if (fn && dwarf_entrypc(fn, &entry) == 0 && entry == w->pc) {
+		if (fn && entry_pc(fn, &entry) == 0 && entry == w->pc) {
 			set_reg(v, r);
 			return 0;
 		}
@@ -2827,7 +2843,7 @@ static void code_lines(Dwarf_Die *cu, const char *src, Dwarf_Die *within,
 		       int lo, int hi, char *seen, char *path, size_t pn)
 {
 	Dwarf_Addr entry = 0;
-	if (within && dwarf_entrypc(within, &entry) == 0)
+	if (within && entry_pc(within, &entry) == 0)
 		seen[0] = 1;
 	Dwarf_Lines *lines;
 	size_t n;

@@ -8,6 +8,8 @@
  * -D` (addresses, fetches and their names, lazy ;PATTERN lines) where perf reads the
  * build; bad input is refused with the error log.
  */
+#include <stddef.h>
+
 #include "run.h"
 
 static const char *const builds[] = {
@@ -259,6 +261,33 @@ UKT_CASE(libc_function_by_its_alias)
 	run_free(&r);
 	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p nosuch_function_here x", NULL);
 	RUN_EXPECT(r, r.status != 0 && strstr(r.err, "Function nosuch_function_here is not found"));
+	run_free(&r);
+}
+
+/* gcc -O2 splits fclose into ranges (a .cold part after them): its DIE
+ * has no low_pc, its entry is its first range's start (fclose's symbol);
+ * fp->_fileno is read where this compiler's <stdio.h> puts it */
+UKT_CASE(libc_function_in_ranges)
+{
+	struct run r = ukprobe("probe", "-x", "libc.so.6", "-D", "p fclose fp", NULL);
+	long off = sym_file_offset("/lib/x86_64-linux-gnu/libc.so.6", "fclose");
+	char want[128];
+	snprintf(want, sizeof want, "p:fclose libc.so.6:0x%lx fp=%%di:x64\n", off);
+	RUN_EXPECT(r, off > 0 && r.status == 0 && !strcmp(r.out, want));
+	run_free(&r);
+	char raw[128];
+	snprintf(raw, sizeof raw, "p:f/r libc.so.6:fclose fd=+%zu(%%di):s32",
+		 offsetof(FILE, _fileno));
+	r = ukprobe("trace", "p:f/c libc.so.6:fclose fd=fp->_fileno", raw, "--", "sort",
+		    "/etc/services", NULL);
+	int nc = count_lines(r.out, " c: (fclose+0x0/"), nr = count_lines(r.out, " r: (fclose+0x0/");
+	RUN_EXPECT(r, r.status == 0 && nc >= 2 && nc == nr);
+	for (int k = 0; k < nc; k++) {
+		char *c = event_args(r.out, "c", k), *w = event_args(r.out, "r", k);
+		RUN_EXPECT(r, c && w && !strcmp(c, w));
+		free(c);
+		free(w);
+	}
 	run_free(&r);
 }
 
