@@ -811,8 +811,10 @@ static const char *full_path(Dwarf_Die *cu, const char *f)
 	static char buf[4096];
 	Dwarf_Attribute at;
 	const char *dir;
+	/* a relative DW_AT_comp_dir (glibc's "./libio") cannot make it
+	 * absolute, and libdw has joined it already */
 	if (!f || f[0] == '/' ||
-	    !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at))))
+	    !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at))) || dir[0] != '/')
 		return f;
 	snprintf(buf, sizeof buf, "%s/%s", dir, f);
 	return buf;

@@ -275,6 +275,11 @@ UKT_CASE(libc_function_in_ranges)
 	snprintf(want, sizeof want, "p:fclose libc.so.6:0x%lx fp=%%di:x64\n", off);
 	RUN_EXPECT(r, off > 0 && r.status == 0 && !strcmp(r.out, want));
 	run_free(&r);
+	/* its file as the line table names it (glibc's DW_AT_comp_dir is
+	 * relative: nothing to join) */
+	r = ukprobe("probe", "-x", "libc.so.6", "-L", "fclose", NULL);
+	RUN_EXPECT(r, r.status == 0 && !strncmp(r.out, "<fclose@./libio/iofclose.c:0>\n", 30));
+	run_free(&r);
 	char raw[128];
 	snprintf(raw, sizeof raw, "p:f/r libc.so.6:fclose fd=+%zu(%%di):s32",
 		 offsetof(FILE, _fileno));
