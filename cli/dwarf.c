@@ -949,23 +949,26 @@ static int optimized_cu(Dwarf_Die *cu)
 
 /* the address past a concrete function's prologue (perf's choice, made
  * when there are variables to fetch and the code is not optimized): the
- * line table's prologue_end, else its second line */
+ * line table's prologue_end, else its second line (or column) */
 static uint64_t post_prologue(Dwarf_Die *fn, Dwarf_Die *cu, uint64_t entry)
 {
 	Dwarf_Lines *lines;
 	size_t n;
 	if (optimized_cu(cu) || dwarf_getsrclines(cu, &lines, &n) != 0)
 		return entry;
-	int first_line = -1;
+	/* the first statement row after the entry's at another line, or at
+	 * another column of it (a function on one line: its body) */
+	int first_line = -1, first_col = -1;
 	for (size_t i = 0; i < n; i++) {
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
 		Dwarf_Addr a;
-		int ln;
+		int ln, col = 0;
 		bool stmt, pe;
 		dwarf_lineaddr(l, &a);
 		if (a < entry || dwarf_haspc(fn, a) <= 0)
 			continue;
 		dwarf_lineno(l, &ln);
+		dwarf_linecol(l, &col);
 		dwarf_linebeginstatement(l, &stmt);
 		if (dwarf_lineprologueend(l, &pe) == 0 && pe)
 			return a;
@@ -973,9 +976,10 @@ static uint64_t post_prologue(Dwarf_Die *fn, Dwarf_Die *cu, uint64_t entry)
 			continue;
 		if (first_line < 0 && a == entry) {
 			first_line = ln;
+			first_col = col;
 			continue;
 		}
-		if (a > entry && ln != first_line)
+		if (a > entry && (ln != first_line || (col != first_col && col > 0 && first_col > 0)))
 			return a;
 	}
 	return entry;
@@ -1740,34 +1744,53 @@ static int default_type(Dwarf_Die *t, Dwarf_Die *member, char *out, size_t n)
 	return 0;
 }
 
-/* a member NAME of struct/union T: its DIE and byte offset */
-static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
+/* the constant offset of a member or base class (DW_AT_data_member_location
+ * 0 where absent, as in a union); -1 for a computed one (a virtual base) */
+static int member_offset(Dwarf_Die *c, long *off)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word o = 0;
+	if (dwarf_attr(c, DW_AT_data_member_location, &at) && dwarf_formudata(&at, &o) != 0)
+		return -1;
+	*off = (long)o;
+	return 0;
+}
+
+/* a member NAME of struct/union/class T: its DIE and byte offset; those
+ * of anonymous structs and unions, and of base classes (C++: this->m of
+ * a base's m), are searched too, to a bounded depth (bad DWARF can loop) */
+static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off, int depth)
 {
 	Dwarf_Die c;
-	if (dwarf_child(t, &c) != 0)
+	if (depth > 16 || dwarf_child(t, &c) != 0)
 		return -1;
 	do {
-		if (dwarf_tag(&c) != DW_TAG_member)
+		int tag = dwarf_tag(&c);
+		if (tag != DW_TAG_member && tag != DW_TAG_inheritance)
 			continue;
-		const char *nm = dwarf_diename(&c);
-		Dwarf_Attribute at;
-		Dwarf_Word o = 0;
-		if (dwarf_attr(&c, DW_AT_data_member_location, &at))
-			dwarf_formudata(&at, &o);
+		const char *nm = tag == DW_TAG_member ? dwarf_diename(&c) : NULL;
+		long o;
+		if (member_offset(&c, &o) != 0)
+			continue;
 		if (nm && !strcmp(nm, name)) {
 			*m = c;
-			*off = (long)o;
+			*off = o;
 			return 0;
 		}
-		if (!nm) {	/* an anonymous struct or union */
+		if (!nm) {	/* an anonymous struct or union, a base class */
 			Dwarf_Die t2;
-			if (type_of(&c, &t2) == 0 && find_member(&t2, name, m, off) == 0) {
-				*off += (long)o;
+			if (type_of(&c, &t2) == 0 && find_member_in(&t2, name, m, off, depth + 1) == 0) {
+				*off += o;
 				return 0;
 			}
 		}
 	} while (dwarf_siblingof(&c, &c) == 0);
 	return -1;
+}
+
+static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
+{
+	return find_member_in(t, name, m, off, 0);
 }
 
 /* the variable NAME visible in SCOPES (innermost first; names through
@@ -2166,8 +2189,9 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 void (*dw_note)(const char *msg);
 
 /* The members of struct, union or class T that a value has (not static
- * ones; an anonymous struct or union's as its parent's), each passed to
- * fn; depth bounds anonymous nesting (a cycle in bad DWARF) */
+ * ones; an anonymous struct or union's and a base class's as its own,
+ * not a virtual base's), each passed to fn; depth bounds the nesting (a
+ * cycle in bad DWARF) */
 static void each_member(Dwarf_Die *t, int depth, void (*fn)(const char *name, void *arg),
 			void *arg)
 {
@@ -2175,13 +2199,18 @@ static void each_member(Dwarf_Die *t, int depth, void (*fn)(const char *name, vo
 	if (depth > 8 || dwarf_child(t, &c) != 0)
 		return;
 	do {
-		if (dwarf_tag(&c) != DW_TAG_member || dwarf_hasattr(&c, DW_AT_declaration))
+		int tag = dwarf_tag(&c);
+		long off;
+		if ((tag != DW_TAG_member && tag != DW_TAG_inheritance) ||
+		    dwarf_hasattr(&c, DW_AT_declaration) || member_offset(&c, &off) != 0)
 			continue;
-		const char *nm = dwarf_diename(&c);
+		const char *nm = tag == DW_TAG_member ? dwarf_diename(&c) : NULL;
 		Dwarf_Die t2;
+		if (nm && dwarf_hasattr(&c, DW_AT_artificial))
+			continue;	/* the compiler's (_vptr.Base), no name to give */
 		if (nm)
 			fn(nm, arg);
-		else if (type_of(&c, &t2) == 0)
+		else if (type_of(&c, &t2) == 0)	/* anonymous, or a base class */
 			each_member(&t2, depth + 1, fn, arg);
 	} while (dwarf_siblingof(&c, &c) == 0);
 }

@@ -44,3 +44,15 @@ $(B)/cli-targets/dcxx-clang-%: tests/cli/targets/dcxx.cc
 dwarf-targets: $(DCXX_TARGETS)
 tests: $(DCXX_TARGETS)
 $(B)/tests/cli-dwarf: $(DCXX_TARGETS)
+
+# C++ base classes, a one-line method (targets/dinh.cc): g++ and clang++
+DINH_TARGETS := $(foreach c,gcc clang,$(foreach o,O0 O2,$(B)/cli-targets/dinh-$(c)-$(o)))
+$(B)/cli-targets/dinh-gcc-%: tests/cli/targets/dinh.cc
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+$(B)/cli-targets/dinh-clang-%: tests/cli/targets/dinh.cc
+	@mkdir -p $(dir $@)
+	clang++ -std=c++17 -Wall -Wextra -Werror -g -$* -o $@ $<
+dwarf-targets: $(DINH_TARGETS)
+tests: $(DINH_TARGETS)
+$(B)/tests/cli-dwarf: $(DINH_TARGETS)
