@@ -1793,24 +1793,49 @@ static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
 	return find_member_in(t, name, m, off, 0);
 }
 
+/* a variable LAST (qualified as NAME where NAME has "::") among the
+ * children of DIE, and of the namespaces in it to a bounded depth (clang
+ * puts ns::g's definition there, gcc at the CU's level) */
+static int find_var_in(Dwarf_Die *die, const char *name, const char *last, Dwarf_Die *var,
+		       int depth)
+{
+	Dwarf_Die c, cu;
+	if (depth > 8 || dwarf_child(die, &c) != 0)
+		return -1;
+	do {
+		int t = dwarf_tag(&c);
+		const char *nm;
+		char qn[1024];
+		if ((t == DW_TAG_variable || t == DW_TAG_formal_parameter) &&
+		    (nm = dwarf_diename(&c)) && !strcmp(nm, last) &&
+		    (last == name || (dwarf_diecu(&c, &cu, NULL, NULL) &&
+				      name_eq(name + (name[0] == ':' ? 2 : 0),
+					      qual_name(&c, &cu, qn, sizeof qn))))) {
+			*var = c;
+			return 0;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	if (dwarf_tag(die) != DW_TAG_compile_unit && dwarf_tag(die) != DW_TAG_namespace)
+		return -1;
+	dwarf_child(die, &c);
+	do {
+		if (dwarf_tag(&c) == DW_TAG_namespace && find_var_in(&c, name, last, var, depth + 1) == 0)
+			return 0;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return -1;
+}
+
 /* the variable NAME visible in SCOPES (innermost first; names through
- * abstract origins, as inlined copies have them) */
+ * abstract origins, as inlined copies have them); C++: ns::g,
+ * Cls::static_member, ::g by their scopes */
 static int find_var(Dwarf_Die *scopes, int ns, const char *name, Dwarf_Die *var)
 {
-	for (int s = 0; s < ns; s++) {
-		Dwarf_Die c;
-		if (dwarf_child(&scopes[s], &c) != 0)
-			continue;
-		do {
-			int t = dwarf_tag(&c);
-			const char *nm;
-			if ((t == DW_TAG_variable || t == DW_TAG_formal_parameter) &&
-			    (nm = dwarf_diename(&c)) && !strcmp(nm, name)) {
-				*var = c;
-				return 0;
-			}
-		} while (dwarf_siblingof(&c, &c) == 0);
-	}
+	const char *last = name;
+	for (const char *q = strstr(name, "::"); q; q = strstr(q + 2, "::"))
+		last = q + 2;
+	for (int s = 0; s < ns; s++)
+		if (find_var_in(&scopes[s], name, last, var, 0) == 0)
+			return 0;
 	return -1;
 }
 
@@ -1875,7 +1900,7 @@ static void arg_name(const char *expr, char *out, size_t n)
 {
 	const char *last = expr;
 	for (const char *q = expr; *q; q++)
-		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>')) &&
+		if ((q[0] == '.' || (q[0] == '-' && q[1] == '>') || (q[0] == ':' && q[1] == ':')) &&
 		    (isalpha((unsigned char)q[q[0] == '.' ? 1 : 2]) || q[q[0] == '.' ? 1 : 2] == '_'))
 			last = q + (q[0] == '.' ? 1 : 2);
 	size_t ln = 0;
@@ -1891,8 +1916,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 {
 	char name[256];
 	size_t i = 0;
-	while (expr[i] && (isalnum((unsigned char)expr[i]) || expr[i] == '_'))
-		i++;
+	while (expr[i] && (isalnum((unsigned char)expr[i]) || expr[i] == '_' ||
+			   (expr[i] == ':' && expr[i + 1] == ':' &&
+			    (isalpha((unsigned char)expr[i + 2]) || expr[i + 2] == '_'))))
+		i += expr[i] == ':' ? 2 : 1;
 	if (!i || i >= sizeof name) {
 		seterr(err, pos, "Invalid fetch argument");
 		return -1;
@@ -2637,7 +2664,13 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 			} else {
 				char expr[1024], *ty;
 				snprintf(expr, sizeof expr, "%s", f);
-				ty = strrchr(expr, ':');
+				/* the TYPE after the last ':' that is not of a '::' */
+				ty = NULL;
+				for (char *q = expr; (q = strchr(q, ':')) != NULL; q++)
+					if (q[1] == ':')
+						q++;
+					else
+						ty = q;
 				if (ty)
 					*ty++ = 0;
 				if (ns <= 0 || fetch_value(o, scopes, ns, &wh, expr, ty,

@@ -678,17 +678,19 @@ UKT_CASE(structs_and_arrays_whole)
 }
 
 /* C++: this->m of a member of a base class (and of its base), and the
- * object whole with its bases' members; a method written on one line is
- * probed past its prologue (its body's column), where k is stored */
+ * object whole with its bases' members; globals and a static member by
+ * qualified names; a method written on one line is probed past its
+ * prologue (its body's column), where k is stored */
 UKT_CASE(cxx_base_class_members)
 {
 	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
 		"dinh-clang-O2" };
 	for (size_t k = 0; k < 4; k++) {
-		struct run r = ukprobe("trace", "p:c/g Der::get this->b1 this->b2 this->m this->d k",
+		struct run r = ukprobe("trace", "p:c/g Der::get this->b1 this->b2 this->m this->d k "
+				       "g=ns::gval sm=Base::sm fs=::file_static",
 				       "p:c/w Der::get this[0]", "--", target(b[k]), NULL);
 		RUN_EXPECT(r, r.status == 0);
-		same_values(&r, "g", "get ", 1, 5);
+		same_values(&r, "g", "get ", 1, 8);
 		char *w = event_args(r.out, "w", 0), *pr = printed(r.out, "get ", 0);
 		RUN_EXPECT(r, w && pr);
 		static const char *const m[] = { "b1", "b2", "m", "d" };
