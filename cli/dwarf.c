@@ -1178,17 +1178,43 @@ static void deref(struct val *v, long off)
 	v->off = off;
 }
 
+/* the concrete function at PC among the CU's: libdw's scopes of an
+ * inlined copy go on through its abstract instance, not the function the
+ * copy is in, whose frame it uses */
+static int function_at(Dwarf_Die *cu, uint64_t pc, Dwarf_Die *fn)
+{
+	Dwarf_Die c;
+	if (dwarf_child(cu, &c) != 0)
+		return -1;
+	do {
+		if (dwarf_tag(&c) == DW_TAG_subprogram && dwarf_hasattr(&c, DW_AT_frame_base) &&
+		    dwarf_haspc(&c, pc) > 0) {
+			*fn = c;
+			return 0;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return -1;
+}
+
 static int frame_base(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		      uint64_t pc, int *reg, long *off)
 {
+	Dwarf_Die fn;
 	for (int i = 0; i < ns; i++) {
-		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+		Dwarf_Die *f = &scopes[i];
+		if (dwarf_tag(f) != DW_TAG_subprogram && dwarf_tag(f) != DW_TAG_compile_unit)
 			continue;
+		if (dwarf_tag(f) == DW_TAG_compile_unit) {
+			if (function_at(f, pc, &fn) != 0)
+				return -1;
+			f = &fn;
+		}
 		Dwarf_Attribute at;
 		Dwarf_Op *ops;
 		size_t nops;
-		if (!dwarf_attr(&scopes[i], DW_AT_frame_base, &at) ||
-		    dwarf_getlocation_addr(&at, pc, &ops, &nops, 1) != 1 || nops != 1)
+		if (!dwarf_attr(f, DW_AT_frame_base, &at))
+			continue;	/* an abstract instance */
+		if (dwarf_getlocation_addr(&at, pc, &ops, &nops, 1) != 1 || nops != 1)
 			return -1;
 		uint8_t a = ops[0].atom;
 		if (a >= DW_OP_reg0 && a <= DW_OP_reg15) {

@@ -296,6 +296,24 @@ UKT_CASE(libc_function_in_ranges)
 	run_free(&r);
 }
 
+/* a variable of an inlined copy in its function's frame (DW_OP_fbreg):
+ * libdw's scopes of the copy skip the function it is in, whose frame
+ * base it is; tcache_get's tc_idx in _int_malloc's frame */
+UKT_CASE(inlined_copy_variable_in_the_frame)
+{
+	struct run r = ukprobe("probe", "-x", "libc.so.6", "-V", "tcache_get", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int n = 0;
+	for (const char *p = r.out; (p = strstr(p, "\t@<_int_malloc+")); p++) {
+		const char *e = strchr(p + 2, '@');
+		const char *v = strstr(p, "\t\tsize_t\ttc_idx\n");
+		RUN_EXPECT(r, v && (!e || v < e));
+		n++;
+	}
+	RUN_EXPECT(r, n >= 1);
+	run_free(&r);
+}
+
 /* -D of a raw definition is what trace arms: the place at its address in
  * the file (a bare FUNC with raw fetches is its first byte, not past the
  * prologue), the kernel's default name; a bad one refused as trace
