@@ -1063,8 +1063,13 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 	if (!s.n && !pl->src[0])
 		find_alias(o, pl->func, &s);
 	if (!s.n) {
-		seterr(err, base, "Function %s is not found%s%s", pl->func,
-		       pl->src[0] ? " in " : "", pl->src);
+		/* a symbol whose code the debug information does not describe:
+		 * assembly, or an IFUNC (memchr: its resolver's address) */
+		int sym = !pl->src[0] && o->has_elf && elf_find(&o->elf, pl->func);
+		seterr(err, base, "Function %s is not found%s%s%s", pl->func,
+		       pl->src[0] ? " in " : "", pl->src,
+		       sym ? " (a symbol without debug information: assembly or an IFUNC; "
+			     "its registers and $argN can be read)" : "");
 		return -1;
 	}
 	*sites = calloc(1, sizeof **sites);

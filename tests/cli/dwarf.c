@@ -275,6 +275,11 @@ UKT_CASE(libc_function_in_ranges)
 	snprintf(want, sizeof want, "p:fclose libc.so.6:0x%lx fp=%%di:x64\n", off);
 	RUN_EXPECT(r, off > 0 && r.status == 0 && !strcmp(r.out, want));
 	run_free(&r);
+	/* memchr is an IFUNC (assembly): a symbol the DWARF does not describe */
+	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p memchr s c n", NULL);
+	expect_caret(&r, "Function memchr is not found (a symbol without debug information: "
+		     "assembly or an IFUNC; its registers and $argN can be read)", "p memchr s c n", 2);
+	run_free(&r);
 	/* its file as the line table names it (glibc's DW_AT_comp_dir is
 	 * relative: nothing to join) */
 	r = ukprobe("probe", "-x", "libc.so.6", "-L", "fclose", NULL);
