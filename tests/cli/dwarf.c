@@ -12,6 +12,8 @@
 
 #include "run.h"
 
+static void expect_caret(const struct run *r, const char *msg, const char *def, int offset);
+
 static const char *const builds[] = {
 	"dsrc-gcc-O0", "dsrc-gcc-O2", "dsrc-clang-O0", "dsrc-clang-O2",
 };
