@@ -866,9 +866,14 @@ static const char *source_line(const char *file, int ln)
 	return ln >= 1 && ln <= src_nlines ? src_lines[ln - 1] : "";
 }
 
+/* the last source file a ;PATTERN could not read ("" if none) */
+static char lazy_unread[1024];
+
 static int lazy_match(const char *file, int ln, const char *pattern)
 {
 	load_source(file);
+	if (!src_nlines)
+		snprintf(lazy_unread, sizeof lazy_unread, "%s", file);
 	if (ln < 1 || ln > src_nlines)
 		return 0;
 	char l[4096], p[512];
@@ -991,6 +996,17 @@ struct site {
 	struct inst in;
 };
 
+/* no line matched a ;PATTERN: because its source could not be read
+ * (Debian's -dbg packages have no sources), or none matches */
+static void no_lazy_match(struct dw_error *err, const struct place *pl, const char *what)
+{
+	if (lazy_unread[0])
+		seterr(err, pl->lazy_off, "No line of %s matches %s: its source %.120s cannot be read",
+		       what, pl->lazy, lazy_unread);
+	else
+		seterr(err, pl->lazy_off, "No line of %s matches %s", what, pl->lazy);
+}
+
 static int resolve_place(struct dw_obj *o, const struct place *pl,
 			 struct site **sites, struct dw_error *err, int base)
 {
@@ -998,6 +1014,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 	struct addrs a = { 0 };
 	size_t ns = 0;
 	*sites = NULL;
+	lazy_unread[0] = 0;
 	if (!pl->func[0]) {
 		/* SRC:LINE over every CU */
 		Dwarf_Die *cu = NULL;
@@ -1022,7 +1039,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 			return -1;
 		}
 		if (!a.n && pl->lazy[0]) {
-			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->src, pl->lazy);
+			no_lazy_match(err, pl, pl->src);
 			return -1;
 		}
 		if (!a.n) {
@@ -1114,7 +1131,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		free(*sites);
 		*sites = NULL;
 		if (pl->lazy[0])
-			seterr(err, pl->lazy_off, "No line of %s matches %s", pl->func, pl->lazy);
+			no_lazy_match(err, pl, pl->func);
 		else if (pl->has_line)
 			seterr(err, base + (int)strlen(pl->func) +
 			       (pl->src[0] ? (int)strlen(pl->src) + 1 : 0) + 1,

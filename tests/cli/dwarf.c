@@ -282,6 +282,11 @@ UKT_CASE(libc_function_in_ranges)
 	expect_caret(&r, "Function memchr is not found (a symbol without debug information: "
 		     "assembly or an IFUNC; its registers and $argN can be read)", "p memchr s c n", 2);
 	run_free(&r);
+	/* a ;PATTERN reads the source, which libc6-dbg does not ship */
+	r = ukprobe("probe", "-x", "libc.so.6", "-D", "p malloc.c;*tcache*", NULL);
+	expect_caret(&r, "No line of malloc.c matches *tcache*: its source ./malloc/malloc.c "
+		     "cannot be read", "p malloc.c;*tcache*", 11);
+	run_free(&r);
 	/* its file as the line table names it (glibc's DW_AT_comp_dir is
 	 * relative: nothing to join) */
 	r = ukprobe("probe", "-x", "libc.so.6", "-L", "fclose", NULL);
