@@ -1103,6 +1103,11 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 			if (df)
 				line_addrs(&in->cu, df, dl + pl->line,
 					   pl->lazy[0] ? pl->lazy : NULL, &in->die, &a);
+			/* line 0 is the entry row, as -L numbers it, where the
+			 * declaration's line has no row of its own (gcc -O2
+			 * gives the entry the first statement's line) */
+			if (!a.n && !pl->lazy[0] && pl->line == 0)
+				push_addr(&a, entry);
 		} else if (pl->has_off) {
 			if (in->inlined)
 				continue;
@@ -2967,14 +2972,30 @@ static void code_lines(Dwarf_Die *cu, const char *src, Dwarf_Die *within,
 		Dwarf_Addr a = row.addr;
 		int ln = row.line;
 		const char *lf = row.file;
-		if (!row.stmt || row.endseq || !lf || !tail_match(lf, src) || ln < lo || ln > hi)
+		if (!row.stmt || row.endseq || !lf || !tail_match(lf, src))
+			continue;
+		/* the file, though no line in [lo, hi] has code */
+		if (!path[0])
+			snprintf(path, pn, "%s", full_path(cu, lf));
+		if (ln < lo || ln > hi)
 			continue;
 		if (within && (dwarf_haspc(within, a) <= 0 || a == entry))
 			continue;
 		seen[ln - lo] = 1;
-		if (!path[0])
-			snprintf(path, pn, "%s", full_path(cu, lf));
 	}
+}
+
+/* -L of a source not installed (libc6-dbg ships none) shows the numbers
+ * alone, and says why on stderr */
+static void note_unread_source(const char *path)
+{
+	load_source(path);
+	if (src_nlines || !dw_note)
+		return;
+	char msg[4200];
+	snprintf(msg, sizeof msg, "the source %.4000s cannot be read: only the "
+		 "numbers of the lines that can be probed are shown", path);
+	dw_note(msg);
 }
 
 /* -L as perf shows it: a header, then each line of the source, numbered
@@ -3010,6 +3031,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 			return -1;
 		}
 		fprintf(f, "<%s:%ld>\n", path, lo);
+		note_unread_source(path);
 		for (long l = lo; l <= hi; l++) {
 			const char *t = source_line(path, (int)l);
 			if (seen[l - lo])
@@ -3060,6 +3082,8 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		if (seen[i])
 			maxl = i;
 	fprintf(f, "<%s@%s:0>\n", pl.func, path[0] ? path : df ? df : "?");
+	if (path[0])
+		note_unread_source(path);
 	for (int i = 0; i <= maxl; i++) {
 		const char *t = path[0] ? source_line(path, dl + i) : "";
 		if (seen[i])

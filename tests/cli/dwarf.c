@@ -136,6 +136,14 @@ UKT_CASE(list_functions_lines_and_variables)
 	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:50>\n     50  ") &&
 		   strstr(r.out, "\n     52  \treturn 0;\n"));
 	run_free(&r);
+	/* lines without code are shown, not 'Source file is not found' */
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "dsrc.c:1-2", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, "/tests/cli/targets/dsrc.c:1>\n         /* A program") &&
+		   count_lines(r.out, "") == 3 && !*r.err);
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", "nosuch.c:1-2", NULL);
+	expect_caret(&r, "Source file is not found", "nosuch.c:1-2", 0);
+	run_free(&r);
 	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-V", "work:3", NULL);
 	RUN_EXPECT(r, r.status == 0);
 	RUN_EXPECT(r, count_lines(r.out, "struct rec*\tr") == 5);
@@ -291,6 +299,10 @@ UKT_CASE(libc_function_in_ranges)
 	 * relative: nothing to join) */
 	r = ukprobe("probe", "-x", "libc.so.6", "-L", "fclose", NULL);
 	RUN_EXPECT(r, r.status == 0 && !strncmp(r.out, "<fclose@./libio/iofclose.c:0>\n", 30));
+	/* whose text is not installed: said, the numbers shown all the same */
+	RUN_EXPECT(r, strstr(r.err, "note: the source ./libio/iofclose.c cannot be read: only the "
+			     "numbers of the lines that can be probed are shown") &&
+		   strstr(r.out, "\n      0  \n"));
 	run_free(&r);
 	char raw[128];
 	snprintf(raw, sizeof raw, "p:f/r libc.so.6:fclose fd=+%zu(%%di):s32",
@@ -425,6 +437,101 @@ UKT_CASE(line_listing_agrees_with_perf_probe)
 		run_free(&p);
 		run_free(&r);
 	}
+}
+
+/* the lines -L numbers in FUNC of OBJ, each probed by -D: 0 if every one
+ * is taken, else the status of the -D that refused one */
+static int probe_every_listed_line(const char *obj, const char *func, int *nlines)
+{
+	char place[512];
+	/* a name with a blank (operator bool, minof<long unsigned int>) quoted */
+	snprintf(place, sizeof place, strchr(func, ' ') ? "\"%s\"" : "%s", func);
+	struct run l = ukprobe("probe", "-x", obj, "-L", place, NULL);
+	if (l.status != 0) {
+		show(&l);
+		run_free(&l);
+		return -1;
+	}
+	enum { MAXL = 400 };
+	char *argv[MAXL + 8];
+	char *defs[MAXL];
+	int n = 0, a = 0;
+	argv[a++] = (char *)ukprobe_path();
+	argv[a++] = (char *)"probe";
+	argv[a++] = (char *)"-x";
+	argv[a++] = (char *)obj;
+	argv[a++] = (char *)"-D";
+	for (char *line = strchr(l.out, '\n'); line && n < MAXL; line = strchr(line, '\n')) {
+		line++;
+		char *end;
+		long ln = strtol(line, &end, 10);
+		if (end == line || strncmp(end, "  ", 2) || end - line != 7 || ln < 0)
+			continue;	/* not numbered, or the blanks of a line of text */
+		if (asprintf(&defs[n], "p %s:%ld", place, ln) < 0)
+			abort();
+		argv[a++] = defs[n++];
+	}
+	argv[a] = NULL;
+	run_free(&l);
+	*nlines = n;
+	int status = 0;
+	if (n) {
+		struct run d = run_argv(argv);
+		status = d.status;
+		if (status != 0)
+			show(&d);
+		else if (count_lines(d.out, "p:") < n)
+			status = -2;
+		run_free(&d);
+	}
+	for (int i = 0; i < n; i++)
+		free(defs[i]);
+	return status;
+}
+
+/* every line -L numbers can be probed: line 0 too, the entry row, which
+ * gcc -O2 gives the first statement's line, not the declaration's (main:0
+ * was 'No code at line 0' of most optimized programs) */
+UKT_CASE(every_line_listed_can_be_probed)
+{
+	static const char *const objs[] = { "dsrc-gcc-O2", "dsrc-clang-O2", "dent-gcc-O2",
+		"dent-clang-O2", "dcxx-gcc-O2", "dcxx-clang-O2", "dinh-gcc-O2", "dsrc-gcc-O0",
+		"blocked" };
+	int total = 0;
+	for (size_t k = 0; k < sizeof objs / sizeof *objs; k++) {
+		struct run f = ukprobe("probe", "-x", target(objs[k]), "-F", NULL);
+		RUN_EXPECT(f, f.status == 0 && f.nout > 0);
+		for (char *fn = f.out, *nl; fn && *fn; fn = nl) {
+			nl = strchr(fn, '\n');
+			if (nl)
+				*nl++ = 0;
+			int n = 0;
+			int st = probe_every_listed_line(target(objs[k]), fn, &n);
+			if (st != 0)
+				UKT_FAIL("%s: a line -L numbers in %s is refused (%d)", objs[k], fn, st);
+			total += n;
+		}
+		run_free(&f);
+	}
+	static const char *const libc_fns[] = { "fclose", "qsort", "getenv", "strtol",
+		"__libc_malloc", "_int_free", "fopen", "setlocale" };
+	for (size_t k = 0; k < sizeof libc_fns / sizeof *libc_fns; k++) {
+		int n = 0;
+		if (probe_every_listed_line("libc.so.6", libc_fns[k], &n) != 0)
+			UKT_FAIL("libc: a line -L numbers in %s is refused", libc_fns[k]);
+		total += n;
+	}
+	/* main:0 of a gcc -O2 program whose declaration line has no row:
+	 * the entry */
+	struct run d = ukprobe("probe", "-x", target("blocked"), "-D", "p main:0", "p main", NULL);
+	RUN_EXPECT(d, d.status == 0 && count_lines(d.out, "p:") == 2);
+	char *nl = strchr(d.out, '\n');
+	RUN_EXPECT(d, nl);
+	*nl = 0;
+	char *zero = strrchr(d.out, ':'), *entry = strrchr(nl + 1, ':');
+	RUN_EXPECT(d, zero && entry && !strcmp(zero, strtok(entry, "\n")));
+	run_free(&d);
+	UKT_ASSERT(total > 200);
 }
 
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
