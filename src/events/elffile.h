@@ -9,7 +9,8 @@
 #define UKP_EV_ELFFILE_H
 
 /* st_value of a defined data or function symbol name in the ELF file at
- * path: its symbol table, then its dynamic one.  0, or -ENOENT. */
+ * path: its symbol table, then its dynamic one, then its debug file's
+ * (found by build-id).  0, or -ENOENT. */
 int ev_elf_sym(const char *path, const char *name, unsigned long *value);
 
 /* why a place is not in a file */
