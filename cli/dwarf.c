@@ -2379,10 +2379,14 @@ static int fetch_value(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct
 	return 0;
 }
 
-/* every parameter ($params) or every visible variable ($vars) at PC */
+/* every parameter ($params) or every visible variable ($vars) at PC: those
+ * of the innermost function or inlined copy, as -V lists them (perf's), a
+ * name shadowed by an inner scope's once */
 static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
 		    int params_only, struct fetch_out **fo, int *nfo, int *cap)
 {
+	const char **seen = NULL;
+	size_t nseen = 0;
 	for (int s = 0; s < ns; s++) {
 		Dwarf_Die c;
 		int tag = dwarf_tag(&scopes[s]);
@@ -2397,6 +2401,13 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
 			const char *nm = dwarf_diename(&c);
 			if (!nm)
 				continue;
+			size_t k = 0;
+			while (k < nseen && strcmp(seen[k], nm))
+				k++;
+			if (k < nseen)
+				continue;
+			seen = realloc(seen, (nseen + 1) * sizeof *seen);
+			seen[nseen++] = nm;
 			struct fetch_out f;
 			struct dw_error e;
 			if (translate_var(o, scopes, ns, w, nm, NULL, &f, &e, 0, "", NULL) != 0)
@@ -2408,9 +2419,10 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
 			(*fo)[(*nfo)++] = f;
 		} while (dwarf_siblingof(&c, &c) == 0);
 	next:
-		if (tag == DW_TAG_subprogram)
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
 			break;
 	}
+	free(seen);
 	return 0;
 }
 
@@ -2418,9 +2430,12 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
  * in its ranges (an inlined copy's entry pc may lie outside them) */
 static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
 {
+	*out = NULL;	/* left as it was where libdw finds no scope */
 	int n = dwarf_getscopes(&in->cu, pc, out);
-	if (n < 0)
+	if (n < 0) {
 		n = 0;
+		*out = NULL;
+	}
 	for (int i = 0; i < n; i++)
 		if (dwarf_dieoffset(&(*out)[i]) == dwarf_dieoffset(&in->die))
 			return n;

@@ -534,6 +534,125 @@ UKT_CASE(every_line_listed_can_be_probed)
 	UKT_ASSERT(total > 200);
 }
 
+/* no argument name twice on any line of s (the kernel refuses it) */
+static int names_unique(const char *s)
+{
+	char *copy = strdup(s), *save = NULL;
+	int ok = 1;
+	for (char *line = strtok_r(copy, "\n", &save); line && ok; line = strtok_r(NULL, "\n", &save)) {
+		char *names[256];
+		int n = 0;
+		char *w2 = NULL;
+		for (char *w = strtok_r(line, " ", &w2); w && n < 256; w = strtok_r(NULL, " ", &w2)) {
+			char *eq = strchr(w, '=');
+			if (!eq)
+				continue;
+			*eq = 0;
+			for (int i = 0; i < n; i++)
+				if (!strcmp(names[i], w))
+					ok = 0;
+			names[n++] = w;
+		}
+	}
+	free(copy);
+	return ok;
+}
+
+/*
+ * A Debian program nobody here built: readelf (binutils, LTO: .lto_priv,
+ * .part and .cold copies), its DWARF and symbols from
+ * binutils-x86-64-linux-gnu-dbg by build-id.  -V where libdw finds no
+ * scope (section_name_print.part.0) crashed; $vars of an inlined copy
+ * named its caller's variables too, one twice ('This argument name is
+ * already used'); a static of the stripped program (prev_reloc.64, in the
+ * debug file's symbol table only) was 'Unknown symbol' when armed.
+ */
+UKT_CASE(debian_program_built_with_lto)
+{
+	const char *re = "/usr/bin/x86_64-linux-gnu-readelf";
+	UKT_ASSERT(access(re, X_OK) == 0);
+	struct run r = ukprobe("probe", "-x", re, "-V", "section_name_print", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t@<") >= 4 &&
+		   count_lines(r.out, "Filedata*\tfiledata") >= 3);
+	run_free(&r);
+	r = ukprobe("probe", "-x", re, "-D", "p section_name_print $vars", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " filedata=") >= 3 && names_unique(r.out));
+	run_free(&r);
+
+	/* a parameter, a member through it, and the static, against each other
+	 * and against the object readelf reads */
+	char obj[PATH_MAX + 16];
+	snprintf(obj, sizeof obj, "%s/ukt_main.o", build_dir());
+	UKT_ASSERT(access(obj, R_OK) == 0);
+	char *sec[] = { (char *)re, (char *)"-SW", obj, NULL };
+	struct run h = run_argv(sec);
+	RUN_EXPECT(h, h.status == 0);
+	const char *di = strstr(h.out, "] .debug_info ");
+	unsigned long info_size = 0;
+	RUN_EXPECT(h, di && sscanf(di, "] .debug_info %*s %*s %*s %lx", &info_size) == 1);
+	run_free(&h);
+	r = ukprobe("trace", "-x", re, "p:re/ar apply_relocations size section->sh_size prev_reloc",
+		    "--", re, "-wi", obj, NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "ukprobe: 0 events lost"));
+	int events = 0, info_seen = 0;
+	for (const char *e = strstr(r.out, " ar: "); e; e = strstr(e + 1, " ar: ")) {
+		unsigned long size, sh_size, prev;
+		const char *v = strstr(e, " size=");
+		RUN_EXPECT(r, v && sscanf(v, " size=%lu sh_size=%lu prev_reloc=%lu", &size, &sh_size,
+					  &prev) == 3);
+		RUN_EXPECT(r, size == sh_size);
+		info_seen += size == info_size;
+		events++;
+	}
+	RUN_EXPECT(r, events >= 2 && info_seen == 1);
+	run_free(&r);
+
+	/* every eighth function's variables at its entry, and its return
+	 * value: readelf's output unchanged */
+	struct run f = ukprobe("probe", "-x", re, "-F", NULL);
+	RUN_EXPECT(f, f.status == 0);
+	char *argv[256];
+	char *defs[240];
+	int a = 0, nd = 0, k = 0;
+	argv[a++] = (char *)ukprobe_path();
+	argv[a++] = (char *)"trace";
+	argv[a++] = (char *)"-x";
+	argv[a++] = (char *)re;
+	argv[a++] = (char *)"-o";
+	argv[a++] = (char *)"/dev/null";
+	for (char *fn = f.out, *nl; fn && *fn && nd < 200; fn = nl, k++) {
+		nl = strchr(fn, '\n');
+		if (nl)
+			*nl++ = 0;
+		if (k % 8)
+			continue;
+		if (asprintf(&defs[nd++], "p %s $vars", fn) < 0 ||
+		    asprintf(&defs[nd++], "r %s $retval", fn) < 0)
+			abort();
+		argv[a++] = defs[nd - 2];
+		argv[a++] = defs[nd - 1];
+	}
+	run_free(&f);
+	char cu[PATH_MAX];
+	UKT_ASSERT(realpath(target("dsrc-gcc-O2"), cu));
+	argv[a++] = (char *)"--";
+	argv[a++] = (char *)re;
+	argv[a++] = (char *)"-a";
+	argv[a++] = (char *)"-wi";
+	argv[a++] = cu;
+	argv[a] = NULL;
+	char *plain[] = { (char *)re, (char *)"-a", (char *)"-wi", cu, NULL };
+	struct run p = run_argv(plain);
+	r = run_argv(argv);
+	RUN_EXPECT(r, nd >= 60 && p.status == 0 && r.status == 0 &&
+		   strstr(r.err, "ukprobe: 0 events lost"));
+	RUN_EXPECT(r, p.nout == r.nout && !memcmp(p.out, r.out, p.nout));
+	run_free(&p);
+	run_free(&r);
+	for (int i = 0; i < nd; i++)
+		free(defs[i]);
+}
+
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
 UKT_CASE(definitions_agree_with_perf_probe)
 {
