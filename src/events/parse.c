@@ -331,6 +331,20 @@ static int parse_fetch(struct pctx *c, struct ev_parg *a, const char *s, size_t 
 	}
 }
 
+/* whether [s, s+n) reads as a TYPE: a base type or a bitfield, perhaps
+ * an array of it */
+static bool type_like(const char *s, size_t n)
+{
+	const char *br = memchr(s, '[', n);
+	size_t bn = br ? (size_t)(br - s) : n;
+	if (bn > 1 && s[0] == 'b' && isdigit((unsigned char)s[1]))
+		return true;
+	for (size_t i = 0; i < sizeof(base_types) / sizeof(base_types[0]); i++)
+		if (strlen(base_types[i].name) == bn && !strncmp(base_types[i].name, s, bn))
+			return true;
+	return false;
+}
+
 /* where the TYPE part of an argument body starts (the ':'), or n */
 static size_t type_colon(const char *s, size_t n)
 {
@@ -342,15 +356,19 @@ static size_t type_colon(const char *s, size_t n)
 		return col ? (size_t)(col - s) : n;
 	}
 	if (s[0] == '@') {
-		/* @OBJ:SYM (an object has '.' or '/' in its name) or @SYM:TYPE */
+		/* @OBJ:SYM (an object has '/' or ".so" in its name, or a '.'
+		 * and no TYPE follows) or @SYM:TYPE (a static local's symbol
+		 * has a '.': prev_reloc.64:u32) */
 		const char *c1 = memchr(s, ':', n);
 		if (!c1)
 			return n;
 		const char *c2 = memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - s));
 		if (c2)
 			return (size_t)(c2 - s);
-		bool objlike = memchr(s, '.', (size_t)(c1 - s)) || memchr(s, '/', (size_t)(c1 - s));
-		return objlike ? n : (size_t)(c1 - s);
+		size_t on = (size_t)(c1 - s);
+		bool objlike = memchr(s, '/', on) || memmem(s, on, ".so", 3) ||
+			       (memchr(s, '.', on) && !type_like(c1 + 1, n - on - 1));
+		return objlike ? n : on;
 	}
 	int lvl = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -469,6 +469,24 @@ UKT_CASE(unexported_data_symbols)
 	UKT_ASSERT(dlsym(RTLD_DEFAULT, "s_hidden") == NULL);
 }
 
+/* a static local's symbol has a '.' (gcc's prev_reloc.64): @SYM:TYPE, not
+ * @OBJ:SYM; an object's name has ".so" or a '/' */
+static long s_dotted __asm__("s_dotted.64") __attribute__((used)) = 6464;
+
+UKT_CASE(dotted_data_symbols)
+{
+	setup();
+	struct ukpev_event *e = evt_create(A, "p t_ptr d=@s_dotted.64:s32 e=@s_dotted.64+0:u16 "
+					  "f=@libc.so.6:environ:x8 g=@s_dotted.64:b4@4/8");
+	t_ptr(NULL);
+	ukpev_event_disable(e);
+	UKT_EQ(evt_drain(R), 1);
+	const char *got = evt_fmt(R, 0, UKPEV_FMT_FTRACE);
+	UKT_ASSERT(!strncmp(got, " d=6464 e=6464 f=0x", 19));
+	UKT_ASSERT(strstr(got, " g=4"));	/* 6464 = 0x1940: bits 4..7 */
+	(void)s_dotted;
+}
+
 /* the remaining types and @SYM-OFFS */
 struct { long a, b; } g_pair = { -31, 32 };
 NOIL void t_obj2(struct tobj *o, const void *p)
