@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <dwarf.h>
+#include <errno.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fnmatch.h>
@@ -75,6 +76,14 @@ struct dw_obj *dw_open(const char *obj, struct dw_error *err)
 	struct dw_obj *o = calloc(1, sizeof *o);
 	o->name = strdup(obj);
 	o->path = find_object(obj);
+	if (access(o->path, R_OK) != 0) {
+		seterr(err, 0, strchr(obj, '/') ? "%s: %s" :
+		       "%s: %s (a library's name is looked for where the program's "
+		       "dynamic linker finds it, and in the system's directories: give its path)",
+		       obj, strerror(errno));
+		dw_close(o);
+		return NULL;
+	}
 	o->dwfl = dwfl_begin(&offline_cb);
 	if (!o->dwfl)
 		goto fail;

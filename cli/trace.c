@@ -7,6 +7,7 @@
  * -d (attach).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -395,6 +396,68 @@ static char *program_path(const struct trace_opts *t)
 	return NULL;
 }
 
+/* The file of a library named without a path (libpython3.11.so.1.0), as
+ * the program's dynamic linker finds it: attached, the object the process
+ * has mapped by that name; launched, what the dynamic linker lists for the
+ * program (`ld.so --list`: its RPATH/RUNPATH with $ORIGIN, LD_LIBRARY_PATH,
+ * ld.so.cache, as it will load them; nothing of the program runs).  NULL
+ * where neither knows it. */
+static char *library_path(const struct trace_opts *t, const char *prog, const char *name)
+{
+	char *found = NULL, line[8192];
+	size_t nl = strlen(name);
+	if (t->pid) {
+		snprintf(line, sizeof line, "/proc/%d/maps", (int)t->pid);
+		FILE *f = fopen(line, "re");
+		while (f && !found && fgets(line, sizeof line, f)) {
+			char *path = strchr(line, '/');
+			if (!path)
+				continue;
+			path[strcspn(path, "\n")] = 0;
+			const char *base = strrchr(path, '/') + 1;
+			if (!strcmp(base, name))
+				found = strdup(path);
+		}
+		if (f)
+			fclose(f);
+		return found;
+	}
+	if (!prog || !strchr(prog, '/'))
+		return NULL;
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) != 0)
+		return NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul >= 0)
+			dup2(nul, 2);
+		execl("/lib64/ld-linux-x86-64.so.2", "ld.so", "--list", prog, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	FILE *f = pid > 0 ? fdopen(fd[0], "r") : NULL;
+	if (!f)
+		close(fd[0]);
+	/* "\tNAME => PATH (0xADDR)" */
+	while (f && fgets(line, sizeof line, f)) {
+		char *l = line + strspn(line, " \t");
+		if (strncmp(l, name, nl) || strncmp(l + nl, " => /", 5) || found)
+			continue;
+		char *path = l + nl + 4, *end = strstr(path, " (0x");
+		if (end) {
+			*end = 0;
+			found = strdup(path);
+		}
+	}
+	if (f)
+		fclose(f);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return found;
+}
+
 /* source-level definitions become raw ones (t->defs replaced), read from
  * the object their place names (OBJ:...) or else the program (-x OBJ);
  * so do raw ones whose SYM only the debug information knows (an inlined
@@ -404,6 +467,11 @@ static int translate_source(struct trace_opts *t)
 	/* the raw definitions name the object by this path, which the
 	 * agent opens in the target: from its working directory, not ours */
 	char *prog = t->exec ? (strchr(t->exec, '/') ? realpath(t->exec, NULL) : NULL) : NULL;
+	if (!prog && t->exec) {	/* -x a library's name: the program's */
+		char *p = program_path(t);
+		prog = library_path(t, p, t->exec);
+		free(p);
+	}
 	if (!prog)
 		prog = t->exec ? strdup(t->exec) : program_path(t);
 	struct dw_cache *cache = NULL;
@@ -417,7 +485,8 @@ static int translate_source(struct trace_opts *t)
 		int named = dw_def_object(t->defs[k], on, sizeof on);
 		int dw = dw_is_source_level(t->defs[k]);
 		/* a path as the agent will open it, in the target */
-		char *abs = named && strchr(on, '/') ? realpath(on, NULL) : NULL;
+		char *abs = named && strchr(on, '/') ? realpath(on, NULL) :
+			    named ? library_path(t, prog, on) : NULL;
 		if (abs)
 			snprintf(on, sizeof on, "%s", abs);
 		free(abs);

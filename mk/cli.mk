@@ -28,7 +28,8 @@ $(AGENT_SO): agent/agent.c agent/proto.h include/ukprobes/events.h $(SO)
 		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/..' -Wl,-z,nodelete
 
 # target programs the tests drive ukprobe against (no ukprobes in them)
-CLI_TARGET_SRCS := $(wildcard tests/cli/targets/*.c)
+# (dlib.c and duse.c: a library and its program, mk/dwarf.mk)
+CLI_TARGET_SRCS := $(filter-out %/dlib.c %/duse.c,$(wildcard tests/cli/targets/*.c))
 CLI_TARGETS := $(patsubst tests/cli/targets/%.c,$(B)/cli-targets/%,$(CLI_TARGET_SRCS))
 $(B)/cli-targets/%: tests/cli/targets/%.c
 	@mkdir -p $(dir $@)

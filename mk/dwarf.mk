@@ -21,6 +21,13 @@ $(B)/cli-targets/dent-gcc-%: tests/cli/targets/dent.c
 $(B)/cli-targets/dent-clang-%: tests/cli/targets/dent.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+# a library only the program's RUNPATH finds (targets/dlib.c, duse.c)
+DWARF_TARGETS += $(B)/cli-targets/runpath/duse
+$(B)/cli-targets/runpath/libdlib.so.1: tests/cli/targets/dlib.c tests/cli/targets/dlib.h
+	@mkdir -p $(dir $@)
+	gcc -std=c11 -Wall -Wextra -Werror -g -O2 -fPIC -shared -Wl,-soname,libdlib.so.1 -o $@ $<
+$(B)/cli-targets/runpath/duse: tests/cli/targets/duse.c tests/cli/targets/dlib.h $(B)/cli-targets/runpath/libdlib.so.1
+	gcc -std=c11 -Wall -Wextra -Werror -g -O2 -o $@ $< $(dir $@)libdlib.so.1 -Wl,-rpath,'$$ORIGIN'
 .PHONY: dwarf-targets
 dwarf-targets: $(DWARF_TARGETS)
 tests: $(DWARF_TARGETS)

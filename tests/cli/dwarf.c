@@ -653,6 +653,59 @@ UKT_CASE(debian_program_built_with_lto)
 		free(defs[i]);
 }
 
+/*
+ * A library named without a path that only the program's RUNPATH finds
+ * (pyenv's libpython3.11.so.1.0 is one): launched, where the program's
+ * dynamic linker lists it; attached, the file the process has mapped.  It
+ * was 'no debug information' (not found where Debian puts libraries).
+ */
+UKT_CASE(library_found_as_the_program_finds_it)
+{
+	const char *def = "p:dl/s libdlib.so.1:dlib_scale id=it->id name=it->name:string k";
+	struct run r = ukprobe("trace", def, "--", target("runpath/duse"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " s: (dlib_scale+0x0/") == 3);
+	same_values(&r, "s", "duse ", 3, 3);
+	run_free(&r);
+	/* -x by its name */
+	r = ukprobe("trace", "-x", "libdlib.so.1", "p:dl/s dlib_scale it->id", "--",
+		    target("runpath/duse"), NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " s: (dlib_scale+0x0/") == 3 &&
+		   strstr(r.out, " id=12\n"));
+	run_free(&r);
+	/* attached */
+	struct proc p = proc_start("runpath/duse", "wait");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	r = ukprobe("trace", "-p", pid, "-d", "0.5", def, NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "ukprobe: 0 events lost"));
+	int n = 0;
+	for (const char *e = strstr(r.out, " s: (dlib_scale+0x0/"); e;
+	     e = strstr(e + 1, " s: (dlib_scale+0x0/"), n++) {
+		int id;
+		long k;
+		char name[16];
+		RUN_EXPECT(r, sscanf(strchr(e, ')'), ") id=%d name=\"%15[a-z]\" k=%ld", &id, name,
+				     &k) == 3);
+		RUN_EXPECT(r, k == 2 * id + 1 && (!strcmp(name, "ant") || !strcmp(name, "bee") ||
+						  !strcmp(name, "cicada")));
+	}
+	RUN_EXPECT(r, n >= 2);
+	run_free(&r);
+	UKT_ASSERT(write(p.in, "q", 1) == 1);
+	close(p.in);
+	char line[256], last[256] = "";
+	while (fgets(line, sizeof line, p.out))
+		snprintf(last, sizeof last, "%s", line);
+	fclose(p.out);
+	UKT_ASSERT(wait_status(p.pid) == 0 && !strncmp(last, "ok ", 3));
+	/* nowhere: said so */
+	r = ukprobe("probe", "-x", "libdlib.so.1", "-F", NULL);
+	RUN_EXPECT(r, r.status != 0 && strstr(r.err, "libdlib.so.1: No such file or directory "
+						  "(a library's name is looked for where the program's "
+						  "dynamic linker finds it"));
+	run_free(&r);
+}
+
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
 UKT_CASE(definitions_agree_with_perf_probe)
 {
@@ -824,7 +877,9 @@ UKT_CASE(places_in_another_object_by_name)
 	run_free(&r);
 	/* an object that cannot be read is the definition's error */
 	r = ukprobe("trace", "p:a/b nosuchlib.so:func x", "--", prog, NULL);
-	expect_caret(&r, "nosuchlib.so: No such file or directory", "p:a/b nosuchlib.so:func x", 6);
+	expect_caret(&r, "nosuchlib.so: No such file or directory (a library's name is looked for where "
+		     "the program's dynamic linker finds it, and in the system's directories: give its "
+		     "path)", "p:a/b nosuchlib.so:func x", 6);
 	run_free(&r);
 	r = ukprobe("probe", "-x", prog, "-D", "p libz.so.1:deflate strm", NULL);
 	expect_caret(&r, "libz.so.1: no debug information", "p libz.so.1:deflate strm", 2);
