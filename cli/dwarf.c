@@ -2500,6 +2500,40 @@ static int is_raw_fetch(const char *f)
 	       f[0] == '-' || f[0] == '\\' || isdigit((unsigned char)f[0]);
 }
 
+/* A raw dereference around a variable, +OFF(...(EXPR)...)[:TYPE] with EXPR
+ * a variable's (+48(frame->f_code->co_name):string, the characters of a
+ * CPython str): the length of the layers before EXPR (*pre), of EXPR
+ * (*len), and their number (*depth).  0 when f is not one. */
+static int deref_of_var(const char *f, size_t *pre, size_t *len, int *depth)
+{
+	const char *p = f;
+	int d = 0;
+	while (*p == '+' || *p == '-') {
+		const char *q = p + 1;
+		if (*q == 'u')
+			q++;
+		char *e;
+		errno = 0;
+		(void)strtol(q, &e, 0);
+		if (e == q || errno || *e != '(')
+			return 0;
+		p = e + 1;
+		d++;
+	}
+	const char *end = strchr(p, ')');
+	if (!d || !end || end == p || is_raw_fetch(p) || memchr(p, '(', (size_t)(end - p)))
+		return 0;
+	for (int k = 0; k < d; k++)
+		if (end[k] != ')')
+			return 0;
+	if (end[d] && end[d] != ':')
+		return 0;
+	*pre = (size_t)(p - f);
+	*len = (size_t)(end - p);
+	*depth = d;
+	return 1;
+}
+
 /* does NAME (as a place's OBJ: writes it) name o: its name as opened, its
  * path, or the same file name */
 static int obj_is(const struct dw_obj *o, const char *name)
@@ -2601,10 +2635,74 @@ int dw_is_source_level(const char *def)
 			return 1;
 		if (k >= 2) {
 			const char *f = arg_fetch(tok);
-			if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars"))
+			size_t pre, len;
+			int depth;
+			if (!is_raw_fetch(f) || !strcmp(f, "$params") || !strcmp(f, "$vars") ||
+			    deref_of_var(f, &pre, &len, &depth))
 				return 1;
 		}
 	}
+}
+
+/* f = +OFF(...(EXPR)...)[:TYPE] (deref_of_var): EXPR translated, a pointer
+ * or a 64-bit integer, in place of itself.  0 with *fo one fetch, or -1 */
+static int deref_var(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct where *w,
+		     const char *f, size_t pre, size_t len, int depth, int fpos,
+		     const char *placename, const char *name, int argn,
+		     struct fetch_out **fo, struct dw_error *err)
+{
+	char expr[1024];
+	snprintf(expr, sizeof expr, "%.*s", (int)len, f + pre);
+	struct fetch_out *in = NULL;
+	int nin = 0, cap = 0;
+	if (ns <= 0) {
+		seterr(err, fpos, "No scope at %s", placename);
+		return -1;
+	}
+	if (fetch_value(o, scopes, ns, w, expr, NULL, NULL, &in, &nin, &cap, err,
+			fpos + (int)pre, placename, 0) != 0) {
+		free(in);
+		return -1;
+	}
+	/* its fetch without its TYPE: the last ':' outside parentheses */
+	char *ty = NULL;
+	int lvl = 0;
+	for (char *q = nin == 1 ? in[0].text : NULL; q && *q; q++) {
+		if (*q == '(')
+			lvl++;
+		else if (*q == ')')
+			lvl--;
+		else if (*q == ':' && !lvl)
+			ty = q;
+	}
+	if (nin != 1 || !ty || (strcmp(ty, ":x64") && strcmp(ty, ":u64") && strcmp(ty, ":s64"))) {
+		seterr(err, fpos + (int)pre, "%s is not a pointer: +OFF(...) reads at a "
+		       "pointer's value", expr);
+		free(in);
+		return -1;
+	}
+	*ty = 0;
+	*fo = calloc(1, sizeof **fo);
+	if (!*fo) {
+		free(in);
+		seterr(err, fpos, "out of memory");
+		return -1;
+	}
+	if (snprintf((*fo)->text, sizeof (*fo)->text, "%.*s%s%s", (int)pre, f, in[0].text,
+		     f + pre + len) >= (int)sizeof (*fo)->text) {
+		seterr(err, fpos, "Fetch argument is too long");
+		free(in);
+		free(*fo);
+		*fo = NULL;
+		return -1;
+	}
+	if (name)
+		snprintf((*fo)->name, sizeof (*fo)->name, "%s", name);
+	else
+		snprintf((*fo)->name, sizeof (*fo)->name, "arg%d", argn);
+	(void)depth;
+	free(in);
+	return 0;
 }
 
 static char *place_name(const struct place *pl, char *out, size_t n)
@@ -2730,9 +2828,23 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 				snprintf(given_name, sizeof given_name, "%.*s", (int)(f - arg - 1), arg);
 			struct fetch_out *fo = NULL;
 			int nfo = 0, fcap = 0;
+			size_t dpre, dlen;
+			int ddepth;
 			if (!strcmp(f, "$params") || !strcmp(f, "$vars")) {
 				if (ns > 0)
 					all_vars(o, scopes, ns, &wh, f[1] == 'p', &fo, &nfo, &fcap);
+			} else if (deref_of_var(f, &dpre, &dlen, &ddepth)) {
+				if (deref_var(o, scopes, ns, &wh, f, dpre, dlen, ddepth, fpos, pn,
+					      given_name[0] ? given_name : NULL, a - 1, &fo, err) != 0) {
+					free(line);
+					free(scopes);
+					for (int k = 0; k < s; k++)
+						free(res[k]);
+					free(res);
+					free(sites);
+					return -1;
+				}
+				nfo = 1;
 			} else if (is_raw_fetch(f)) {
 				fo = calloc(1, sizeof *fo);
 				nfo = 1;

@@ -706,6 +706,32 @@ UKT_CASE(library_found_as_the_program_finds_it)
 	run_free(&r);
 }
 
+/* the raw grammar's +OFF(...) around a variable that holds a pointer:
+ * what a type the debug information lacks puts there (CPython's str
+ * characters, +48(frame->f_code->co_name):string) */
+UKT_CASE(raw_dereference_of_a_variable)
+{
+	for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+		struct run r = ukprobe("trace", "p:dw/d work:3 deep=+0(r->pin):s64 id=+0(r):s32", "--",
+				       target(builds[b]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "d", "work ", 2, 2);
+		run_free(&r);
+	}
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D",
+			       "p work:3 +8(+0(r->pin)) -8(r):u8 x=+16(r):string", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.out, " arg1=+8(+0(+") &&
+		   strstr(r.out, " arg2=-8(") && strstr(r.out, "):u8 x=+16(") &&
+		   strstr(r.out, "):string\n"));
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p work:3 +8(k)", NULL);
+	expect_caret(&r, "k is not a pointer: +OFF(...) reads at a pointer's value", "p work:3 +8(k)", 12);
+	run_free(&r);
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p work:3 +8(r->nosuch)", NULL);
+	expect_caret(&r, "rec has no member nosuch", "p work:3 +8(r->nosuch)", 15);
+	run_free(&r);
+}
+
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
 UKT_CASE(definitions_agree_with_perf_probe)
 {
