@@ -1130,6 +1130,14 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 				  : post_prologue(&in->die, &in->cu, entry));
 		}
 		for (size_t j = 0; j < a.n; j++) {
+			/* one probe an address: a template's or an inline
+			 * function's definition in every CU that used it (the
+			 * linker kept one copy) is one place, not one a CU */
+			size_t k = 0;
+			while (k < ns && (*sites)[k].addr != a.v[j])
+				k++;
+			if (k < ns)
+				continue;
 			if (ns == cap) {
 				cap *= 2;
 				*sites = realloc(*sites, cap * sizeof **sites);

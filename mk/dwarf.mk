@@ -21,6 +21,14 @@ $(B)/cli-targets/dent-gcc-%: tests/cli/targets/dent.c
 $(B)/cli-targets/dent-clang-%: tests/cli/targets/dent.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
+# a template instantiated in two CUs (targets/dtpl_a.cc, dtpl_b.cc)
+DWARF_TARGETS += $(B)/cli-targets/dtpl-gcc-O0 $(B)/cli-targets/dtpl-clang-O0
+$(B)/cli-targets/dtpl-gcc-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl.h
+	@mkdir -p $(dir $@)
+	g++ -Wall -Wextra -Werror -g -$* -o $@ $(filter %.cc,$^)
+$(B)/cli-targets/dtpl-clang-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl.h
+	@mkdir -p $(dir $@)
+	clang++ -Wall -Wextra -Werror -g -$* -o $@ $(filter %.cc,$^)
 # a library only the program's RUNPATH finds (targets/dlib.c, duse.c)
 DWARF_TARGETS += $(B)/cli-targets/runpath/duse
 $(B)/cli-targets/runpath/libdlib.so.1: tests/cli/targets/dlib.c tests/cli/targets/dlib.h

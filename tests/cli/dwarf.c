@@ -732,6 +732,29 @@ UKT_CASE(raw_dereference_of_a_variable)
 	run_free(&r);
 }
 
+/* a template two CUs instantiate: the linker keeps one copy, both CUs'
+ * DWARF describe it at that address; one probe, one event a call (each
+ * call was recorded once a CU: libstdc++'s string methods six times) */
+UKT_CASE(template_in_two_units_is_one_probe)
+{
+	static const char *const b2[] = { "dtpl-gcc-O0", "dtpl-clang-O0" };
+	for (size_t b = 0; b < 2; b++) {
+		struct run r = ukprobe("probe", "-x", target(b2[b]), "-D", "p twice_of<int> v",
+				       "p twice_of<int>%return $retval", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:twice_of_int ") == 1 &&
+			   count_lines(r.out, "p:twice_of_int___return ") == 1 &&
+			   count_lines(r.out, "") == 2);
+		run_free(&r);
+		r = ukprobe("probe", "-x", target(b2[b]), "-V", "twice_of<int>", NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t@<") == 1);
+		run_free(&r);
+		r = ukprobe("trace", "p:t/tw twice_of<int> v", "--", target(b2[b]), NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " tw: (") == 2);
+		RUN_EXPECT(r, strstr(r.out, ") v=3\n") && strstr(r.out, ") v=4\n"));
+		run_free(&r);
+	}
+}
+
 /* (globals aside: perf writes @SYM+0, ukprobe @OBJ:SYM, exact in a library) */
 UKT_CASE(definitions_agree_with_perf_probe)
 {

@@ -1,0 +1,7 @@
+/* the second CU instantiating twice_of<int> (targets/dtpl_a.cc) */
+#include "dtpl.h"
+
+int in_b(int x)
+{
+	return twice_of(x) + 1;
+}
