@@ -2181,6 +2181,24 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		       agg ? "give a member that one piece holds" : "one fetch cannot join them");
 		return -1;
 	}
+	/* a C++ reference is what it refers to (as gdb shows it): size_type&
+	 * __capacity is the count, const std::string& s the string's members */
+	int rtag = dwarf_tag(&t);
+	if ((rtag == DW_TAG_reference_type || rtag == DW_TAG_rvalue_reference_type) &&
+	    v.k != V_IMM) {
+		Dwarf_Die rt;
+		if (type_of(&t, &rt) == 0) {
+			deref(&v, 0);
+			t = rt;
+			has_member = 0;
+			int tag = dwarf_tag(&t);
+			if (out_agg && !type && (tag == DW_TAG_structure_type ||
+						 tag == DW_TAG_union_type || tag == DW_TAG_class_type)) {
+				*out_agg = t;
+				return 1;
+			}
+		}
+	}
 	char ty[64] = "";
 	int want_string = type && (!strcmp(type, "string") || !strcmp(type, "ustring"));
 	if (want_string) {

@@ -1068,6 +1068,34 @@ UKT_CASE(cxx_base_class_members)
 	}
 }
 
+/* a C++ reference is what it refers to, as gdb shows it: a long& its
+ * value, a const Der& the object whole (its bases' members), an int&& its
+ * int; '.' reads through it */
+UKT_CASE(cxx_references_are_their_referents)
+{
+	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
+		"dinh-clang-O2" };
+	for (size_t k = 0; k < 4; k++) {
+		struct run r = ukprobe("trace", "p:c/b bump n d=o.d b1=o.b1 r", "p:c/o bump o",
+				       "--", target(b[k]), NULL);
+		RUN_EXPECT(r, r.status == 0);
+		same_values(&r, "b", "bump ", 1, 4);
+		char *w = event_args(r.out, "o", 0), *pr = printed(r.out, "bump ", 0);
+		RUN_EXPECT(r, w && pr);
+		char *x = arg_value(w, "o_d"), *y = arg_value(pr, "d");
+		char *x1 = arg_value(w, "o_b1"), *y1 = arg_value(pr, "b1");
+		RUN_EXPECT(r, x && y && !strcmp(x, y) && x1 && y1 && !strcmp(x1, y1) &&
+			   strstr(w, "o_b2=-6") && strstr(w, "o_m=7"));
+		free(x);
+		free(y);
+		free(x1);
+		free(y1);
+		free(w);
+		free(pr);
+		run_free(&r);
+	}
+}
+
 /* attach: the object is the process's /proc/PID/exe */
 UKT_CASE(attach_with_a_variable)
 {

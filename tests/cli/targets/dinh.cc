@@ -26,6 +26,14 @@ struct Der : Mid {
 
 __attribute__((noinline)) int Der::get(int k) { std::printf("get b1=%d b2=%ld m=%d d=%d k=%d g=%ld sm=%d fs=%d\n", b1, b2, m, d, k, ns::gval, sm, file_static); return b1 + k; }
 
+// references: a long, an object with bases, an rvalue one
+__attribute__((noinline)) long bump(long &n, const Der &o, int &&r)
+{
+	std::printf("bump n=%ld d=%d b1=%d r=%d\n", n, o.d, o.b1, r);
+	n += r;
+	return n;
+}
+
 int main(int argc, char **)
 {
 	Der x;
@@ -34,5 +42,7 @@ int main(int argc, char **)
 	x.b2 = -6;
 	x.m = 7;
 	x.d = 8;
-	return x.get(2 + argc) == 8 ? 0 : 1;
+	long n = 30 + argc;
+	bump(n, x, 5 + argc);
+	return x.get(2 + argc) == 8 && n == 35 + 2 * argc ? 0 : 1;
 }
