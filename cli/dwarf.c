@@ -615,7 +615,7 @@ int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f)
 /* ---- places ---------------------------------------------------------- */
 
 struct place {
-	char func[256], src[1024];
+	char func[1024], src[1024];
 	int has_line, rel;	/* SRC:LINE (rel 0) or FUNC:RELLINE (rel 1) */
 	long line;
 	int has_off;
@@ -1914,6 +1914,25 @@ struct fetch_out {
 	char text[2048];
 };
 
+/* A default event name the events core takes (UKPEV_NAME_MAX, with room
+ * for a site's _N): a long one (a template's arguments are in its
+ * DW_AT_name) is cut, and the FNV-1a hash of the whole keeps it apart from
+ * another cut alike */
+static void shorten_event(char *ev)
+{
+	enum { KEEP = 44 };
+	size_t n = strlen(ev);
+	if (n <= KEEP + 8)
+		return;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)ev[i]) * 16777619u;
+	size_t k = KEEP;
+	while (k > 1 && ev[k - 1] == '_')
+		k--;
+	snprintf(ev + k, n + 1 - k, "_%06x", (unsigned)(h & 0xffffff));
+}
+
 static void sanitize(char *s)
 {
 	char *w = s;
@@ -2820,7 +2839,7 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 		size_t cap = 4096, len = 0;
 		char *line = malloc(cap);
 		/* the event: as given, else the function's name (perf's way) */
-		char ev[300];
+		char ev[sizeof pl.func + 64];
 		/* by the name given where that is another name of the
 		 * function's (malloc, not __libc_malloc) */
 		const char *fn = sites[s].in.alias ? pl.func : dwarf_diename(&sites[s].in.die);
@@ -2833,9 +2852,13 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 				snprintf(ev, sizeof ev, "operator_%s%s%s", cxx_ops[op].code,
 					 fn + 8 + strlen(cxx_ops[op].sym), pl.ret ? "__return" : "");
 			else
-				snprintf(ev, sizeof ev, "%s%s", fn ? fn : "probe",
-					 pl.ret ? "__return" : "");
+				snprintf(ev, sizeof ev, "%s", fn ? fn : "probe");
 			sanitize(ev);
+			shorten_event(ev);
+			if (op < 0 && pl.ret) {
+				size_t l = strlen(ev);
+				snprintf(ev + l, sizeof ev - l, "__return");
+			}
 		}
 		if (s > 0) {
 			size_t l = strlen(ev);
