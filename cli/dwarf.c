@@ -63,6 +63,9 @@ static char *find_object(const char *obj)
 	return strdup(obj);
 }
 
+/* set while EXPR of +OFF(EXPR) is translated: a reference is its address */
+static int reference_as_address;
+
 static char *debuginfo_path;
 static const Dwfl_Callbacks offline_cb = {
 	.find_elf = dwfl_build_id_find_elf,
@@ -2201,10 +2204,11 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 		return -1;
 	}
 	/* a C++ reference is what it refers to (as gdb shows it): size_type&
-	 * __capacity is the count, const std::string& s the string's members */
+	 * __capacity is the count, const std::string& s the string's members;
+	 * inside +OFF(...) its address, which the raw dereference reads at */
 	int rtag = dwarf_tag(&t);
 	if ((rtag == DW_TAG_reference_type || rtag == DW_TAG_rvalue_reference_type) &&
-	    v.k != V_IMM) {
+	    v.k != V_IMM && !reference_as_address) {
 		Dwarf_Die rt;
 		if (type_of(&t, &rt) == 0) {
 			deref(&v, 0);
@@ -2704,8 +2708,11 @@ static int deref_var(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct w
 		seterr(err, fpos, "No scope at %s", placename);
 		return -1;
 	}
-	if (fetch_value(o, scopes, ns, w, expr, NULL, NULL, &in, &nin, &cap, err,
-			fpos + (int)pre, placename, 0) != 0) {
+	reference_as_address = 1;
+	int r = fetch_value(o, scopes, ns, w, expr, NULL, NULL, &in, &nin, &cap, err,
+			    fpos + (int)pre, placename, 0);
+	reference_as_address = 0;
+	if (r != 0) {
 		free(in);
 		return -1;
 	}

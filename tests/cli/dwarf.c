@@ -1105,9 +1105,10 @@ UKT_CASE(cxx_references_are_their_referents)
 		"dinh-clang-O2" };
 	for (size_t k = 0; k < 4; k++) {
 		struct run r = ukprobe("trace", "p:c/b bump n d=o.d b1=o.b1 r", "p:c/o bump o",
-				       "--", target(b[k]), NULL);
+				       "p:c/a bump b1=+8(o):s32", "--", target(b[k]), NULL);
 		RUN_EXPECT(r, r.status == 0);
 		same_values(&r, "b", "bump ", 1, 4);
+		same_values(&r, "a", "bump ", 1, 1);	/* +OFF(o): at its address */
 		char *w = event_args(r.out, "o", 0), *pr = printed(r.out, "bump ", 0);
 		RUN_EXPECT(r, w && pr);
 		char *x = arg_value(w, "o_d"), *y = arg_value(pr, "d");
