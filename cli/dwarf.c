@@ -925,7 +925,7 @@ static void line_addrs(Dwarf_Die *cu, const char *src, long line,
 	size_t n;
 	if (dwarf_getsrclines(cu, &lines, &n) != 0)
 		return;
-	int prev_line = -1;
+	int prev_line = -1, prev_in = 0;
 	const char *prev_file = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct line_row row;
@@ -941,14 +941,20 @@ static void line_addrs(Dwarf_Die *cu, const char *src, long line,
 		}
 		if (!stmt)
 			continue;
-		int begins = ln != prev_line || !prev_file || !f || strcmp(f, prev_file);
+		/* within a function, a line begins at its first row there too
+		 * (the function before may end on the same line: g++'s static
+		 * initializers) */
+		int in = !within || dwarf_haspc(within, a) > 0;
+		int begins = ln != prev_line || !prev_file || !f || strcmp(f, prev_file) ||
+			     (within && !prev_in);
 		prev_line = ln;
 		prev_file = f;
+		prev_in = in;
 		if (!begins || !f || !tail_match(f, src))
 			continue;
 		if (lazy ? !lazy_match(full_path(cu, f), ln, lazy) : ln != line)
 			continue;
-		if (within && dwarf_haspc(within, a) <= 0)
+		if (!in)
 			continue;
 		push_addr(out, a);
 	}
@@ -1047,7 +1053,23 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 			(void)before;
 		}
 		if (!file_seen) {
-			seterr(err, base, "Source file is not found");
+			/* a function whose name looks like a file's (g++'s
+			 * static initializer _GLOBAL__sub_I_eh_alloc.cc):
+			 * FUNC:RELLINE, FUNC;PATTERN */
+			struct place f = *pl;
+			struct dw_error e2 = { "", 0 };
+			snprintf(f.func, sizeof f.func, "%s", pl->src);
+			f.src[0] = 0;
+			f.rel = 1;
+			free(a.v);
+			int n = strlen(pl->src) < sizeof f.func ?
+				resolve_place(o, &f, sites, &e2, base) : -1;
+			if (n >= 0)
+				return n;
+			if (e2.msg[0] && strncmp(e2.msg, "Function ", 9))
+				*err = e2;	/* it is one, with another error */
+			else
+				seterr(err, base, "Source file is not found");
 			return -1;
 		}
 		if (!a.n && pl->lazy[0]) {

@@ -21,12 +21,12 @@ $(B)/cli-targets/dent-gcc-%: tests/cli/targets/dent.c
 $(B)/cli-targets/dent-clang-%: tests/cli/targets/dent.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -Wall -Wextra -Werror -g -$* -o $@ $<
-# a template instantiated in two CUs (targets/dtpl_a.cc, dtpl_b.cc)
+# a template instantiated in two CUs, static initializers (targets/dtpl_*.cc)
 DWARF_TARGETS += $(B)/cli-targets/dtpl-gcc-O0 $(B)/cli-targets/dtpl-clang-O0
-$(B)/cli-targets/dtpl-gcc-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl.h
+$(B)/cli-targets/dtpl-gcc-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl_c.cc tests/cli/targets/dtpl.h
 	@mkdir -p $(dir $@)
 	g++ -Wall -Wextra -Werror -g -$* -o $@ $(filter %.cc,$^)
-$(B)/cli-targets/dtpl-clang-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl.h
+$(B)/cli-targets/dtpl-clang-%: tests/cli/targets/dtpl_a.cc tests/cli/targets/dtpl_b.cc tests/cli/targets/dtpl_c.cc tests/cli/targets/dtpl.h
 	@mkdir -p $(dir $@)
 	clang++ -Wall -Wextra -Werror -g -$* -o $@ $(filter %.cc,$^)
 # a library only the program's RUNPATH finds (targets/dlib.c, duse.c)
