@@ -283,7 +283,7 @@ static int scan_name(const char *s, struct name_scan *r, size_t *bad)
 {
 	char close[64];
 	size_t open_at[64];
-	int d = 0;
+	int d = 0, conv = 0;
 	memset(r, 0, sizeof *r);
 	size_t i = 0;
 	while (s[i]) {
@@ -293,11 +293,19 @@ static int scan_name(const char *s, struct name_scan *r, size_t *bad)
 			i += ol;
 			continue;
 		}
+		/* a conversion operator's type is its name's, "::" and all
+		 * (operator std::basic_string<char>::__sv_type) */
+		if (!strncmp(s + i, "operator ", 9) && (i == 0 || s[i - 1] == ':')) {
+			r->cxx = 1;
+			conv = 1;
+			i += 9;
+			continue;
+		}
 		char c = s[i];
 		int in_paren = d > 0 && close[d - 1] == ')';
 		if (c == ':' && s[i + 1] == ':') {
 			i += 2;
-			if (!d)
+			if (!d && !conv)
 				r->last = i;
 			continue;
 		}

@@ -760,6 +760,32 @@ UKT_CASE(long_template_names_make_event_names)
 	}
 }
 
+/* a conversion operator to a namespace's type: the "::" inside its
+ * type is its name's ('Function ... is not found' though -F listed it) */
+UKT_CASE(conversion_operator_to_a_qualified_type)
+{
+	/* clang++ names the type as written in its scope */
+	static const char *const b2[] = { "dtpl-gcc-O0", "dtpl-clang-O0" };
+	static const char *const op[] = { "Length::operator units::Meters",
+		"Length::operator Meters" };
+	for (size_t b = 0; b < 2; b++) {
+		struct run f = ukprobe("probe", "-x", target(b2[b]), "-F", "*operator*", NULL);
+		char want[128], def[160];
+		snprintf(want, sizeof want, "%s\n", op[b]);
+		RUN_EXPECT(f, f.status == 0 && !strcmp(f.out, want));
+		run_free(&f);
+		snprintf(def, sizeof def, "p:c/m '%s' this->mm", op[b]);
+		struct run r = ukprobe("trace", def, "--", target(b2[b]), NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " m: (") == 1);
+		same_values(&r, "m", "dtpl ", 1, 1);
+		run_free(&r);
+		snprintf(def, sizeof def, "\"%s\"", op[b] + 8);
+		r = ukprobe("probe", "-x", target(b2[b]), "-L", def, NULL);
+		RUN_EXPECT(r, r.status == 0 && strstr(r.out, "operator units::Meters() const"));
+		run_free(&r);
+	}
+}
+
 /* a template two CUs instantiate: the linker keeps one copy, both CUs'
  * DWARF describe it at that address; one probe, one event a call (each
  * call was recorded once a CU: libstdc++'s string methods six times) */
