@@ -2413,9 +2413,12 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
  * in its ranges (an inlined copy's entry pc may lie outside them) */
 static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
 {
+	*out = NULL;	/* dwarf_getscopes sets it only when it finds scopes */
 	int n = dwarf_getscopes(&in->cu, pc, out);
-	if (n < 0)
+	if (n <= 0) {
 		n = 0;
+		*out = NULL;
+	}
 	for (int i = 0; i < n; i++)
 		if (dwarf_dieoffset(&(*out)[i]) == dwarf_dieoffset(&in->die))
 			return n;

@@ -1111,3 +1111,15 @@ UKT_CASE(errors_in_translations_point_into_what_was_written)
 	expect_caret(&r, "Invalid bitfield", def, 28);
 	run_free(&r);
 }
+
+/* -V at lines (;PATTERN) where libdw finds no scope for some address:
+ * the function's own copy is read, nothing freed that was not allocated
+ * (the fuzzer's first finding, on a valid clang -O0 C++ build) */
+UKT_CASE(vars_where_libdw_finds_no_scope)
+{
+	struct run r = ukprobe("probe", "-x", target("dcxx-clang-O0"), "-V", "twice;*", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int n = count_lines(r.out, "\t@<");
+	RUN_EXPECT(r, n >= 2 && count_lines(r.out, "\t\tint\tv") == n);
+	run_free(&r);
+}
