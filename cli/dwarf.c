@@ -1688,7 +1688,15 @@ static int type_of(Dwarf_Die *die, Dwarf_Die *t)
 	return dwarf_peel_type(&raw, t);
 }
 
+/* DIE's type as C writes it; depth bounds the nesting (a type that is
+ * its own pointer, in bad DWARF) */
+static void type_name_in(Dwarf_Die *die, char *out, size_t n, int depth);
 static void type_name(Dwarf_Die *die, char *out, size_t n)
+{
+	type_name_in(die, out, n, 0);
+}
+
+static void type_name_in(Dwarf_Die *die, char *out, size_t n, int depth)
 {
 	Dwarf_Attribute at;
 	Dwarf_Die t;
@@ -1696,11 +1704,15 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		snprintf(out, n, "void");
 		return;
 	}
+	if (depth > 32) {
+		snprintf(out, n, "?");
+		return;
+	}
 	const char *nm = dwarf_diename(&t);
 	char sub[200];
 	switch (dwarf_tag(&t)) {
 	case DW_TAG_pointer_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s*", sub);
 		return;
 	case DW_TAG_const_type:
@@ -1712,7 +1724,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		bool ptr = dwarf_attr_integrate(&t, DW_AT_type, &qa) && dwarf_formref_die(&qa, &qt) &&
 			   (dwarf_tag(&qt) == DW_TAG_pointer_type ||
 			    dwarf_tag(&qt) == DW_TAG_reference_type);
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		size_t ql = strlen(q);
 		if (ptr)
 			snprintf(out, n, "%s %s", sub, q);
@@ -1723,7 +1735,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		return;
 	}
 	case DW_TAG_array_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s[]", sub);
 		return;
 	case DW_TAG_structure_type:
@@ -1733,7 +1745,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		snprintf(out, n, "class %s", nm ? nm : "");
 		return;
 	case DW_TAG_reference_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s&", sub);
 		return;
 	case DW_TAG_union_type:

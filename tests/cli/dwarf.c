@@ -1123,3 +1123,131 @@ UKT_CASE(vars_where_libdw_finds_no_scope)
 	RUN_EXPECT(r, n >= 2 && count_lines(r.out, "\t\tint\tv") == n);
 	run_free(&r);
 }
+
+/* ---- corrupt DWARF: a target copied with bytes of its debug
+ * information patched where readelf shows them ---- */
+
+/* the file offset of section NAME of the ELF file at path, or -1 */
+static long section_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
+	close(fd);
+	const Elf64_Ehdr *eh = (const void *)f;
+	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
+	const char *names = (const char *)f + sh[eh->e_shstrndx].sh_offset;
+	long off = -1;
+	for (int k = 0; k < eh->e_shnum; k++)
+		if (!strcmp(names + sh[k].sh_name, name))
+			off = (long)sh[k].sh_offset;
+	free(f);
+	return off;
+}
+
+/* in readelf's dump of .debug_info of path: the offset (in the section)
+ * of attribute ATTR of the DIE at DIE (die >= 0), or of the first DIE of
+ * tag TAG named NAME; *value: what readelf shows as its value ("<0x57>"
+ * for a reference: 0x57) */
+static long die_attr(const char *path, long die, const char *tag, const char *name,
+		     const char *attr, long *value)
+{
+	char cmd[4200], line[1024], cur_tag[128] = "";
+	snprintf(cmd, sizeof cmd, "readelf --debug-dump=info '%s'", path);
+	FILE *p = popen(cmd, "r");
+	UKT_ASSERT(p);
+	long cur = -1, found = -1, aoff = -1, aval = 0;
+	int named = 0;
+	while (fgets(line, sizeof line, p) && found < 0) {
+		unsigned lv;
+		long off;
+		char t[128];
+		if (sscanf(line, " <%u><%lx>: Abbrev Number: %*d (%127[^)])", &lv, &off, t) == 3) {
+			if (aoff >= 0 && (die >= 0 ? cur == die : named))
+				found = aoff;
+			cur = off;
+			snprintf(cur_tag, sizeof cur_tag, "%s", t);
+			named = 0;
+			aoff = -1;
+			continue;
+		}
+		char a[128], v[512];
+		if (sscanf(line, " <%lx> %127s : %511[^\n]", &off, a, v) != 3)
+			continue;
+		if (!strcmp(a, "DW_AT_name") && tag && !strcmp(cur_tag, tag)) {
+			char *s = strrchr(v, ':');	/* "(indirect string, ...): NAME" */
+			s = s ? s + 2 : v;
+			named = !strcmp(s, name) || !strcmp(v, name);
+		}
+		if (!strcmp(a, attr)) {
+			aoff = off;
+			aval = v[0] == '<' ? strtol(v + 1, NULL, 16) : strtol(v, NULL, 0);
+		}
+	}
+	if (found < 0 && aoff >= 0 && (die >= 0 ? cur == die : named))
+		found = aoff;
+	pclose(p);
+	if (value)
+		*value = aval;
+	return found;
+}
+
+/* a copy of from at to, LEN bytes of BYTES written at file offset AT */
+static void patched_copy(const char *from, const char *to, long at, const void *bytes,
+			 size_t len)
+{
+	int in = open(from, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
+	close(in);
+	UKT_ASSERT(at >= 0 && at + (long)len <= st.st_size);
+	memcpy(f + at, bytes, len);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
+	close(out);
+	free(f);
+}
+
+/* ukprobe ARGS... under timeout(1): a hang is status 124 */
+static struct run ukprobe_timed(const char *a0, ...)
+{
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)"/usr/bin/timeout";
+	argv[n++] = (char *)"20";
+	argv[n++] = (char *)ukprobe_path();
+	va_list ap;
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	return run_argv(argv);
+}
+
+/* a pointer type that points to itself (its DW_AT_type its own DIE): -V
+ * names it to a bounded depth, '->' says it is not a struct's */
+UKT_CASE(corrupt_pointer_to_itself)
+{
+	const char *t = target("dsrc-gcc-O0");
+	long ptr, at = die_attr(t, -1, "DW_TAG_formal_parameter", "r", "DW_AT_type", &ptr);
+	UKT_ASSERT(at > 0 && ptr > 0);
+	long self = die_attr(t, ptr, NULL, NULL, "DW_AT_type", NULL);
+	UKT_ASSERT(self > 0);
+	uint32_t ref = (uint32_t)ptr;	/* DW_FORM_ref4, the CU at 0 */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfptr", build_dir());
+	patched_copy(t, copy, section_offset(t, ".debug_info") + self, &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-V", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\tint\tk") == 1 &&
+		   count_lines(r.out, "*\tr") == 1);
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p work r->id", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "r is not a struct or union"));
+	run_free(&r);
+	unlink(copy);
+}
