@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <dwarf.h>
+#include <fcntl.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fnmatch.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwarf.h"
@@ -847,7 +849,14 @@ static void load_source(const char *file)
 		lines = NULL;
 		nlines = 0;
 		snprintf(cached, sizeof cached, "%s", file);
-		FILE *f = fopen(file, "re");
+		/* a regular file only: the line table may name a device or
+		 * a FIFO (bad DWARF), which would never end or block */
+		struct stat st;
+		int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		FILE *f = NULL;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+				st.st_size > (64 << 20) || !(f = fdopen(fd, "r"))))
+			close(fd);
 		char buf[4096];
 		while (f && fgets(buf, sizeof buf, f)) {
 			lines = realloc(lines, (size_t)(nlines + 1) * sizeof *lines);

@@ -1251,3 +1251,45 @@ UKT_CASE(corrupt_pointer_to_itself)
 	run_free(&r);
 	unlink(copy);
 }
+
+/* a copy of from at to, every "FIND\0" in it made "REPL\0" (not longer) */
+static void renamed_copy(const char *from, const char *to, const char *find, const char *repl)
+{
+	int in = open(from, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
+	close(in);
+	size_t fl = strlen(find) + 1, n = 0;
+	UKT_ASSERT(strlen(repl) < fl);
+	for (size_t k = 0; k + fl <= (size_t)st.st_size; k++)
+		if (!memcmp(f + k, find, fl)) {
+			memcpy(f + k, repl, strlen(repl) + 1);
+			n++;
+		}
+	UKT_ASSERT(n > 0);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
+	close(out);
+	free(f);
+}
+
+/* a source file the line table names that is not a regular file (here
+ * /dev/zero, which never ends): not read, for -L and for ;PATTERN */
+UKT_CASE(corrupt_source_is_a_device)
+{
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-devsrc", build_dir());
+	/* its line table: directory tests/cli/targets, file dsrc.c */
+	renamed_copy(target("dsrc-gcc-O0"), copy, "tests/cli/targets", "/dev");
+	renamed_copy(copy, copy, "dsrc.c", "zero");
+	struct run r = ukprobe_timed("probe", "-x", copy, "-L", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "<work@/dev/zero:0>") == 1);
+	run_free(&r);
+	const char *def = "p:dw/z work;sum*";
+	r = ukprobe_timed("probe", "-x", copy, "-D", def, NULL);
+	expect_caret(&r, "No line of work matches sum*: its source /dev/zero cannot be read", def, 12);
+	run_free(&r);
+	unlink(copy);
+}
