@@ -14,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1437,9 +1438,12 @@ static int eval_ops(struct dw_obj *o, Dwarf_Attribute *at, Dwarf_Op *ops, size_t
 			snprintf(why, wn, "has a frame base that cannot be expressed");
 			return -1;
 		}
+		if (__builtin_add_overflow(off, (long)ops[0].number, &v->off)) {
+			snprintf(why, wn, "has an offset out of range");
+			return -1;
+		}
 		v->k = V_MEM;
 		snprintf(v->base, sizeof v->base, "%s", regname[reg]);
-		v->off = off + (long)ops[0].number;
 		return 0;
 	}
 	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
@@ -1631,7 +1635,8 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	for (size_t i = 0; i < nops; i++) {
 		if (ops[i].atom != DW_OP_piece && ops[i].atom != DW_OP_bit_piece)
 			continue;
-		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES) {
+		/* a piece of 1 MB or more: bad DWARF, its offsets would overflow */
+		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES || ops[i].number >= 1u << 20) {
 			snprintf(why, wn, "has an unsupported location expression");
 			return -1;
 		}
@@ -1848,10 +1853,8 @@ static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *of
 		}
 		if (!nm) {	/* an anonymous struct or union, a base class */
 			Dwarf_Die t2;
-			if (type_of(&c, &t2) == 0 && find_member_in(&t2, name, m, off, depth + 1) == 0) {
-				*off += o;
-				return 0;
-			}
+			if (type_of(&c, &t2) == 0 && find_member_in(&t2, name, m, off, depth + 1) == 0)
+				return __builtin_add_overflow(*off, o, off) ? -1 : 0;
 		}
 	} while (dwarf_siblingof(&c, &c) == 0);
 	return -1;
@@ -1935,9 +1938,9 @@ static int piece_part(struct val *v, long off, long size, long *bits, char *why,
 	*bits = 0;
 	for (int i = 0; i < v->npieces; i++) {
 		const struct piece *p = &v->pieces[i];
-		if (off < p->off || off >= p->off + p->size)
+		if (off < p->off || off - p->off >= p->size)
 			continue;
-		if (off + size > p->off + p->size) {
+		if (size < 0 || size > p->size - (off - p->off)) {
 			snprintf(why, wn, "is split over two pieces");
 			return -1;
 		}
@@ -1953,7 +1956,11 @@ static int piece_part(struct val *v, long off, long size, long *bits, char *why,
 			*bits = (off - p->off) * 8;
 		v->k = p->v.k;
 		snprintf(v->base, sizeof v->base, "%s", p->v.base);
-		v->off = p->v.off + (p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0);
+		if (__builtin_add_overflow(p->v.off, p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0,
+					   &v->off)) {
+			snprintf(why, wn, "is at an offset out of range");
+			return -1;
+		}
 		v->npieces = 1;	/* the caller's sign that the offset is applied */
 		return 0;
 	}
@@ -2037,8 +2044,13 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s is a constant", (int)i, expr);
 				return -1;
 			}
+			long eoff;	/* the element's offset (bad DWARF: any size) */
+			if (esz > LONG_MAX || __builtin_mul_overflow(idx, (long)esz, &eoff)) {
+				seterr(err, p, "%.*s: index %ld out of range", (int)i, expr, idx);
+				return -1;
+			}
 			if (v.k == V_PIECES && (tag == DW_TAG_pointer_type ||
-			    piece_part(&v, idx * (long)esz, (long)esz, &regbits, why, sizeof why) != 0)) {
+			    piece_part(&v, eoff, (long)esz, &regbits, why, sizeof why) != 0)) {
 				seterr(err, p, "%.*s %s at %s", (int)i, expr,
 				       tag == DW_TAG_pointer_type ? "is in pieces" : why, placename);
 				return -1;
@@ -2049,12 +2061,14 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				whole = v.k != V_MEM && v.k != V_SYM;
 			}
 			else if (tag == DW_TAG_pointer_type)
-				deref(&v, idx * (long)esz);
+				deref(&v, eoff);
 			else if (v.k == V_REG) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
 				return -1;
-			} else
-				v.off += idx * (long)esz;
+			} else if (__builtin_add_overflow(v.off, eoff, &v.off)) {
+				seterr(err, p, "%.*s: index %ld out of range", (int)i, expr, idx);
+				return -1;
+			}
 			t = et;
 			has_member = 0;
 			i = (size_t)(end - expr) + 1;
@@ -2121,7 +2135,11 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Word bsz = 0, bs = 0;
 			dwarf_formudata(dwarf_attr(&member, DW_AT_byte_size, &at), &bsz);
 			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
-			bitbase = moff * 8 + (long)(bsz * 8 - dbo - bs);
+			if (__builtin_mul_overflow(moff, 8, &bitbase) ||
+			    __builtin_add_overflow(bitbase, (long)(bsz * 8 - dbo - bs), &bitbase)) {
+				seterr(err, (int)(pos + f), "%s: bit offset out of range", field);
+				return -1;
+			}
 			moff = 0;
 		}
 		if (v.k == V_IMM) {
@@ -2154,14 +2172,16 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Word ssz = 0, msz = 0;
 			if (dwarf_hasattr(&member, DW_AT_bit_size) || dwarf_aggregate_size(&st, &ssz) != 0 ||
 			    ssz > 8 || type_of(&member, &mt) != 0 || dwarf_aggregate_size(&mt, &msz) != 0 ||
-			    moff + (long)msz > (long)ssz) {
+			    msz > ssz || moff < 0 || moff > (long)(ssz - msz)) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
 				return -1;
 			}
 			regbits += moff * 8;
 			whole = 1;
-		} else
-			v.off += moff;
+		} else if (__builtin_add_overflow(v.off, moff, &v.off)) {
+			seterr(err, (int)(pos + f), "%.*s: offset out of range", (int)e, expr);
+			return -1;
+		}
 		has_member = 1;
 		if (type_of(&member, &t) != 0) {
 			seterr(err, (int)(pos + f), "%s has no type", field);
@@ -2251,7 +2271,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Attribute at;
 			Dwarf_Word bs = 0;
 			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
-			v.off += ubyte;
+			if (__builtin_add_overflow(v.off, ubyte, &v.off)) {
+				seterr(err, pos, "%s: offset out of range", expr);
+				return -1;
+			}
 			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
 		}
 	}

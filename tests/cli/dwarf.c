@@ -1293,3 +1293,22 @@ UKT_CASE(corrupt_source_is_a_device)
 	run_free(&r);
 	unlink(copy);
 }
+
+/* an index whose offset a long cannot hold: an error, not a wrapped
+ * offset (the element's size times it, and that added to where the
+ * array is: r is at -96(%bp) in main) */
+UKT_CASE(index_out_of_range)
+{
+	const char *def = "p:dw/i work r->vals[0x7fffffffffffffff]";
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", def, NULL);
+	expect_caret(&r, "r->vals: index 9223372036854775807 out of range", def, 19);
+	run_free(&r);
+	def = "p:dw/i main r.vals[-0x2000000000000000]";
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", def, NULL);
+	expect_caret(&r, "r.vals: index -2305843009213693952 out of range", def, 18);
+	run_free(&r);
+	/* in range: as before */
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p:dw/i main r.vals[3]", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/i ") == 1);
+	run_free(&r);
+}
