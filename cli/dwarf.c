@@ -3041,7 +3041,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		hi = lo;
 		if (*end == '-')
 			hi = strtol(end + 1, &end, 10);
-		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000) {
+		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000 || hi > INT_MAX) {
 			seterr(err, (int)(colon + 1 - buf), "Invalid line range");
 			return -1;
 		}
@@ -3098,8 +3098,9 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	enum { SPAN = 65536 };
 	char *seen = calloc(SPAN, 1);
 	char path[4096] = "";
-	if (df)
-		code_lines(&in->cu, df, &in->die, dl, dl + SPAN - 1, seen, path, sizeof path);
+	if (df)	/* dl <= INT_MAX: libdw's */
+		code_lines(&in->cu, df, &in->die, dl, dl > INT_MAX - SPAN ? INT_MAX : dl + SPAN - 1,
+			   seen, path, sizeof path);
 	if (!path[0] && df)	/* no line of its own: its source all the same */
 		snprintf(path, sizeof path, "%s", full_path(&in->cu, df));
 	int maxl = -1;

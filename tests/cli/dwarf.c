@@ -1312,3 +1312,17 @@ UKT_CASE(index_out_of_range)
 	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/i ") == 1);
 	run_free(&r);
 }
+
+/* -L SRC:A-B with lines past what a line number (an int) holds: refused,
+ * not wrapped into lines 1 to 10 */
+UKT_CASE(line_range_out_of_range)
+{
+	const char *place = "dsrc.c:4294967297-4294967306";
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", place, NULL);
+	expect_caret(&r, "Invalid line range", place, 7);
+	run_free(&r);
+	place = "dsrc.c:2147483600-2147483647";	/* the last ones: none there */
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", place, NULL);
+	expect_caret(&r, "Source file is not found", place, 0);
+	run_free(&r);
+}
