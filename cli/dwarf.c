@@ -3172,7 +3172,8 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
 				break;
 		}
-		qsort(lines, nl, sizeof *lines, cmp_str);
+		if (nl)	/* lines is NULL without them */
+			qsort(lines, nl, sizeof *lines, cmp_str);
 		for (size_t k = 0; k < nl; k++) {
 			if (k == 0 || strcmp(lines[k], lines[k - 1]))
 				fprintf(f, "\t\t%s\n", lines[k]);

@@ -1326,3 +1326,13 @@ UKT_CASE(line_range_out_of_range)
 	expect_caret(&r, "Source file is not found", place, 0);
 	run_free(&r);
 }
+
+/* -V where no variable can be read (clang -O2's small_sum at its first
+ * line): said so; the empty list is not sorted (qsort of NULL: UBSan's
+ * finding under the DWARF fuzzer) */
+UKT_CASE(vars_none_readable)
+{
+	struct run r = ukprobe("probe", "-x", target("dent-clang-O2"), "-V", "small_sum:1", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\t(No matched variables)") >= 1);
+	run_free(&r);
+}
