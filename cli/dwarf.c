@@ -3228,10 +3228,10 @@ int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n)
 			return -1;
 	}
 	const struct elf_sym *es = elf_find(&o->elf, sym);
-	if (!es || !es->value)
+	if (!es || !es->value || offs > UINT64_MAX - es->value)
 		return -1;
 	uint64_t foff = elf_vaddr_to_off(o->path, es->value + offs);
-	if (!foff)
+	if (!foff || foff == UINT64_MAX)	/* in no segment */
 		return -1;
 	snprintf(out, n, "%s:0x%" PRIx64 "%s", o->name, foff, ret);
 	return 0;

@@ -1336,3 +1336,24 @@ UKT_CASE(vars_none_readable)
 	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\t(No matched variables)") >= 1);
 	run_free(&r);
 }
+
+/* -D of a raw SYM+OFFS: an offset that wraps the address, or one past
+ * every segment, is not made an offset in the file (work+UINT64_MAX was
+ * the byte before work, work+0x100000 0xffffffffffffffff); the place is
+ * written as given */
+UKT_CASE(raw_place_offset_out_of_range)
+{
+	static const char *const defs[] = { "p:dw/x work+0xffffffffffffffff",
+		"p:dw/x work+0x100000" };
+	for (int k = 0; k < 2; k++) {
+		struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", defs[k], NULL);
+		char want[128];
+		snprintf(want, sizeof want, "%s\n", defs[k]);
+		RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, want));
+		run_free(&r);
+	}
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p:dw/x work+4", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/x ") == 1 &&
+		   strstr(r.out, "dsrc-gcc-O0:0x"));
+	run_free(&r);
+}
