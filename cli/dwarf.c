@@ -1482,11 +1482,15 @@ static int reg_to_arg(struct val *v)
 
 /* are the members of struct or union T (peeled) all integers, enums or
  * pointers (arrays of them), each at an offset of its alignment? */
+static int integer_members_left;	/* calls int_regs allows (bad DWARF: many
+					 * members of the struct they are in) */
 static int integer_members(Dwarf_Die *t, int depth)
 {
 	Dwarf_Die c, mt;
-	if (depth > 4 || dwarf_child(t, &c) != 0)
-		return depth > 4 ? 0 : 1;
+	if (depth > 4 || --integer_members_left < 0)
+		return 0;
+	if (dwarf_child(t, &c) != 0)
+		return 1;
 	do {
 		if (dwarf_tag(&c) != DW_TAG_member)
 			continue;
@@ -1495,9 +1499,9 @@ static int integer_members(Dwarf_Die *t, int depth)
 		if (dwarf_hasattr(&c, DW_AT_bit_size) || type_of(&c, &mt) != 0)
 			return 0;
 		dwarf_formudata(dwarf_attr(&c, DW_AT_data_member_location, &at), &off);
-		while (dwarf_tag(&mt) == DW_TAG_array_type)
-			if (type_of(&mt, &mt) != 0)
-				return 0;
+		for (int k = 0; dwarf_tag(&mt) == DW_TAG_array_type; k++)
+			if (k == 16 || type_of(&mt, &mt) != 0)
+				return 0;	/* bad DWARF: an array of itself */
 		int tag = dwarf_tag(&mt);
 		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
 			if (!integer_members(&mt, depth + 1))
@@ -1534,7 +1538,8 @@ static int int_regs(Dwarf_Die *var, int cxx)
 	if (dwarf_aggregate_size(&t, &sz) != 0 || sz == 0)
 		return 0;
 	if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
-		return !cxx && sz <= 16 && integer_members(&t, 0) ? (int)(sz + 7) / 8 : 0;
+		return !cxx && sz <= 16 && (integer_members_left = 256, integer_members(&t, 0)) ?
+		       (int)(sz + 7) / 8 : 0;
 	if (tag != DW_TAG_base_type || sz > 8)
 		return 0;
 	dwarf_formudata(dwarf_attr(&t, DW_AT_encoding, &at), &enc);
@@ -1833,10 +1838,12 @@ static int member_offset(Dwarf_Die *c, long *off)
 /* a member NAME of struct/union/class T: its DIE and byte offset; those
  * of anonymous structs and unions, and of base classes (C++: this->m of
  * a base's m), are searched too, to a bounded depth (bad DWARF can loop) */
+static int find_member_left;	/* calls find_member allows (bad DWARF: a
+				 * struct with many anonymous members of itself) */
 static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off, int depth)
 {
 	Dwarf_Die c;
-	if (depth > 16 || dwarf_child(t, &c) != 0)
+	if (depth > 16 || --find_member_left < 0 || dwarf_child(t, &c) != 0)
 		return -1;
 	do {
 		int tag = dwarf_tag(&c);
@@ -1862,6 +1869,7 @@ static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *of
 
 static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
 {
+	find_member_left = 4096;
 	return find_member_in(t, name, m, off, 0);
 }
 
@@ -2307,6 +2315,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 
 void (*dw_note)(const char *msg);
 
+/* the values and structs a struct fetched whole may take, all its
+ * members nested (bad DWARF: a struct of many members of itself) */
+static int values_left;
+
 /* The members of struct, union or class T that a value has (not static
  * ones; an anonymous struct or union's and a base class's as its own,
  * not a virtual base's), each passed to fn; depth bounds the nesting (a
@@ -2315,7 +2327,7 @@ static void each_member(Dwarf_Die *t, int depth, void (*fn)(const char *name, vo
 			void *arg)
 {
 	Dwarf_Die c;
-	if (depth > 8 || dwarf_child(t, &c) != 0)
+	if (depth > 8 || --values_left < 0 || dwarf_child(t, &c) != 0)
 		return;
 	do {
 		int tag = dwarf_tag(&c);
@@ -2382,6 +2394,12 @@ static int fetch_value(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct
 		       struct fetch_out **fo, int *nfo, int *cap, struct dw_error *err, int pos,
 		       const char *placename, int depth)
 {
+	if (depth == 0)
+		values_left = 4096;
+	if (--values_left < 0) {
+		seterr(err, pos, "%s: too many members to fetch", expr);
+		return -1;
+	}
 	if (*nfo == *cap) {
 		struct fetch_out *n = realloc(*fo, (size_t)(*cap ? 2 * *cap : 4) * sizeof **fo);
 		if (!n) {
