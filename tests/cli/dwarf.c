@@ -1357,3 +1357,102 @@ UKT_CASE(raw_place_offset_out_of_range)
 		   strstr(r.out, "dsrc-gcc-O0:0x"));
 	run_free(&r);
 }
+
+/* the offsets (in .debug_info) of the DW_AT_type of every anonymous
+ * member of the struct named NAME in path; their count */
+static int anon_member_types(const char *path, const char *name, long *at, int max, long *self)
+{
+	char cmd[4200], line[1024];
+	snprintf(cmd, sizeof cmd, "readelf --debug-dump=info '%s'", path);
+	FILE *p = popen(cmd, "r");
+	UKT_ASSERT(p);
+	int n = 0, in = 0, member = 0;
+	unsigned slv = 0;
+	long cur = -1, type_at = -1;
+	while (fgets(line, sizeof line, p)) {
+		unsigned lv;
+		long off;
+		char t[128], a[128], v[512];
+		if (sscanf(line, " <%u><%lx>: Abbrev Number: %*d (%127[^)])", &lv, &off, t) == 3) {
+			if (member && type_at >= 0 && n < max)
+				at[n++] = type_at;
+			member = 0;
+			type_at = -1;
+			if (in == 2 && lv <= slv)
+				in = 3;
+			if (in == 0 && !strcmp(t, "DW_TAG_structure_type")) {
+				in = 1;
+				slv = lv;
+				cur = off;
+			} else if (in == 1) {
+				in = 0;
+			}
+			if (in == 2 && lv == slv + 1 && !strcmp(t, "DW_TAG_member"))
+				member = 1;
+			continue;
+		}
+		if (sscanf(line, " <%lx> %127s : %511[^\n]", &off, a, v) != 3)
+			continue;
+		if (in == 1 && !strcmp(a, "DW_AT_name")) {
+			const char *s = strrchr(v, ':');
+			in = !strcmp(s ? s + 2 : v, name) ? 2 : 0;
+			if (in == 2)
+				*self = cur;
+		}
+		if (member && !strcmp(a, "DW_AT_name"))
+			member = 0;
+		if (member && !strcmp(a, "DW_AT_type"))
+			type_at = off;
+	}
+	pclose(p);
+	return n;
+}
+
+/* an array type whose element type is itself: the calling convention's
+ * reading of a struct holding it (a parameter at %return) stops, where
+ * it peeled the array forever */
+UKT_CASE(corrupt_array_of_itself)
+{
+	const char *t = target("dbad");
+	/* the array: the type of struct arr's member v */
+	long v_type, vat = die_attr(t, -1, "DW_TAG_member", "v", "DW_AT_type", &v_type);
+	UKT_ASSERT(vat > 0 && v_type > 0);
+	long arr = die_attr(t, v_type, NULL, NULL, "DW_AT_type", NULL);
+	UKT_ASSERT(arr > 0);
+	uint32_t ref = (uint32_t)v_type;	/* DW_FORM_ref4, the CU at 0 */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfarr", build_dir());
+	patched_copy(t, copy, section_offset(t, ".debug_info") + arr, &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-D", "r:dw/x arr_sum a.w", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "is not in an argument register"));
+	run_free(&r);
+	unlink(copy);
+}
+
+/* a struct whose twelve anonymous members are the struct itself: the
+ * search for a member and the fetch of it whole are bounded in work,
+ * not only in depth (12 to the 17th calls) */
+UKT_CASE(corrupt_struct_of_itself)
+{
+	const char *t = target("dbad");
+	long at[16], self = -1;
+	int n = anon_member_types(t, "many", at, 16, &self);
+	UKT_ASSERT(n == 12 && self > 0);
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfstruct", build_dir());
+	long base = section_offset(t, ".debug_info");
+	uint32_t ref = (uint32_t)self;
+	patched_copy(t, copy, base + at[0], &ref, 4);
+	for (int k = 1; k < n; k++)
+		patched_copy(copy, copy, base + at[k], &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m arr_sum m->nosuch", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "many has no member nosuch"));
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m arr_sum m->last", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " last=+48(") == 1);
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m main:3 mm", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "too many members to fetch"));
+	run_free(&r);
+	unlink(copy);
+}
