@@ -73,7 +73,7 @@ $(B)/fuzz/dwarf-fuzz: $(DWARF_FUZZ_SRCS) cli/dwarf.c cli/dwarf.h cli/elf.h
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ \
 		$(DWARF_FUZZ_SRCS) -ldw -lelf
 .PHONY: dwarf-seeds
-dwarf-seeds: $(DWARF_TARGETS) $(DCXX_TARGETS) $(DINH_TARGETS)
+dwarf-seeds: $(DWARF_TARGETS) $(DCXX_TARGETS) $(DINH_TARGETS) $(B)/cli-targets/dbad
 	@mkdir -p $(B)/fuzz/dwarf-seeds
 	cp $^ $(B)/fuzz/dwarf-seeds/
 fuzz: $(B)/fuzz/ukpev-fuzz $(B)/fuzz/dwplace-fuzz $(B)/fuzz/elf-fuzz $(B)/fuzz/dwarf-fuzz dwarf-seeds
