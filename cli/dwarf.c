@@ -10,15 +10,18 @@
 #include <ctype.h>
 #include <dwarf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwarf.h"
@@ -867,7 +870,14 @@ static void load_source(const char *file)
 		lines = NULL;
 		nlines = 0;
 		snprintf(cached, sizeof cached, "%s", file);
-		FILE *f = fopen(file, "re");
+		/* a regular file only: the line table may name a device or
+		 * a FIFO (bad DWARF), which would never end or block */
+		struct stat st;
+		int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		FILE *f = NULL;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+				st.st_size > (64 << 20) || !(f = fdopen(fd, "r"))))
+			close(fd);
 		char buf[4096];
 		while (f && fgets(buf, sizeof buf, f)) {
 			lines = realloc(lines, (size_t)(nlines + 1) * sizeof *lines);
@@ -1483,9 +1493,12 @@ static int eval_ops(struct dw_obj *o, Dwarf_Attribute *at, Dwarf_Op *ops, size_t
 			snprintf(why, wn, "has a frame base that cannot be expressed");
 			return -1;
 		}
+		if (__builtin_add_overflow(off, (long)ops[0].number, &v->off)) {
+			snprintf(why, wn, "has an offset out of range");
+			return -1;
+		}
 		v->k = V_MEM;
 		snprintf(v->base, sizeof v->base, "%s", regname[reg]);
-		v->off = off + (long)ops[0].number;
 		return 0;
 	}
 	if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index) {
@@ -1524,11 +1537,15 @@ static int reg_to_arg(struct val *v)
 
 /* are the members of struct or union T (peeled) all integers, enums or
  * pointers (arrays of them), each at an offset of its alignment? */
+static int integer_members_left;	/* calls int_regs allows (bad DWARF: many
+					 * members of the struct they are in) */
 static int integer_members(Dwarf_Die *t, int depth)
 {
 	Dwarf_Die c, mt;
-	if (depth > 4 || dwarf_child(t, &c) != 0)
-		return depth > 4 ? 0 : 1;
+	if (depth > 4 || --integer_members_left < 0)
+		return 0;
+	if (dwarf_child(t, &c) != 0)
+		return 1;
 	do {
 		if (dwarf_tag(&c) != DW_TAG_member)
 			continue;
@@ -1537,9 +1554,9 @@ static int integer_members(Dwarf_Die *t, int depth)
 		if (dwarf_hasattr(&c, DW_AT_bit_size) || type_of(&c, &mt) != 0)
 			return 0;
 		dwarf_formudata(dwarf_attr(&c, DW_AT_data_member_location, &at), &off);
-		while (dwarf_tag(&mt) == DW_TAG_array_type)
-			if (type_of(&mt, &mt) != 0)
-				return 0;
+		for (int k = 0; dwarf_tag(&mt) == DW_TAG_array_type; k++)
+			if (k == 16 || type_of(&mt, &mt) != 0)
+				return 0;	/* bad DWARF: an array of itself */
 		int tag = dwarf_tag(&mt);
 		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
 			if (!integer_members(&mt, depth + 1))
@@ -1576,7 +1593,8 @@ static int int_regs(Dwarf_Die *var, int cxx)
 	if (dwarf_aggregate_size(&t, &sz) != 0 || sz == 0)
 		return 0;
 	if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
-		return !cxx && sz <= 16 && integer_members(&t, 0) ? (int)(sz + 7) / 8 : 0;
+		return !cxx && sz <= 16 && (integer_members_left = 256, integer_members(&t, 0)) ?
+		       (int)(sz + 7) / 8 : 0;
 	if (tag != DW_TAG_base_type || sz > 8)
 		return 0;
 	dwarf_formudata(dwarf_attr(&t, DW_AT_encoding, &at), &enc);
@@ -1677,7 +1695,8 @@ static int eval_loc(struct dw_obj *o, Dwarf_Die *var, Dwarf_Die *scopes,
 	for (size_t i = 0; i < nops; i++) {
 		if (ops[i].atom != DW_OP_piece && ops[i].atom != DW_OP_bit_piece)
 			continue;
-		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES) {
+		/* a piece of 1 MB or more: bad DWARF, its offsets would overflow */
+		if (ops[i].atom == DW_OP_bit_piece || np == MAXPIECES || ops[i].number >= 1u << 20) {
 			snprintf(why, wn, "has an unsupported location expression");
 			return -1;
 		}
@@ -1743,7 +1762,15 @@ static int type_of(Dwarf_Die *die, Dwarf_Die *t)
 	return dwarf_peel_type(&raw, t);
 }
 
+/* DIE's type as C writes it; depth bounds the nesting (a type that is
+ * its own pointer, in bad DWARF) */
+static void type_name_in(Dwarf_Die *die, char *out, size_t n, int depth);
 static void type_name(Dwarf_Die *die, char *out, size_t n)
+{
+	type_name_in(die, out, n, 0);
+}
+
+static void type_name_in(Dwarf_Die *die, char *out, size_t n, int depth)
 {
 	Dwarf_Attribute at;
 	Dwarf_Die t;
@@ -1751,11 +1778,15 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		snprintf(out, n, "void");
 		return;
 	}
+	if (depth > 32) {
+		snprintf(out, n, "?");
+		return;
+	}
 	const char *nm = dwarf_diename(&t);
 	char sub[200];
 	switch (dwarf_tag(&t)) {
 	case DW_TAG_pointer_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s*", sub);
 		return;
 	case DW_TAG_const_type:
@@ -1767,7 +1798,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		bool ptr = dwarf_attr_integrate(&t, DW_AT_type, &qa) && dwarf_formref_die(&qa, &qt) &&
 			   (dwarf_tag(&qt) == DW_TAG_pointer_type ||
 			    dwarf_tag(&qt) == DW_TAG_reference_type);
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		size_t ql = strlen(q);
 		if (ptr)
 			snprintf(out, n, "%s %s", sub, q);
@@ -1778,7 +1809,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		return;
 	}
 	case DW_TAG_array_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s[]", sub);
 		return;
 	case DW_TAG_structure_type:
@@ -1788,7 +1819,7 @@ static void type_name(Dwarf_Die *die, char *out, size_t n)
 		snprintf(out, n, "class %s", nm ? nm : "");
 		return;
 	case DW_TAG_reference_type:
-		type_name(&t, sub, sizeof sub);
+		type_name_in(&t, sub, sizeof sub, depth + 1);
 		snprintf(out, n, "%s&", sub);
 		return;
 	case DW_TAG_union_type:
@@ -1862,10 +1893,12 @@ static int member_offset(Dwarf_Die *c, long *off)
 /* a member NAME of struct/union/class T: its DIE and byte offset; those
  * of anonymous structs and unions, and of base classes (C++: this->m of
  * a base's m), are searched too, to a bounded depth (bad DWARF can loop) */
+static int find_member_left;	/* calls find_member allows (bad DWARF: a
+				 * struct with many anonymous members of itself) */
 static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off, int depth)
 {
 	Dwarf_Die c;
-	if (depth > 16 || dwarf_child(t, &c) != 0)
+	if (depth > 16 || --find_member_left < 0 || dwarf_child(t, &c) != 0)
 		return -1;
 	do {
 		int tag = dwarf_tag(&c);
@@ -1882,10 +1915,8 @@ static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *of
 		}
 		if (!nm) {	/* an anonymous struct or union, a base class */
 			Dwarf_Die t2;
-			if (type_of(&c, &t2) == 0 && find_member_in(&t2, name, m, off, depth + 1) == 0) {
-				*off += o;
-				return 0;
-			}
+			if (type_of(&c, &t2) == 0 && find_member_in(&t2, name, m, off, depth + 1) == 0)
+				return __builtin_add_overflow(*off, o, off) ? -1 : 0;
 		}
 	} while (dwarf_siblingof(&c, &c) == 0);
 	return -1;
@@ -1893,6 +1924,7 @@ static int find_member_in(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *of
 
 static int find_member(Dwarf_Die *t, const char *name, Dwarf_Die *m, long *off)
 {
+	find_member_left = 4096;
 	return find_member_in(t, name, m, off, 0);
 }
 
@@ -1988,9 +2020,9 @@ static int piece_part(struct val *v, long off, long size, long *bits, char *why,
 	*bits = 0;
 	for (int i = 0; i < v->npieces; i++) {
 		const struct piece *p = &v->pieces[i];
-		if (off < p->off || off >= p->off + p->size)
+		if (off < p->off || off - p->off >= p->size)
 			continue;
-		if (off + size > p->off + p->size) {
+		if (size < 0 || size > p->size - (off - p->off)) {
 			snprintf(why, wn, "is split over two pieces");
 			return -1;
 		}
@@ -2006,7 +2038,11 @@ static int piece_part(struct val *v, long off, long size, long *bits, char *why,
 			*bits = (off - p->off) * 8;
 		v->k = p->v.k;
 		snprintf(v->base, sizeof v->base, "%s", p->v.base);
-		v->off = p->v.off + (p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0);
+		if (__builtin_add_overflow(p->v.off, p->v.k == V_MEM || p->v.k == V_SYM ? off - p->off : 0,
+					   &v->off)) {
+			snprintf(why, wn, "is at an offset out of range");
+			return -1;
+		}
 		v->npieces = 1;	/* the caller's sign that the offset is applied */
 		return 0;
 	}
@@ -2090,8 +2126,13 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				seterr(err, p, "%.*s is a constant", (int)i, expr);
 				return -1;
 			}
+			long eoff;	/* the element's offset (bad DWARF: any size) */
+			if (esz > LONG_MAX || __builtin_mul_overflow(idx, (long)esz, &eoff)) {
+				seterr(err, p, "%.*s: index %ld out of range", (int)i, expr, idx);
+				return -1;
+			}
 			if (v.k == V_PIECES && (tag == DW_TAG_pointer_type ||
-			    piece_part(&v, idx * (long)esz, (long)esz, &regbits, why, sizeof why) != 0)) {
+			    piece_part(&v, eoff, (long)esz, &regbits, why, sizeof why) != 0)) {
 				seterr(err, p, "%.*s %s at %s", (int)i, expr,
 				       tag == DW_TAG_pointer_type ? "is in pieces" : why, placename);
 				return -1;
@@ -2102,12 +2143,14 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 				whole = v.k != V_MEM && v.k != V_SYM;
 			}
 			else if (tag == DW_TAG_pointer_type)
-				deref(&v, idx * (long)esz);
+				deref(&v, eoff);
 			else if (v.k == V_REG) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
 				return -1;
-			} else
-				v.off += idx * (long)esz;
+			} else if (__builtin_add_overflow(v.off, eoff, &v.off)) {
+				seterr(err, p, "%.*s: index %ld out of range", (int)i, expr, idx);
+				return -1;
+			}
 			t = et;
 			has_member = 0;
 			i = (size_t)(end - expr) + 1;
@@ -2174,7 +2217,11 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Word bsz = 0, bs = 0;
 			dwarf_formudata(dwarf_attr(&member, DW_AT_byte_size, &at), &bsz);
 			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
-			bitbase = moff * 8 + (long)(bsz * 8 - dbo - bs);
+			if (__builtin_mul_overflow(moff, 8, &bitbase) ||
+			    __builtin_add_overflow(bitbase, (long)(bsz * 8 - dbo - bs), &bitbase)) {
+				seterr(err, (int)(pos + f), "%s: bit offset out of range", field);
+				return -1;
+			}
 			moff = 0;
 		}
 		if (v.k == V_IMM) {
@@ -2207,14 +2254,16 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Word ssz = 0, msz = 0;
 			if (dwarf_hasattr(&member, DW_AT_bit_size) || dwarf_aggregate_size(&st, &ssz) != 0 ||
 			    ssz > 8 || type_of(&member, &mt) != 0 || dwarf_aggregate_size(&mt, &msz) != 0 ||
-			    moff + (long)msz > (long)ssz) {
+			    msz > ssz || moff < 0 || moff > (long)(ssz - msz)) {
 				seterr(err, p, "%.*s is in a register", (int)i, expr);
 				return -1;
 			}
 			regbits += moff * 8;
 			whole = 1;
-		} else
-			v.off += moff;
+		} else if (__builtin_add_overflow(v.off, moff, &v.off)) {
+			seterr(err, (int)(pos + f), "%.*s: offset out of range", (int)e, expr);
+			return -1;
+		}
 		has_member = 1;
 		if (type_of(&member, &t) != 0) {
 			seterr(err, (int)(pos + f), "%s has no type", field);
@@ -2323,7 +2372,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 			Dwarf_Attribute at;
 			Dwarf_Word bs = 0;
 			dwarf_formudata(dwarf_attr(&member, DW_AT_bit_size, &at), &bs);
-			v.off += ubyte;
+			if (__builtin_add_overflow(v.off, ubyte, &v.off)) {
+				seterr(err, pos, "%s: offset out of range", expr);
+				return -1;
+			}
 			snprintf(ty, sizeof ty, "b%u@%ld/%ld", (unsigned)bs, bo, unit);
 		}
 	}
@@ -2356,6 +2408,10 @@ static int translate_var(struct dw_obj *o, Dwarf_Die *scopes, int ns,
 
 void (*dw_note)(const char *msg);
 
+/* the values and structs a struct fetched whole may take, all its
+ * members nested (bad DWARF: a struct of many members of itself) */
+static int values_left;
+
 /* The members of struct, union or class T that a value has (not static
  * ones; an anonymous struct or union's and a base class's as its own,
  * not a virtual base's), each passed to fn; depth bounds the nesting (a
@@ -2364,7 +2420,7 @@ static void each_member(Dwarf_Die *t, int depth, void (*fn)(const char *name, vo
 			void *arg)
 {
 	Dwarf_Die c;
-	if (depth > 8 || dwarf_child(t, &c) != 0)
+	if (depth > 8 || --values_left < 0 || dwarf_child(t, &c) != 0)
 		return;
 	do {
 		int tag = dwarf_tag(&c);
@@ -2431,6 +2487,12 @@ static int fetch_value(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct
 		       struct fetch_out **fo, int *nfo, int *cap, struct dw_error *err, int pos,
 		       const char *placename, int depth)
 {
+	if (depth == 0)
+		values_left = 4096;
+	if (--values_left < 0) {
+		seterr(err, pos, "%s: too many members to fetch", expr);
+		return -1;
+	}
 	if (*nfo == *cap) {
 		struct fetch_out *n = realloc(*fo, (size_t)(*cap ? 2 * *cap : 4) * sizeof **fo);
 		if (!n) {
@@ -2518,9 +2580,9 @@ static int all_vars(struct dw_obj *o, Dwarf_Die *scopes, int ns, const struct wh
  * in its ranges (an inlined copy's entry pc may lie outside them) */
 static int scopes_at(struct inst *in, uint64_t pc, Dwarf_Die **out)
 {
-	*out = NULL;	/* left as it was where libdw finds no scope */
+	*out = NULL;	/* dwarf_getscopes sets it only when it finds scopes */
 	int n = dwarf_getscopes(&in->cu, pc, out);
-	if (n < 0) {
+	if (n <= 0) {
 		n = 0;
 		*out = NULL;
 	}
@@ -3237,7 +3299,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		hi = lo;
 		if (*end == '-')
 			hi = strtol(end + 1, &end, 10);
-		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000) {
+		if (end == colon + 1 || *end || lo <= 0 || hi < lo || hi - lo > 100000 || hi > INT_MAX) {
 			seterr(err, (int)(colon + 1 - buf), "Invalid line range");
 			return -1;
 		}
@@ -3250,6 +3312,13 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		if (!path[0]) {
 			free(seen);
 			seterr(err, 0, "Source file is not found");
+			return -1;
+		}
+		load_source(path);
+		if (src_nlines && lo > src_nlines) {
+			free(seen);
+			seterr(err, (int)(colon + 1 - buf), "Line range is past the end of %.200s "
+			       "(%d lines)", path, src_nlines);
 			return -1;
 		}
 		fprintf(f, "<%s:%ld>\n", path, lo);
@@ -3295,8 +3364,9 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 	enum { SPAN = 65536 };
 	char *seen = calloc(SPAN, 1);
 	char path[4096] = "";
-	if (df)
-		code_lines(&in->cu, df, &in->die, dl, dl + SPAN - 1, seen, path, sizeof path);
+	if (df)	/* dl <= INT_MAX: libdw's */
+		code_lines(&in->cu, df, &in->die, dl, dl > INT_MAX - SPAN ? INT_MAX : dl + SPAN - 1,
+			   seen, path, sizeof path);
 	if (!path[0] && df)	/* no line of its own: its source all the same */
 		snprintf(path, sizeof path, "%s", full_path(&in->cu, df));
 	int maxl = -1;
@@ -3370,7 +3440,8 @@ int dw_list_vars(struct dw_obj *o, const char *place, FILE *f,
 			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
 				break;
 		}
-		qsort(lines, nl, sizeof *lines, cmp_str);
+		if (nl)	/* lines is NULL without them */
+			qsort(lines, nl, sizeof *lines, cmp_str);
 		for (size_t k = 0; k < nl; k++) {
 			if (k == 0 || strcmp(lines[k], lines[k - 1]))
 				fprintf(f, "\t\t%s\n", lines[k]);
@@ -3425,10 +3496,10 @@ int dw_raw_place(struct dw_obj *o, const char *place, char *out, size_t n)
 			return -1;
 	}
 	const struct elf_sym *es = elf_find(&o->elf, sym);
-	if (!es || !es->value)
+	if (!es || !es->value || offs > UINT64_MAX - es->value)
 		return -1;
 	uint64_t foff = elf_vaddr_to_off(o->path, es->value + offs);
-	if (!foff)
+	if (!foff || foff == UINT64_MAX)	/* in no segment */
 		return -1;
 	snprintf(out, n, "%s:0x%" PRIx64 "%s", o->name, foff, ret);
 	return 0;

@@ -71,3 +71,11 @@ $(B)/cli-targets/dinh-clang-%: tests/cli/targets/dinh.cc
 dwarf-targets: $(DINH_TARGETS)
 tests: $(DINH_TARGETS)
 $(B)/tests/cli-dwarf: $(DINH_TARGETS)
+
+# what the corrupt_* cases patch (targets/dbad.c): gcc -O0
+$(B)/cli-targets/dbad: tests/cli/targets/dbad.c
+	@mkdir -p $(dir $@)
+	gcc -std=c11 -Wall -Wextra -Werror -g -O0 -o $@ $<
+dwarf-targets: $(B)/cli-targets/dbad
+tests: $(B)/cli-targets/dbad
+$(B)/tests/cli-dwarf: $(B)/cli-targets/dbad

@@ -60,8 +60,25 @@ $(B)/fuzz/elf-fuzz: $(ELF_FUZZ_SRCS) src/symbols.c src/internal.h cli/elf.h src/
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -Dmmap=fz_mmap -Dmunmap=fz_munmap \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(ELF_FUZZ_SRCS)
-fuzz: $(B)/fuzz/ukpev-fuzz $(B)/fuzz/dwplace-fuzz $(B)/fuzz/elf-fuzz
-	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/dwplace-corpus $(B)/fuzz/elf-corpus
+# and ukprobe's reading of DWARF (cli/dwarf.c, whole: -F, -L, -V, -D and
+# trace's translations of an object's functions, lines and variables), a
+# third of the time, from the DWARF tests' targets (copied to
+# $(B)/fuzz/dwarf-seeds: no binary is checked in) and the checked-in
+# regression inputs (fuzz/dwarf-corpus); its mutator mutates the .debug_*
+# sections.  fuzz/lsan.supp: what libdw itself leaks on corrupt input.
+DWARF_FUZZ_SRCS := fuzz/dwarf_fuzz.c cli/elf.c $(filter-out fuzz/%,$(FUZZ_SRCS))
+$(B)/fuzz/dwarf-fuzz: $(DWARF_FUZZ_SRCS) cli/dwarf.c cli/dwarf.h cli/elf.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ \
+		$(DWARF_FUZZ_SRCS) -ldw -lelf
+.PHONY: dwarf-seeds
+dwarf-seeds: $(DWARF_TARGETS) $(DCXX_TARGETS) $(DINH_TARGETS) $(B)/cli-targets/dbad
+	@mkdir -p $(B)/fuzz/dwarf-seeds
+	cp $^ $(B)/fuzz/dwarf-seeds/
+fuzz: $(B)/fuzz/ukpev-fuzz $(B)/fuzz/dwplace-fuzz $(B)/fuzz/elf-fuzz $(B)/fuzz/dwarf-fuzz dwarf-seeds
+	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/dwplace-corpus $(B)/fuzz/elf-corpus \
+		$(B)/fuzz/dwarf-corpus
 	$(B)/fuzz/ukpev-fuzz -max_total_time=$(FUZZ_TIME) -timeout=5 -rss_limit_mb=2048 \
 		-max_len=4096 -print_final_stats=1 $(B)/fuzz/corpus fuzz/corpus
 	$(B)/fuzz/dwplace-fuzz -max_total_time=$$(( $(FUZZ_TIME) / 3 + 1 )) -timeout=5 \
@@ -70,3 +87,7 @@ fuzz: $(B)/fuzz/ukpev-fuzz $(B)/fuzz/dwplace-fuzz $(B)/fuzz/elf-fuzz
 	$(B)/fuzz/elf-fuzz -max_total_time=$$(( $(FUZZ_TIME) / 3 + 1 )) -timeout=5 \
 		-rss_limit_mb=2048 -max_len=20480 -print_final_stats=1 \
 		$(B)/fuzz/elf-corpus fuzz/elf-corpus
+	LSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/lsan.supp ASAN_OPTIONS=fast_unwind_on_malloc=0 \
+	$(B)/fuzz/dwarf-fuzz -max_total_time=$$(( $(FUZZ_TIME) / 3 + 1 )) -timeout=5 \
+		-rss_limit_mb=2048 -max_len=32768 -print_final_stats=1 \
+		$(B)/fuzz/dwarf-corpus fuzz/dwarf-corpus $(B)/fuzz/dwarf-seeds

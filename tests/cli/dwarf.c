@@ -1525,3 +1525,349 @@ UKT_CASE(errors_in_translations_point_into_what_was_written)
 	expect_caret(&r, "Invalid bitfield", def, 28);
 	run_free(&r);
 }
+
+/* -V at lines (;PATTERN) where libdw finds no scope for some address:
+ * the function's own copy is read, nothing freed that was not allocated
+ * (the fuzzer's first finding, on a valid clang -O0 C++ build) */
+UKT_CASE(vars_where_libdw_finds_no_scope)
+{
+	struct run r = ukprobe("probe", "-x", target("dcxx-clang-O0"), "-V", "twice;*", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	int n = count_lines(r.out, "\t@<");
+	RUN_EXPECT(r, n >= 2 && count_lines(r.out, "\t\tint\tv") == n);
+	run_free(&r);
+}
+
+/* ---- corrupt DWARF: a target copied with bytes of its debug
+ * information patched where readelf shows them ---- */
+
+/* the file offset of section NAME of the ELF file at path, or -1 */
+static long section_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
+	close(fd);
+	const Elf64_Ehdr *eh = (const void *)f;
+	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
+	const char *names = (const char *)f + sh[eh->e_shstrndx].sh_offset;
+	long off = -1;
+	for (int k = 0; k < eh->e_shnum; k++)
+		if (!strcmp(names + sh[k].sh_name, name))
+			off = (long)sh[k].sh_offset;
+	free(f);
+	return off;
+}
+
+/* in readelf's dump of .debug_info of path: the offset (in the section)
+ * of attribute ATTR of the DIE at DIE (die >= 0), or of the first DIE of
+ * tag TAG named NAME; *value: what readelf shows as its value ("<0x57>"
+ * for a reference: 0x57) */
+static long die_attr(const char *path, long die, const char *tag, const char *name,
+		     const char *attr, long *value)
+{
+	char cmd[4200], line[1024], cur_tag[128] = "";
+	snprintf(cmd, sizeof cmd, "readelf --debug-dump=info '%s'", path);
+	FILE *p = popen(cmd, "r");
+	UKT_ASSERT(p);
+	long cur = -1, found = -1, aoff = -1, aval = 0;
+	int named = 0;
+	while (fgets(line, sizeof line, p) && found < 0) {
+		unsigned lv;
+		long off;
+		char t[128];
+		if (sscanf(line, " <%u><%lx>: Abbrev Number: %*d (%127[^)])", &lv, &off, t) == 3) {
+			if (aoff >= 0 && (die >= 0 ? cur == die : named))
+				found = aoff;
+			cur = off;
+			snprintf(cur_tag, sizeof cur_tag, "%s", t);
+			named = 0;
+			aoff = -1;
+			continue;
+		}
+		char a[128], v[512];
+		if (sscanf(line, " <%lx> %127s : %511[^\n]", &off, a, v) != 3)
+			continue;
+		if (!strcmp(a, "DW_AT_name") && tag && !strcmp(cur_tag, tag)) {
+			char *s = strrchr(v, ':');	/* "(indirect string, ...): NAME" */
+			s = s ? s + 2 : v;
+			named = !strcmp(s, name) || !strcmp(v, name);
+		}
+		if (!strcmp(a, attr)) {
+			aoff = off;
+			aval = v[0] == '<' ? strtol(v + 1, NULL, 16) : strtol(v, NULL, 0);
+		}
+	}
+	if (found < 0 && aoff >= 0 && (die >= 0 ? cur == die : named))
+		found = aoff;
+	pclose(p);
+	if (value)
+		*value = aval;
+	return found;
+}
+
+/* a copy of from at to, LEN bytes of BYTES written at file offset AT */
+static void patched_copy(const char *from, const char *to, long at, const void *bytes,
+			 size_t len)
+{
+	int in = open(from, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
+	close(in);
+	UKT_ASSERT(at >= 0 && at + (long)len <= st.st_size);
+	memcpy(f + at, bytes, len);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
+	close(out);
+	free(f);
+}
+
+/* ukprobe ARGS... under timeout(1): a hang is status 124 */
+static struct run ukprobe_timed(const char *a0, ...)
+{
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)"/usr/bin/timeout";
+	argv[n++] = (char *)"20";
+	argv[n++] = (char *)ukprobe_path();
+	va_list ap;
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	return run_argv(argv);
+}
+
+/* a pointer type that points to itself (its DW_AT_type its own DIE): -V
+ * names it to a bounded depth, '->' says it is not a struct's */
+UKT_CASE(corrupt_pointer_to_itself)
+{
+	const char *t = target("dsrc-gcc-O0");
+	long ptr, at = die_attr(t, -1, "DW_TAG_formal_parameter", "r", "DW_AT_type", &ptr);
+	UKT_ASSERT(at > 0 && ptr > 0);
+	long self = die_attr(t, ptr, NULL, NULL, "DW_AT_type", NULL);
+	UKT_ASSERT(self > 0);
+	uint32_t ref = (uint32_t)ptr;	/* DW_FORM_ref4, the CU at 0 */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfptr", build_dir());
+	patched_copy(t, copy, section_offset(t, ".debug_info") + self, &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-V", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\tint\tk") == 1 &&
+		   count_lines(r.out, "*\tr") == 1);
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p work r->id", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "r is not a struct or union"));
+	run_free(&r);
+	unlink(copy);
+}
+
+/* a copy of from at to, every "FIND\0" in it made "REPL\0" (not longer) */
+static void renamed_copy(const char *from, const char *to, const char *find, const char *repl)
+{
+	int in = open(from, O_RDONLY);
+	struct stat st;
+	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
+	unsigned char *f = malloc((size_t)st.st_size);
+	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
+	close(in);
+	size_t fl = strlen(find) + 1, n = 0;
+	UKT_ASSERT(strlen(repl) < fl);
+	for (size_t k = 0; k + fl <= (size_t)st.st_size; k++)
+		if (!memcmp(f + k, find, fl)) {
+			memcpy(f + k, repl, strlen(repl) + 1);
+			n++;
+		}
+	UKT_ASSERT(n > 0);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
+	close(out);
+	free(f);
+}
+
+/* a source file the line table names that is not a regular file (here
+ * /dev/zero, which never ends): not read, for -L and for ;PATTERN */
+UKT_CASE(corrupt_source_is_a_device)
+{
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-devsrc", build_dir());
+	/* its line table: directory tests/cli/targets, file dsrc.c */
+	renamed_copy(target("dsrc-gcc-O0"), copy, "tests/cli/targets", "/dev");
+	renamed_copy(copy, copy, "dsrc.c", "zero");
+	struct run r = ukprobe_timed("probe", "-x", copy, "-L", "work", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "<work@/dev/zero:0>") == 1);
+	run_free(&r);
+	const char *def = "p:dw/z work;sum*";
+	r = ukprobe_timed("probe", "-x", copy, "-D", def, NULL);
+	expect_caret(&r, "No line of work matches sum*: its source /dev/zero cannot be read", def, 12);
+	run_free(&r);
+	unlink(copy);
+}
+
+/* an index whose offset a long cannot hold: an error, not a wrapped
+ * offset (the element's size times it, and that added to where the
+ * array is: r is at -96(%bp) in main) */
+UKT_CASE(index_out_of_range)
+{
+	const char *def = "p:dw/i work r->vals[0x7fffffffffffffff]";
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", def, NULL);
+	expect_caret(&r, "r->vals: index 9223372036854775807 out of range", def, 19);
+	run_free(&r);
+	def = "p:dw/i main r.vals[-0x2000000000000000]";
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", def, NULL);
+	expect_caret(&r, "r.vals: index -2305843009213693952 out of range", def, 18);
+	run_free(&r);
+	/* in range: as before */
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p:dw/i main r.vals[3]", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/i ") == 1);
+	run_free(&r);
+}
+
+/* -L SRC:A-B with lines past what a line number (an int) holds: refused,
+ * not wrapped into lines 1 to 10 */
+UKT_CASE(line_range_out_of_range)
+{
+	const char *place = "dsrc.c:4294967297-4294967306";
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", place, NULL);
+	expect_caret(&r, "Invalid line range", place, 7);
+	run_free(&r);
+	place = "dsrc.c:2147483600-2147483647";	/* the last ones: none there */
+	r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-L", place, NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "error: Line range is past the end of /") &&
+		   strstr(r.err, "/tests/cli/targets/dsrc.c (") && strstr(r.err, " lines)\n"));
+	run_free(&r);
+}
+
+/* -V where no variable can be read (clang -O2's small_sum at its first
+ * line): said so; the empty list is not sorted (qsort of NULL: UBSan's
+ * finding under the DWARF fuzzer) */
+UKT_CASE(vars_none_readable)
+{
+	struct run r = ukprobe("probe", "-x", target("dent-clang-O2"), "-V", "small_sum:1", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "\t\t(No matched variables)") >= 1);
+	run_free(&r);
+}
+
+/* -D of a raw SYM+OFFS: an offset that wraps the address, or one past
+ * every segment, is not made an offset in the file (work+UINT64_MAX was
+ * the byte before work, work+0x100000 0xffffffffffffffff); the place is
+ * written as given */
+UKT_CASE(raw_place_offset_out_of_range)
+{
+	static const char *const defs[] = { "p:dw/x work+0xffffffffffffffff",
+		"p:dw/x work+0x100000" };
+	for (int k = 0; k < 2; k++) {
+		struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", defs[k], NULL);
+		char want[128];
+		snprintf(want, sizeof want, "%s\n", defs[k]);
+		RUN_EXPECT(r, r.status == 0 && !strcmp(r.out, want));
+		run_free(&r);
+	}
+	struct run r = ukprobe("probe", "-x", target("dsrc-gcc-O0"), "-D", "p:dw/x work+4", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, "p:dw/x ") == 1 &&
+		   strstr(r.out, "dsrc-gcc-O0:0x"));
+	run_free(&r);
+}
+
+/* the offsets (in .debug_info) of the DW_AT_type of every anonymous
+ * member of the struct named NAME in path; their count */
+static int anon_member_types(const char *path, const char *name, long *at, int max, long *self)
+{
+	char cmd[4200], line[1024];
+	snprintf(cmd, sizeof cmd, "readelf --debug-dump=info '%s'", path);
+	FILE *p = popen(cmd, "r");
+	UKT_ASSERT(p);
+	int n = 0, in = 0, member = 0;
+	unsigned slv = 0;
+	long cur = -1, type_at = -1;
+	while (fgets(line, sizeof line, p)) {
+		unsigned lv;
+		long off;
+		char t[128], a[128], v[512];
+		if (sscanf(line, " <%u><%lx>: Abbrev Number: %*d (%127[^)])", &lv, &off, t) == 3) {
+			if (member && type_at >= 0 && n < max)
+				at[n++] = type_at;
+			member = 0;
+			type_at = -1;
+			if (in == 2 && lv <= slv)
+				in = 3;
+			if (in == 0 && !strcmp(t, "DW_TAG_structure_type")) {
+				in = 1;
+				slv = lv;
+				cur = off;
+			} else if (in == 1) {
+				in = 0;
+			}
+			if (in == 2 && lv == slv + 1 && !strcmp(t, "DW_TAG_member"))
+				member = 1;
+			continue;
+		}
+		if (sscanf(line, " <%lx> %127s : %511[^\n]", &off, a, v) != 3)
+			continue;
+		if (in == 1 && !strcmp(a, "DW_AT_name")) {
+			const char *s = strrchr(v, ':');
+			in = !strcmp(s ? s + 2 : v, name) ? 2 : 0;
+			if (in == 2)
+				*self = cur;
+		}
+		if (member && !strcmp(a, "DW_AT_name"))
+			member = 0;
+		if (member && !strcmp(a, "DW_AT_type"))
+			type_at = off;
+	}
+	pclose(p);
+	return n;
+}
+
+/* an array type whose element type is itself: the calling convention's
+ * reading of a struct holding it (a parameter at %return) stops, where
+ * it peeled the array forever */
+UKT_CASE(corrupt_array_of_itself)
+{
+	const char *t = target("dbad");
+	/* the array: the type of struct arr's member v */
+	long v_type, vat = die_attr(t, -1, "DW_TAG_member", "v", "DW_AT_type", &v_type);
+	UKT_ASSERT(vat > 0 && v_type > 0);
+	long arr = die_attr(t, v_type, NULL, NULL, "DW_AT_type", NULL);
+	UKT_ASSERT(arr > 0);
+	uint32_t ref = (uint32_t)v_type;	/* DW_FORM_ref4, the CU at 0 */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfarr", build_dir());
+	patched_copy(t, copy, section_offset(t, ".debug_info") + arr, &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-D", "r:dw/x arr_sum a.w", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "is not in an argument register"));
+	run_free(&r);
+	unlink(copy);
+}
+
+/* a struct whose twelve anonymous members are the struct itself: the
+ * search for a member and the fetch of it whole are bounded in work,
+ * not only in depth (12 to the 17th calls) */
+UKT_CASE(corrupt_struct_of_itself)
+{
+	const char *t = target("dbad");
+	long at[16], self = -1;
+	int n = anon_member_types(t, "many", at, 16, &self);
+	UKT_ASSERT(n == 12 && self > 0);
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-selfstruct", build_dir());
+	long base = section_offset(t, ".debug_info");
+	uint32_t ref = (uint32_t)self;
+	patched_copy(t, copy, base + at[0], &ref, 4);
+	for (int k = 1; k < n; k++)
+		patched_copy(copy, copy, base + at[k], &ref, 4);
+	struct run r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m arr_sum m->nosuch", NULL);
+	RUN_EXPECT(r, r.status == 2 && strstr(r.err, "many has no member nosuch"));
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m arr_sum m->last", NULL);
+	RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " last=+48(") == 1);
+	run_free(&r);
+	r = ukprobe_timed("probe", "-x", copy, "-D", "p:dw/m main:3 mm", NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "too many members to fetch"));
+	run_free(&r);
+	unlink(copy);
+}
