@@ -2932,6 +2932,15 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 	for (int s = 0; s < nsites; s++) {
 		uint64_t pc = sites[s].addr;
 		uint64_t foff = elf_vaddr_to_off(o->path, pc);
+		if (foff == UINT64_MAX) {	/* corrupt DWARF: no probe anywhere else */
+			seterr(err, toff[1] + (int)pre, "%s is at 0x%" PRIx64 ", in no segment of %s",
+			       pn, pc, o->name);
+			for (int k = 0; k < s; k++)
+				free(res[k]);
+			free(res);
+			free(sites);
+			return -1;
+		}
 		struct where wh = { pc, pl.ret };
 		Dwarf_Die *scopes = NULL;
 		int ns = scopes_at(&sites[s].in, pc, &scopes);

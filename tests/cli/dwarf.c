@@ -1666,6 +1666,25 @@ UKT_CASE(corrupt_pointer_to_itself)
 	unlink(copy);
 }
 
+/* a function whose DW_AT_low_pc lies in no segment: an error at the
+ * place, not a probe at OBJ:0xffffffffffffffff */
+UKT_CASE(corrupt_address_in_no_segment)
+{
+	const char *t = target("dsrc-gcc-O0");
+	long lo, at = die_attr(t, -1, "DW_TAG_subprogram", "work", "DW_AT_low_pc", &lo);
+	UKT_ASSERT(at > 0 && lo > 0);
+	uint64_t far = 0x7000000000;	/* DW_FORM_addr */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof copy, "%s/dwc-nowhere", build_dir());
+	patched_copy(t, copy, section_offset(t, ".debug_info") + at, &far, 8);
+	const char *def = "p:dw/n work k";
+	struct run r = ukprobe_timed("probe", "-x", copy, "-D", def, NULL);
+	RUN_EXPECT(r, r.status == 2 && r.nout == 0 &&
+		   strstr(r.err, "error: work is at 0x7000000000, in no segment of "));
+	run_free(&r);
+	unlink(copy);
+}
+
 /* a copy of from at to, every "FIND\0" in it made "REPL\0" (not longer) */
 static void renamed_copy(const char *from, const char *to, const char *find, const char *repl)
 {
