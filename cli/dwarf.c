@@ -37,6 +37,11 @@ struct dw_obj {
 	Dwarf_Addr bias;
 	struct elf_file elf;	/* symbols, for globals */
 	int has_elf;
+	/* every function instance (subprogram, inlined copy), with its CU,
+	 * in the order of the DWARF: read once, searched by each place */
+	struct fn_die { Dwarf_Die die, cu; const char *name; } *fns;
+	size_t nfns;
+	int fns_read;
 };
 
 static void seterr(struct dw_error *e, int off, const char *fmt, ...)
@@ -123,6 +128,7 @@ void dw_close(struct dw_obj *o)
 		dwfl_end(o->dwfl);
 	if (o->has_elf)
 		elf_close(&o->elf);
+	free(o->fns);
 	free(o->name);
 	free(o->path);
 	free(o);
@@ -197,6 +203,8 @@ static int entry_pc(Dwarf_Die *die, Dwarf_Addr *pc)
 }
 
 typedef void (*die_fn)(Dwarf_Die *die, Dwarf_Die *cu, void *arg);
+/* a function instance and its name */
+typedef void (*fn_visit)(Dwarf_Die *die, Dwarf_Die *cu, const char *name, void *arg);
 
 static void walk(Dwarf_Die *die, Dwarf_Die *cu, die_fn fn, void *arg)
 {
@@ -213,13 +221,39 @@ static void walk(Dwarf_Die *die, Dwarf_Die *cu, die_fn fn, void *arg)
 	} while (dwarf_siblingof(&c, &c) == 0);
 }
 
-static void walk_all(struct dw_obj *o, die_fn fn, void *arg)
+static void remember_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 {
-	Dwarf_Die *cu = NULL;
-	Dwarf_Addr b;
-	while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL) {
-		Dwarf_Die cud = *cu;
-		walk(&cud, &cud, fn, arg);
+	struct dw_obj *o = arg;
+	if ((o->nfns & (o->nfns - 1)) == 0 || o->nfns == 0) {	/* 0, 1, 2, 4, ... */
+		struct fn_die *v = realloc(o->fns, (o->nfns ? 2 * o->nfns : 64) * sizeof *v);
+		if (!v)
+			return;
+		o->fns = v;
+	}
+	o->fns[o->nfns].die = *die;
+	o->fns[o->nfns].cu = *cu;
+	o->fns[o->nfns].name = dwarf_diename(die);
+	o->nfns++;
+}
+
+/* fn on every function instance: the DWARF is walked once (a walk of
+ * libpython's costs some 30 ms, and a definition may search it often) */
+static void walk_all(struct dw_obj *o, fn_visit fn, void *arg)
+{
+	if (!o->fns_read) {
+		Dwarf_Die *cu = NULL;
+		Dwarf_Addr b;
+		while ((cu = dwfl_module_nextcu(o->mod, cu, &b)) != NULL) {
+			Dwarf_Die cud = *cu;
+			walk(&cud, &cud, remember_fn, o);
+		}
+		o->fns_read = 1;
+	}
+	for (size_t i = 0; i < o->nfns; i++) {
+		if (!o->fns[i].name)
+			continue;
+		Dwarf_Die die = o->fns[i].die, cu = o->fns[i].cu;
+		fn(&die, &cu, o->fns[i].name, arg);
 	}
 }
 
@@ -534,15 +568,26 @@ struct match {
 	const char *src;	/* or NULL */
 	struct insts *out;
 	int glob;
+	int last;		/* where func's last component starts (-1: not yet known) */
 };
 
-static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
+static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, const char *name, void *arg)
 {
 	struct match *m = arg;
 	Dwarf_Addr pc;
-	const char *name = dwarf_diename(die);
 	char qn[1024];
-	if (!name || entry_pc(die, &pc) != 0)
+	if (!m->glob) {
+		if (m->last < 0) {
+			struct name_scan ns;
+			size_t bad;
+			m->last = scan_name(m->func, &ns, &bad) == 0 ? (int)ns.last : 0;
+		}
+		/* names compared alike begin alike (name_eq: blanks and int
+		 * words inside) */
+		if (name[0] != m->func[m->last])
+			return;
+	}
+	if (entry_pc(die, &pc) != 0)
 		return;
 	/* C++: a qualified name (ns::f) is compared whole, a plain one
 	 * with the function's own name (name_eq: template arguments) */
@@ -551,9 +596,7 @@ static void match_fn(Dwarf_Die *die, Dwarf_Die *cu, void *arg)
 		    (!is_cxx(cu) || fnmatch(m->func, qual_name(die, cu, qn, sizeof qn), 0) != 0))
 			return;
 	} else {
-		struct name_scan ns;
-		size_t bad;
-		size_t last = scan_name(m->func, &ns, &bad) == 0 ? ns.last : 0;
+		size_t last = (size_t)m->last;
 		if (!name_eq(m->func + last, name))
 			return;
 		/* ::f is f outside any namespace or class */
@@ -606,7 +649,7 @@ static int cmp_str(const void *a, const void *b)
 int dw_list_funcs(struct dw_obj *o, const char *glob, FILE *f)
 {
 	struct insts s = { 0 };
-	struct match m = { glob ? glob : "*", NULL, &s, 1 };
+	struct match m = { glob ? glob : "*", NULL, &s, 1, -1 };
 	walk_all(o, match_fn, &m);
 	char **names = malloc((s.n + 1) * sizeof *names);
 	size_t n = 0;
@@ -1127,7 +1170,7 @@ static int resolve_place(struct dw_obj *o, const struct place *pl,
 		free(a.v);
 		return (int)ns;
 	}
-	struct match m = { pl->func, pl->src[0] ? pl->src : NULL, &s, 0 };
+	struct match m = { pl->func, pl->src[0] ? pl->src : NULL, &s, 0, -1 };
 	walk_all(o, match_fn, &m);
 	if (!s.n && !pl->src[0])
 		find_alias(o, pl->func, &s);
@@ -3211,7 +3254,7 @@ int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, cha
 	if (elf_find(&o->elf, sym))
 		return 0;
 	struct insts s = { 0 };
-	struct match m = { sym, NULL, &s, 0 };
+	struct match m = { sym, NULL, &s, 0, -1 };
 	walk_all(o, match_fn, &m);
 	int known = 0;
 	for (size_t i = 0; i < s.n; i++)
@@ -3352,7 +3395,7 @@ int dw_list_lines(struct dw_obj *o, const char *place, FILE *f,
 		return -1;
 	}
 	struct insts s = { 0 };
-	struct match m = { pl.func, pl.src[0] ? pl.src : NULL, &s, 0 };
+	struct match m = { pl.func, pl.src[0] ? pl.src : NULL, &s, 0, -1 };
 	walk_all(o, match_fn, &m);
 	if (!s.n && !pl.src[0])
 		find_alias(o, pl.func, &s);
