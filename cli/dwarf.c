@@ -2972,23 +2972,22 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 	char pn[1100];
 	place_name(&pl, pn, sizeof pn);
 	char **res = calloc((size_t)nsites, sizeof *res);
-	for (int s = 0; s < nsites; s++) {
+	/* a site's line and scopes, while it is written */
+	char *line = NULL;
+	Dwarf_Die *scopes = NULL;
+	int s;
+	for (s = 0; s < nsites; s++) {
 		uint64_t pc = sites[s].addr;
 		uint64_t foff = elf_vaddr_to_off(o->path, pc);
 		if (foff == UINT64_MAX) {	/* corrupt DWARF: no probe anywhere else */
 			seterr(err, toff[1] + (int)pre, "%s is at 0x%" PRIx64 ", in no segment of %s",
 			       pn, pc, o->name);
-			for (int k = 0; k < s; k++)
-				free(res[k]);
-			free(res);
-			free(sites);
-			return -1;
+			goto fail_site;
 		}
 		struct where wh = { pc, pl.ret };
-		Dwarf_Die *scopes = NULL;
 		int ns = scopes_at(&sites[s].in, pc, &scopes);
 		size_t cap = 4096, len = 0;
-		char *line = malloc(cap);
+		line = malloc(cap);
 		/* the event: as given, else the function's name (perf's way) */
 		char ev[sizeof pl.func + 64];
 		/* by the name given where that is another name of the
@@ -3035,15 +3034,8 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 					all_vars(o, scopes, ns, &wh, f[1] == 'p', &fo, &nfo, &fcap);
 			} else if (deref_of_var(f, &dpre, &dlen, &ddepth)) {
 				if (deref_var(o, scopes, ns, &wh, f, dpre, dlen, ddepth, fpos, pn,
-					      given_name[0] ? given_name : NULL, a - 1, &fo, err) != 0) {
-					free(line);
-					free(scopes);
-					for (int k = 0; k < s; k++)
-						free(res[k]);
-					free(res);
-					free(sites);
-					return -1;
-				}
+					      given_name[0] ? given_name : NULL, a - 1, &fo, err) != 0)
+					goto fail_site;
 				nfo = 1;
 			} else if (is_raw_fetch(f)) {
 				fo = calloc(1, sizeof *fo);
@@ -3068,13 +3060,7 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 					if (ns <= 0)
 						seterr(err, fpos, "No scope at %s", pn);
 					free(fo);
-					free(line);
-					free(scopes);
-					for (int k = 0; k < s; k++)
-						free(res[k]);
-					free(res);
-					free(sites);
-					return -1;
+					goto fail_site;
 				}
 			}
 			for (int k = 0; k < nfo; k++) {
@@ -3089,11 +3075,21 @@ static int translate(struct dw_obj *o, const char *def, char ***out,
 			free(fo);
 		}
 		free(scopes);
+		scopes = NULL;
 		res[s] = line;
+		line = NULL;
 	}
 	free(sites);
 	*out = res;
 	return nsites;
+fail_site:
+	free(line);
+	free(scopes);
+	for (int k = 0; k < s; k++)
+		free(res[k]);
+	free(res);
+	free(sites);
+	return -1;
 }
 
 /* the words of S (blank separated): their offsets and lengths */
