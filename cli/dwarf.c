@@ -3252,9 +3252,13 @@ int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, cha
 	struct insts s = { 0 };
 	struct match m = { sym, NULL, &s, 0, -1 };
 	walk_all(o, match_fn, &m);
+	/* a C function of its own, or any of a library named by OBJ:; a C++
+	 * function defined here, whose symbol is mangled (bump is
+	 * _Z4bumpRlRK3DerOi: no table has "bump") */
 	int known = 0;
 	for (size_t i = 0; i < s.n; i++)
-		known |= any_function || !is_external(&s.v[i].die);
+		known |= any_function || !is_external(&s.v[i].die) ||
+			 (!s.v[i].inlined && is_cxx(&s.v[i].cu));
 	free(s.v);
 	if (!known)
 		return 0;

@@ -1152,6 +1152,31 @@ UKT_CASE(cxx_references_are_their_referents)
 	}
 }
 
+/* a raw place naming a C++ function of the program by its plain name:
+ * its symbol is mangled (_Z4bumpRlRK3DerOi), so no table has "bump"
+ * ('Unknown symbol'); the DWARF's concrete copy is the place */
+UKT_CASE(raw_place_of_a_cxx_function)
+{
+	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
+		"dinh-clang-O2" };
+	for (size_t k = 0; k < 4; k++) {
+		struct run r = ukprobe("trace", "r:c/br bump v=$retval:s64", "p:c/b4 bump+4",
+				       "--", target(b[k]), NULL);
+		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " b4: (_Z4bumpRlRK3DerOi+0x4/") == 1);
+		char *pr = printed(r.out, "bump ", 0), *n = pr ? arg_value(pr, "n") : NULL,
+		     *rv = pr ? arg_value(pr, "r") : NULL, *got = event_args(r.out, "br", 0);
+		RUN_EXPECT(r, n && rv && got);
+		char want[64];
+		snprintf(want, sizeof want, "v=%ld", atol(n) + atol(rv));
+		RUN_EXPECT(r, !strcmp(got, want));
+		free(pr);
+		free(n);
+		free(rv);
+		free(got);
+		run_free(&r);
+	}
+}
+
 /* attach: the object is the process's /proc/PID/exe */
 UKT_CASE(attach_with_a_variable)
 {
