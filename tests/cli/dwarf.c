@@ -1092,6 +1092,24 @@ UKT_CASE(structs_and_arrays_whole)
 	run_free(&r);
 }
 
+/* the first event EV's argument ARG is what the program's first line
+ * beginning with PREFIX says NAME is */
+static void same_member(const struct run *r, const char *ev, const char *arg, const char *prefix,
+			const char *name)
+{
+	char *w = event_args(r->out, ev, 0), *pr = printed(r->out, prefix, 0);
+	char *x = w ? arg_value(w, arg) : NULL, *y = pr ? arg_value(pr, name) : NULL;
+	if (!x || !y || strcmp(x, y)) {
+		show(r);
+		UKT_FAIL("%s: %s=%s recorded, %s=%s printed", ev, arg, x ? x : "?", name,
+			 y ? y : "?");
+	}
+	free(x);
+	free(y);
+	free(w);
+	free(pr);
+}
+
 /* C++: this->m of a member of a base class (and of its base), and the
  * object whole with its bases' members; globals and a static member by
  * qualified names; a method written on one line is probed past its
@@ -1106,19 +1124,12 @@ UKT_CASE(cxx_base_class_members)
 				       "p:c/w Der::get this[0]", "--", target(b[k]), NULL);
 		RUN_EXPECT(r, r.status == 0);
 		same_values(&r, "g", "get ", 1, 8);
-		char *w = event_args(r.out, "w", 0), *pr = printed(r.out, "get ", 0);
-		RUN_EXPECT(r, w && pr);
 		static const char *const m[] = { "b1", "b2", "m", "d" };
 		for (size_t i = 0; i < 4; i++) {
 			char n[16];
 			snprintf(n, sizeof n, "this_%s", m[i]);
-			char *x = arg_value(w, n), *y = arg_value(pr, m[i]);
-			RUN_EXPECT(r, x && y && !strcmp(x, y));
-			free(x);
-			free(y);
+			same_member(&r, "w", n, "get ", m[i]);
 		}
-		free(w);
-		free(pr);
 		run_free(&r);
 	}
 }
@@ -1136,18 +1147,11 @@ UKT_CASE(cxx_references_are_their_referents)
 		RUN_EXPECT(r, r.status == 0);
 		same_values(&r, "b", "bump ", 1, 4);
 		same_values(&r, "a", "bump ", 1, 1);	/* +OFF(o): at its address */
-		char *w = event_args(r.out, "o", 0), *pr = printed(r.out, "bump ", 0);
-		RUN_EXPECT(r, w && pr);
-		char *x = arg_value(w, "o_d"), *y = arg_value(pr, "d");
-		char *x1 = arg_value(w, "o_b1"), *y1 = arg_value(pr, "b1");
-		RUN_EXPECT(r, x && y && !strcmp(x, y) && x1 && y1 && !strcmp(x1, y1) &&
-			   strstr(w, "o_b2=-6") && strstr(w, "o_m=7"));
-		free(x);
-		free(y);
-		free(x1);
-		free(y1);
+		same_member(&r, "o", "o_d", "bump ", "d");
+		same_member(&r, "o", "o_b1", "bump ", "b1");
+		char *w = event_args(r.out, "o", 0);
+		RUN_EXPECT(r, w && strstr(w, "o_b2=-6") && strstr(w, "o_m=7"));
 		free(w);
-		free(pr);
 		run_free(&r);
 	}
 }
