@@ -508,6 +508,10 @@ struct ukp_where {
 };
 
 int ukp_sym_resolve(const char *spec, unsigned long *addr);
+/* The path of the separate debug file of the ELF image f (len bytes), by
+ * its build-id note (/usr/lib/debug/.build-id/xx/yyyy.debug), in path (n
+ * at least 256); false if it has none */
+bool ukp_debug_path(const void *f, size_t len, char *path, size_t n);
 /* The object's code as the analysis needs it (funcs: malloc'd, by address) */
 int ukp_sym_object_desc(struct ukp_object *o, struct ukp_objdesc *d);
 int ukp_sym_where(unsigned long addr, struct ukp_where *w);

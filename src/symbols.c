@@ -238,24 +238,29 @@ static void add_symtab(struct ukp_object *o, const void *f, size_t len,
 	}
 }
 
-/* The separate debug file of a stripped object, by build-id. */
-static const void *debug_file(const void *f, size_t len, size_t *dlen)
+bool ukp_debug_path(const void *f, size_t len, char *path, size_t n)
 {
 	const Elf64_Shdr *nsh = find_section(f, len, SHT_NOTE, ".note.gnu.build-id");
-	if (!nsh || !table_ok(nsh, len, 4) || nsh->sh_size < 16)
-		return NULL;
+	if (!nsh || !table_ok(nsh, len, 4) || nsh->sh_size < 16 || n < 256)
+		return false;
 	const Elf64_Nhdr *nh = (const void *)((const char *)f + nsh->sh_offset);
 	uint64_t at = sizeof(*nh) + (((uint64_t)nh->n_namesz + 3) & ~3UL);
 	if (nh->n_type != NT_GNU_BUILD_ID || nh->n_descsz < 2 || nh->n_descsz > 64 ||
 	    !in_file(at, nh->n_descsz, nsh->sh_size))
-		return NULL;
+		return false;
 	const unsigned char *id = (const unsigned char *)nh + at;
-	char path[256];
-	int k = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	int k = snprintf(path, n, "/usr/lib/debug/.build-id/%02x/", id[0]);
 	for (unsigned i = 1; i < nh->n_descsz; i++)
-		k += snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
-	snprintf(path + k, sizeof(path) - k, ".debug");
-	return map_file(path, dlen);
+		k += snprintf(path + k, n - k, "%02x", id[i]);
+	snprintf(path + k, n - k, ".debug");
+	return true;
+}
+
+/* The separate debug file of a stripped object, by build-id. */
+static const void *debug_file(const void *f, size_t len, size_t *dlen)
+{
+	char path[256];
+	return ukp_debug_path(f, len, path, sizeof(path)) ? map_file(path, dlen) : NULL;
 }
 
 static const Elf64_Shdr *pick_symtab(const void *f, size_t len)

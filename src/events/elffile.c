@@ -9,39 +9,12 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "internal.h"
 #include "elffile.h"
-
-/* The separate debug file of the object mapped at m (size bytes), by its
- * build-id note, written to dbg ("" if it has none) */
-static void debug_path(const uint8_t *m, size_t size, const Elf64_Shdr *sh, unsigned shnum,
-		       char *dbg, size_t dn)
-{
-	dbg[0] = 0;
-	for (unsigned i = 0; i < shnum; i++) {
-		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > size ||
-		    sh[i].sh_size > size - sh[i].sh_offset || sh[i].sh_size < sizeof(Elf64_Nhdr))
-			continue;
-		const uint8_t *n = m + sh[i].sh_offset;
-		Elf64_Nhdr nh;
-		memcpy(&nh, n, sizeof(nh));
-		uint64_t at = sizeof(nh) + (((uint64_t)nh.n_namesz + 3) & ~3UL);
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz < 2 || nh.n_descsz > 64 ||
-		    at > sh[i].sh_size || nh.n_descsz > sh[i].sh_size - at)
-			continue;
-		const uint8_t *id = n + at;
-		size_t k = (size_t)snprintf(dbg, dn, "/usr/lib/debug/.build-id/%02x/", id[0]);
-		for (unsigned j = 1; j < nh.n_descsz && k < dn; j++)
-			k += (size_t)snprintf(dbg + k, dn - k, "%02x", id[j]);
-		if (k < dn)
-			snprintf(dbg + k, dn - k, ".debug");
-		return;
-	}
-}
 
 /* st_value of name in the ELF file at path (its symbol table, then its
  * dynamic one), or -ENOENT and, where it has one, the path of its debug
@@ -99,8 +72,8 @@ static int sym_in(const char *path, const char *name, unsigned long *value,
 			}
 		}
 	}
-	if (err && dbg)
-		debug_path(m, size, sh, eh->e_shnum, dbg, dn);
+	if (err && dbg && !ukp_debug_path(m, size, dbg, dn))
+		dbg[0] = 0;
 out:
 	munmap((void *)m, size);
 	return err;
