@@ -1092,6 +1092,11 @@ UKT_CASE(structs_and_arrays_whole)
 	run_free(&r);
 }
 
+/* targets/dinh.cc (C++ bases, references), by g++ and clang++ */
+static const char *const dinh_builds[] = {
+	"dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0", "dinh-clang-O2",
+};
+
 /* the first event EV's argument ARG is what the program's first line
  * beginning with PREFIX says NAME is */
 static void same_member(const struct run *r, const char *ev, const char *arg, const char *prefix,
@@ -1116,12 +1121,10 @@ static void same_member(const struct run *r, const char *ev, const char *arg, co
  * prologue (its body's column), where k is stored */
 UKT_CASE(cxx_base_class_members)
 {
-	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
-		"dinh-clang-O2" };
-	for (size_t k = 0; k < 4; k++) {
+	for (size_t k = 0; k < sizeof dinh_builds / sizeof *dinh_builds; k++) {
 		struct run r = ukprobe("trace", "p:c/g Der::get this->b1 this->b2 this->m this->d k "
 				       "g=ns::gval sm=Base::sm fs=::file_static",
-				       "p:c/w Der::get this[0]", "--", target(b[k]), NULL);
+				       "p:c/w Der::get this[0]", "--", target(dinh_builds[k]), NULL);
 		RUN_EXPECT(r, r.status == 0);
 		same_values(&r, "g", "get ", 1, 8);
 		static const char *const m[] = { "b1", "b2", "m", "d" };
@@ -1139,11 +1142,9 @@ UKT_CASE(cxx_base_class_members)
  * int; '.' reads through it */
 UKT_CASE(cxx_references_are_their_referents)
 {
-	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
-		"dinh-clang-O2" };
-	for (size_t k = 0; k < 4; k++) {
+	for (size_t k = 0; k < sizeof dinh_builds / sizeof *dinh_builds; k++) {
 		struct run r = ukprobe("trace", "p:c/b bump n d=o.d b1=o.b1 r", "p:c/o bump o",
-				       "p:c/a bump b1=+8(o):s32", "--", target(b[k]), NULL);
+				       "p:c/a bump b1=+8(o):s32", "--", target(dinh_builds[k]), NULL);
 		RUN_EXPECT(r, r.status == 0);
 		same_values(&r, "b", "bump ", 1, 4);
 		same_values(&r, "a", "bump ", 1, 1);	/* +OFF(o): at its address */
@@ -1161,11 +1162,9 @@ UKT_CASE(cxx_references_are_their_referents)
  * ('Unknown symbol'); the DWARF's concrete copy is the place */
 UKT_CASE(raw_place_of_a_cxx_function)
 {
-	static const char *const b[] = { "dinh-gcc-O0", "dinh-gcc-O2", "dinh-clang-O0",
-		"dinh-clang-O2" };
-	for (size_t k = 0; k < 4; k++) {
+	for (size_t k = 0; k < sizeof dinh_builds / sizeof *dinh_builds; k++) {
 		struct run r = ukprobe("trace", "r:c/br bump v=$retval:s64", "p:c/b4 bump+4",
-				       "--", target(b[k]), NULL);
+				       "--", target(dinh_builds[k]), NULL);
 		RUN_EXPECT(r, r.status == 0 && count_lines(r.out, " b4: (_Z4bumpRlRK3DerOi+0x4/") == 1);
 		char *pr = printed(r.out, "bump ", 0), *n = pr ? arg_value(pr, "n") : NULL,
 		     *rv = pr ? arg_value(pr, "r") : NULL, *got = event_args(r.out, "br", 0);
@@ -1573,12 +1572,8 @@ UKT_CASE(vars_where_libdw_finds_no_scope)
 /* the file offset of section NAME of the ELF file at path, or -1 */
 static long section_offset(const char *path, const char *name)
 {
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	UKT_ASSERT(fd >= 0 && fstat(fd, &st) == 0);
-	unsigned char *f = malloc((size_t)st.st_size);
-	UKT_ASSERT(f && pread(fd, f, (size_t)st.st_size, 0) == st.st_size);
-	close(fd);
+	size_t len;
+	unsigned char *f = file_bytes(path, &len);
 	const Elf64_Ehdr *eh = (const void *)f;
 	const Elf64_Shdr *sh = (const void *)(f + eh->e_shoff);
 	const char *names = (const char *)f + sh[eh->e_shstrndx].sh_offset;
@@ -1641,17 +1636,11 @@ static long die_attr(const char *path, long die, const char *tag, const char *na
 static void patched_copy(const char *from, const char *to, long at, const void *bytes,
 			 size_t len)
 {
-	int in = open(from, O_RDONLY);
-	struct stat st;
-	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
-	unsigned char *f = malloc((size_t)st.st_size);
-	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
-	close(in);
-	UKT_ASSERT(at >= 0 && at + (long)len <= st.st_size);
+	size_t size;
+	unsigned char *f = file_bytes(from, &size);
+	UKT_ASSERT(at >= 0 && (size_t)at + len <= size);
 	memcpy(f + at, bytes, len);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
-	close(out);
+	write_file(to, f, size);
 	free(f);
 }
 
@@ -1717,23 +1706,17 @@ UKT_CASE(corrupt_address_in_no_segment)
 /* a copy of from at to, every "FIND\0" in it made "REPL\0" (not longer) */
 static void renamed_copy(const char *from, const char *to, const char *find, const char *repl)
 {
-	int in = open(from, O_RDONLY);
-	struct stat st;
-	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
-	unsigned char *f = malloc((size_t)st.st_size);
-	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
-	close(in);
+	size_t size;
+	unsigned char *f = file_bytes(from, &size);
 	size_t fl = strlen(find) + 1, n = 0;
 	UKT_ASSERT(strlen(repl) < fl);
-	for (size_t k = 0; k + fl <= (size_t)st.st_size; k++)
+	for (size_t k = 0; k + fl <= size; k++)
 		if (!memcmp(f + k, find, fl)) {
 			memcpy(f + k, repl, strlen(repl) + 1);
 			n++;
 		}
 	UKT_ASSERT(n > 0);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	UKT_ASSERT(out >= 0 && write(out, f, (size_t)st.st_size) == st.st_size);
-	close(out);
+	write_file(to, f, size);
 	free(f);
 }
 

@@ -276,18 +276,34 @@ enum damage {
 	DAMAGE_TRUNCATED,	/* the section headers cut off */
 };
 
-/* a copy of the ELF file from at to (executable), damaged as how says */
-static inline void damaged_copy(const char *from, const char *to, enum damage how)
+/* the bytes of the file at path (malloc'd), *len of them */
+static inline unsigned char *file_bytes(const char *path, size_t *len)
 {
-	int in = open(from, O_RDONLY);
+	int in = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	UKT_ASSERT(in >= 0 && fstat(in, &st) == 0);
 	unsigned char *f = malloc((size_t)st.st_size);
 	UKT_ASSERT(f && pread(in, f, (size_t)st.st_size, 0) == st.st_size);
 	close(in);
+	*len = (size_t)st.st_size;
+	return f;
+}
+
+/* len bytes of f as the file at path, executable */
+static inline void write_file(const char *path, const void *f, size_t len)
+{
+	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	UKT_ASSERT(out >= 0 && write(out, f, len) == (ssize_t)len);
+	close(out);
+}
+
+/* a copy of the ELF file from at to (executable), damaged as how says */
+static inline void damaged_copy(const char *from, const char *to, enum damage how)
+{
+	size_t len;
+	unsigned char *f = file_bytes(from, &len);
 	Elf64_Ehdr *eh = (void *)f;
 	Elf64_Shdr *sh = (void *)(f + eh->e_shoff);
-	size_t len = (size_t)st.st_size;
 	for (int k = 0; k < eh->e_shnum; k++) {
 		if (how == DAMAGE_NAMES)
 			sh[k].sh_name = 0xfffffff0u;
@@ -296,9 +312,7 @@ static inline void damaged_copy(const char *from, const char *to, enum damage ho
 	}
 	if (how == DAMAGE_TRUNCATED)
 		len = eh->e_shoff + sizeof(Elf64_Shdr);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	UKT_ASSERT(out >= 0 && write(out, f, len) == (ssize_t)len);
-	close(out);
+	write_file(to, f, len);
 	free(f);
 }
 
