@@ -404,6 +404,9 @@ static char *program_path(const struct trace_opts *t)
  * where neither knows it. */
 static char *library_path(const struct trace_opts *t, const char *prog, const char *name)
 {
+	/* the dynamic linker's list, read once: "\tNAME => PATH (0xADDR)" */
+	static char *list;
+	static int listed;
 	char *found = NULL, line[8192];
 	size_t nl = strlen(name);
 	if (t->pid) {
@@ -422,39 +425,47 @@ static char *library_path(const struct trace_opts *t, const char *prog, const ch
 			fclose(f);
 		return found;
 	}
-	if (!prog || !strchr(prog, '/'))
-		return NULL;
-	int fd[2];
-	if (pipe2(fd, O_CLOEXEC) != 0)
-		return NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (nul >= 0)
-			dup2(nul, 2);
-		execl("/lib64/ld-linux-x86-64.so.2", "ld.so", "--list", prog, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	FILE *f = pid > 0 ? fdopen(fd[0], "r") : NULL;
-	if (!f)
-		close(fd[0]);
-	/* "\tNAME => PATH (0xADDR)" */
-	while (f && fgets(line, sizeof line, f)) {
-		char *l = line + strspn(line, " \t");
-		if (strncmp(l, name, nl) || strncmp(l + nl, " => /", 5) || found)
-			continue;
-		char *path = l + nl + 4, *end = strstr(path, " (0x");
-		if (end) {
-			*end = 0;
-			found = strdup(path);
+	if (!listed && prog && strchr(prog, '/')) {
+		listed = 1;
+		int fd[2];
+		if (pipe2(fd, O_CLOEXEC) != 0)
+			return NULL;
+		pid_t pid = fork();
+		if (pid == 0) {
+			dup2(fd[1], 1);
+			int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			if (nul >= 0)
+				dup2(nul, 2);
+			execl("/lib64/ld-linux-x86-64.so.2", "ld.so", "--list", prog, (char *)NULL);
+			_exit(127);
 		}
+		close(fd[1]);
+		FILE *f = pid > 0 ? fdopen(fd[0], "r") : NULL;
+		if (!f)
+			close(fd[0]);
+		size_t n = 0;
+		while (f && fgets(line, sizeof line, f)) {
+			size_t l = strlen(line);
+			char *nlist = realloc(list, n + l + 1);
+			if (!nlist)
+				break;
+			list = nlist;
+			memcpy(list + n, line, l + 1);
+			n += l;
+		}
+		if (f)
+			fclose(f);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
 	}
-	if (f)
-		fclose(f);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
+	for (const char *l = list; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+		l += strspn(l, " \t");
+		if (strncmp(l, name, nl) || strncmp(l + nl, " => /", 5))
+			continue;
+		const char *path = l + nl + 4, *end = strstr(path, " (0x"), *eol = strchr(path, '\n');
+		if (end && (!eol || end < eol))
+			found = strndup(path, (size_t)(end - path));
+	}
 	return found;
 }
 
