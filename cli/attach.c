@@ -5,7 +5,8 @@
  * its abstract socket "\0ukprobe-agent-<pid>".
  *
  * The call runs on one thread only, seized and interrupted with ptrace;
- * the others run on.  Its registers are saved, the agent's path written
+ * the others run on.  Its registers (vector state included) and errno
+ * are saved, the agent's path written
  * below its red zone, and the call set up with a return address of 0:
  * dlopen's return faults (SIGSEGV at ip 0), which ptrace reports before
  * the program sees anything.  orig_ax = -1 during the call keeps the
@@ -37,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <dlfcn.h>
+#include <elf.h>
 
 #include "cli.h"
 #include "elf.h"
@@ -172,8 +174,89 @@ static int poke(pid_t tid, unsigned long addr, const void *src, size_t n)
 	return 0;
 }
 
-/* dlopen(path, RTLD_NOW) in the target; the handle, or 0 */
-static int remote_dlopen(pid_t pid, unsigned long fn, const char *path,
+/*
+ * fn(a1, a2) called on the stopped thread tid: its registers those of
+ * base but for the call's, its stack at sp (a return address of 0 there:
+ * the return faults, and ptrace reports that before the program sees it).
+ * The result in *ret; a negative errno, -ESRCH when the thread died.
+ */
+static int remote_call(pid_t tid, const struct user_regs_struct *base, unsigned long sp,
+		       unsigned long fn, unsigned long a1, unsigned long a2, unsigned long *ret)
+{
+	struct user_regs_struct regs = *base;
+	regs.rip = fn;
+	regs.rdi = a1;
+	regs.rsi = a2;
+	regs.rax = 0;
+	regs.rsp = sp;
+	regs.orig_rax = (unsigned long)-1;	/* no syscall restart into the call */
+	regs.eflags &= ~0x500ul;		/* DF clear, as the ABI has it at a call; no TF */
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &regs) < 0)
+		return -errno;
+	int sig = 0, st, r;
+	for (;;) {
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) < 0)
+			return -errno;
+		if ((r = wait_stop(tid, &st, 30)) < 0)
+			return r;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return -ESRCH;	/* it died meanwhile: nothing to restore */
+		sig = WSTOPSIG(st);
+		if (st >> 16) {		/* a group stop or interrupt: go on */
+			sig = 0;
+			continue;
+		}
+		if (sig == SIGSEGV) {
+			if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+				return -errno;
+			if (regs.rip == 0) {
+				*ret = regs.rax;
+				return 0;
+			}
+		}
+		/* any other signal: the program's, delivered as it would be */
+	}
+}
+
+/*
+ * The state of the thread the calls run on, put back afterwards: every
+ * register (the general ones, and the x87/SSE/AVX state: a thread stopped
+ * anywhere in user space has live values there that dlopen's string
+ * functions overwrite) and errno (a thread stopped between a failing
+ * system call and its reading errno would read what the agent left).
+ */
+struct thread_state {
+	struct user_regs_struct regs;
+	unsigned char xsave[16384] __attribute__((aligned(64)));
+	struct iovec xv;
+	struct user_fpregs_struct fp;
+	int have_x, have_fp;
+};
+
+static int state_save(pid_t tid, struct thread_state *ts)
+{
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &ts->regs) < 0)
+		return -errno;
+	ts->xv = (struct iovec){ ts->xsave, sizeof ts->xsave };
+	ts->have_x = ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &ts->xv) == 0;
+	ts->have_fp = !ts->have_x && ptrace(PTRACE_GETFPREGS, tid, NULL, &ts->fp) == 0;
+	return ts->have_x || ts->have_fp ? 0 : -EIO;
+}
+
+static void state_restore(pid_t tid, struct thread_state *ts)
+{
+	/* ip, orig_ax and ax of an interrupted system call make the kernel
+	 * restart it */
+	ptrace(PTRACE_SETREGS, tid, NULL, &ts->regs);
+	if (ts->have_x)
+		ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &ts->xv);
+	else if (ts->have_fp)
+		ptrace(PTRACE_SETFPREGS, tid, NULL, &ts->fp);
+}
+
+/* dlopen(path, RTLD_NOW) in the target (fn), errno_fn its libc's
+ * __errno_location; the handle, or 0 */
+static int remote_dlopen(pid_t pid, unsigned long fn, unsigned long errno_fn, const char *path,
 			 unsigned long *handle)
 {
 	/* UKPROBE_INJECT_TID: a chosen thread (the tests use every kind) */
@@ -188,15 +271,13 @@ static int remote_dlopen(pid_t pid, unsigned long fn, const char *path,
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return r ? r : -EIO;
 	}
-	struct user_regs_struct saved, regs;
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &saved) < 0) {
-		r = -errno;
+	static struct thread_state saved;
+	if ((r = state_save(tid, &saved)) < 0) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return r;
 	}
-	regs = saved;
 	size_t plen = strlen(path) + 1;
-	unsigned long sp = saved.rsp - 256 - plen;	/* below the red zone */
+	unsigned long sp = saved.regs.rsp - 256 - plen;	/* below the red zone */
 	sp &= ~15ul;
 	unsigned long str = sp;
 	sp -= 16;
@@ -209,50 +290,20 @@ static int remote_dlopen(pid_t pid, unsigned long fn, const char *path,
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return r;
 	}
-	regs.rip = fn;
-	regs.rdi = str;
-	regs.rsi = RTLD_NOW;
-	regs.rax = 0;
-	regs.rsp = sp;
-	regs.orig_rax = (unsigned long)-1;	/* no syscall restart into the call */
-	if (ptrace(PTRACE_SETREGS, tid, NULL, &regs) < 0) {
-		r = -errno;
-		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	unsigned long eloc = 0;
+	int err = 0, have_err = 0;
+	r = remote_call(tid, &saved.regs, sp, errno_fn, 0, 0, &eloc);
+	if (!r && eloc) {
+		struct iovec l = { &err, sizeof err }, rv = { (void *)eloc, sizeof err };
+		have_err = process_vm_readv(tid, &l, 1, &rv, 1, 0) == (ssize_t)sizeof err;
+	}
+	if (!r)
+		r = remote_call(tid, &saved.regs, sp, fn, str, RTLD_NOW, handle);
+	if (r == -ESRCH)
 		return r;
-	}
-	int sig = 0;
-	r = -EIO;
-	for (;;) {
-		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) < 0) {
-			r = -errno;
-			break;
-		}
-		if ((r = wait_stop(tid, &st, 30)) < 0)
-			break;
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			return -ESRCH;	/* it died meanwhile: nothing to restore */
-		}
-		sig = WSTOPSIG(st);
-		if (st >> 16) {		/* a group stop or interrupt: go on */
-			sig = 0;
-			continue;
-		}
-		if (sig == SIGSEGV) {
-			if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0) {
-				r = -errno;
-				break;
-			}
-			if (regs.rip == 0) {
-				*handle = regs.rax;
-				r = 0;
-				break;
-			}
-		}
-		/* any other signal: the program's, delivered as it would be */
-	}
-	/* put the thread back as it was: ip, orig_ax and ax of an
-	 * interrupted system call make the kernel restart it */
-	ptrace(PTRACE_SETREGS, tid, NULL, &saved);
+	if (have_err)
+		poke(tid, eloc, &err, sizeof err);
+	state_restore(tid, &saved);
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	return r;
 }
@@ -328,9 +379,15 @@ int attach_connect(pid_t pid, int *ctl_fd)
 			maps_free(&ms);
 			return attach_fail(pid, "its glibc is older than 2.34 (no dlopen in libc.so.6)");
 		}
-		unsigned long fn = libc->base + s->value, handle = 0;
+		const struct elf_sym *e = elf_find(&ef, "__errno_location");
+		if (!e) {
+			elf_close(&ef);
+			maps_free(&ms);
+			return attach_fail(pid, "its libc.so.6 has no __errno_location");
+		}
+		unsigned long fn = libc->base + s->value, efn = libc->base + e->value, handle = 0;
 		elf_close(&ef);
-		r = remote_dlopen(pid, fn, path, &handle);
+		r = remote_dlopen(pid, fn, efn, path, &handle);
 		if (r == -EPERM || r == -EACCES) {
 			maps_free(&ms);
 			/* Yama restricts ptrace to descendants (1) or admins (2+) */

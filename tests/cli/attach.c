@@ -548,3 +548,33 @@ UKT_CASE(agent_serves_only_its_users)
 	char last[512];
 	UKT_EQ(finish(&p, last, sizeof last), 0);
 }
+
+/*
+ * A thread computing in user space is the one injected into (a
+ * single-threaded program has no other): its vector registers and errno
+ * are as they were when it goes on, so what it computes is unchanged.
+ * Two programs, each attached to once (the injection is the first
+ * attach's).
+ */
+UKT_CASE(attach_keeps_registers_and_errno)
+{
+	for (int round = 0; round < 2; round++) {
+		struct proc p = start("spin");
+		char pid[16];
+		snprintf(pid, sizeof pid, "%d", (int)p.pid);
+		usleep(20000);
+		struct run r = ukprobe("trace", "-p", pid, "-d", "0.2", "-o", "/dev/null",
+				       "p:t/free libc.so.6:free", NULL);
+		RUN_EXPECT(r, r.status == 0);
+		run_free(&r);
+		UKT_ASSERT(kill(p.pid, SIGUSR1) == 0);
+		char last[512] = "", line[512];
+		while (fgets(line, sizeof line, p.out))
+			snprintf(last, sizeof last, "%s", line);
+		fclose(p.out);
+		close(p.in);
+		int st = wait_status(p.pid);
+		if (st != 0 || strncmp(last, "ok ", 3))
+			UKT_FAIL("target: status %d, \"%s\"", st, last);
+	}
+}
