@@ -94,6 +94,7 @@ static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static struct ukp_site **queue;		/* under ukp_lock */
 static size_t nqueue, capqueue;
 static unsigned long queued_gen, done_gen;
+static bool hurry;			/* a waiter: no delay before the batch */
 static bool thread_running;
 static pid_t opt_tid;
 
@@ -2156,8 +2157,14 @@ static void *optimizer(void *arg)
 			struct timespec ts = { retry_due / 1000000000L, retry_due % 1000000000L };
 			pthread_cond_clockwait(&opt_cv, &ukp_lock, CLOCK_MONOTONIC, &ts);
 		}
+		/* the delay a burst takes, cut short by a waiter (as the
+		 * kernel's wait_for_kprobe_optimizer flushes its delayed work) */
+		long due = mono_ns() + OPT_DELAY_NS;
+		struct timespec td = { due / 1000000000L, due % 1000000000L };
+		while (!hurry && mono_ns() < due)
+			pthread_cond_clockwait(&opt_cv, &ukp_lock, CLOCK_MONOTONIC, &td);
+		hurry = false;
 		pthread_mutex_unlock(&ukp_lock);
-		sleep_ns(OPT_DELAY_NS);
 		optimize_batch();
 		pthread_mutex_lock(&ukp_lock);
 	}
@@ -2251,6 +2258,10 @@ void wait_for_kprobe_optimizer(void)
 	ukp_opt_start();
 	ukp_lock_registry();
 	unsigned long target = queued_gen;
+	if (done_gen < target) {
+		hurry = true;
+		pthread_cond_signal(&opt_cv);
+	}
 	while (done_gen < target && thread_running)
 		pthread_cond_wait(&done_cv, &ukp_lock);
 	/* sites held back: their first retry (most often it goes through),
