@@ -541,6 +541,10 @@ static int session_msg(struct session *s)
 			atfork_set = pthread_atfork(NULL, NULL, attach_fork_child) == 0;
 		attach_area = s->area;
 		enable_all(s);
+		/* every probe a jump before the command lets the program's
+		 * threads run on (it holds them: a breakpoint would kill one
+		 * that blocks SIGTRAP) */
+		wait_for_kprobe_optimizer();
 		send_mute(s->fd);
 	} else if (t == UKPA_STOP) {
 		/* the events off in this process first: a child forked from

@@ -24,6 +24,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -434,4 +436,199 @@ int attach_connect(pid_t pid, int *ctl_fd)
 					      : "the agent does not answer");
 	*ctl_fd = fd;
 	return 0;
+}
+
+/*
+ * Holding the program still while its probes go in and come out.
+ *
+ * A breakpoint hit by a thread with SIGTRAP blocked, or at its default
+ * action, is fatal: the kernel kills the process before the engine sees
+ * the trap.  glibc runs such code in every program: a detached thread's
+ * exit (free, munmap, madvise with every signal blocked), posix_spawn's
+ * parent around its clone (munmap) and its child (which resets every
+ * handler: close, dup2, strlen, memcpy...).  Probes go in as breakpoints
+ * and become jumps when the optimizer has run; they come out through a
+ * breakpoint too.  So while the agent arms and optimises (GO) and while
+ * it removes everything (STOP), every thread of the program but the
+ * agent's own is held in a ptrace stop.  A thread in a vfork wait stops
+ * only once its child has exec'd or exited, so none of the program's
+ * spawn children runs either.
+ *
+ * The holder is a child process of the command: the tracer of every
+ * held thread.  It ends when the command lets go (or dies: its pipe
+ * closes), and the kernel then detaches each thread as it stood, a
+ * signal caught in its stop kept for delivery.  Nothing of this is
+ * needed for the trace to work: where a thread cannot be seized (gone,
+ * not ours) or does not stop within HOLD_STOP_S, the rest goes on as
+ * without the hold.
+ */
+#define HOLD_STOP_S	1.0
+
+static double now_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static bool agent_thread(pid_t pid, pid_t tid)
+{
+	char fn[96], comm[32] = "";
+	snprintf(fn, sizeof fn, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	int f = open(fn, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return false;
+	ssize_t k = read(f, comm, sizeof comm - 1);
+	close(f);
+	if (k <= 0)
+		return false;
+	comm[k] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+	return !strcmp(comm, "ukprobe-agent") || !strcmp(comm, "kprobe-optimize");
+}
+
+struct held {
+	pid_t *tid;
+	bool *stopped;
+	size_t n, cap;
+};
+
+static bool held_add(struct held *h, pid_t tid)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->tid[i] == tid)
+			return false;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 64;
+		pid_t *t = realloc(h->tid, cap * sizeof *t);
+		if (t)
+			h->tid = t;
+		bool *s = realloc(h->stopped, cap * sizeof *s);
+		if (s)
+			h->stopped = s;
+		if (!t || !s)
+			return false;
+		h->cap = cap;
+	}
+	h->tid[h->n] = tid;
+	h->stopped[h->n++] = false;
+	return true;
+}
+
+/* every thread seized so far stopped (or gone), or the deadline passed;
+ * a thread one of them clones meanwhile is seized by the kernel (TRACECLONE)
+ * and waited for too */
+static void held_wait(struct held *h, double deadline)
+{
+	for (;;) {
+		size_t left = 0;
+		for (size_t i = 0; i < h->n; i++)
+			left += !h->stopped[i];
+		if (!left || now_mono() > deadline)
+			return;
+		int st;
+		pid_t w = waitpid(-1, &st, __WALL | WNOHANG);
+		if (w < 0 && errno == ECHILD)
+			return;
+		if (w <= 0) {
+			usleep(200);
+			continue;
+		}
+		for (size_t i = 0; i < h->n; i++)
+			if (h->tid[i] == w)
+				h->stopped[i] = true;	/* stopped, or gone */
+		unsigned long msg;
+		if (WIFSTOPPED(st) && st >> 16 == PTRACE_EVENT_CLONE &&
+		    ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) == 0)
+			held_add(h, (pid_t)msg);
+	}
+}
+
+static void __attribute__((noreturn)) holder(pid_t pid, int rd, int wr)
+{
+	struct held h = { 0 };
+	double deadline = now_mono() + HOLD_STOP_S;
+	char dn[64];
+	snprintf(dn, sizeof dn, "/proc/%d/task", (int)pid);
+	/* until a look at the task list finds no thread not held: one that
+	 * was running when seized may have made another before it stopped */
+	for (int round = 0; round < 16 && now_mono() < deadline; round++) {
+		bool added = false;
+		DIR *d = opendir(dn);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			pid_t tid = atoi(e->d_name);
+			if (tid <= 0 || agent_thread(pid, tid))
+				continue;
+			bool known = false;
+			for (size_t i = 0; i < h.n && !known; i++)
+				known = h.tid[i] == tid;
+			if (known || ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACECLONE) < 0)
+				continue;
+			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+			added |= held_add(&h, tid);
+		}
+		if (d)
+			closedir(d);
+		held_wait(&h, deadline);
+		if (!added)
+			break;
+	}
+	if (write(wr, "h", 1) < 0)
+		_exit(1);
+	char c;
+	while (read(rd, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);	/* every thread let go as it stood */
+}
+
+int attach_hold(pid_t pid, struct hold *hd)
+{
+	int down[2], up[2];
+	hd->pid = -1;
+	hd->fd = -1;
+	if (pipe2(down, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(up, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(down[0]);
+		close(down[1]);
+		return -e;
+	}
+	pid_t c = fork();
+	if (c == 0) {
+		close(down[1]);
+		close(up[0]);
+		holder(pid, down[0], up[1]);
+	}
+	close(down[0]);
+	close(up[1]);
+	if (c < 0) {
+		int e = errno;
+		close(down[1]);
+		close(up[0]);
+		return -e;
+	}
+	hd->pid = c;
+	hd->fd = down[1];
+	/* held (or as held as it gets) */
+	struct pollfd p = { up[0], POLLIN, 0 };
+	int r;
+	do
+		r = poll(&p, 1, (int)(HOLD_STOP_S * 1000) + 2000);
+	while (r < 0 && errno == EINTR);
+	close(up[0]);
+	return 0;
+}
+
+void attach_release(struct hold *hd)
+{
+	if (hd->pid <= 0)
+		return;
+	close(hd->fd);
+	int st;
+	while (waitpid(hd->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	hd->pid = -1;
+	hd->fd = -1;
 }

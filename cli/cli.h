@@ -59,6 +59,14 @@ int launch_start(char **argv, int *ctl_fd, pid_t *child);
 /* attach.c: loads the agent (unless loaded) and connects; 0 or exit code
  * (1) with the one-line error already printed */
 int attach_connect(pid_t pid, int *ctl_fd);
+/* every thread of pid but the agent's stopped (ptrace) until released,
+ * as far as they can be; 0, or a negative errno when nothing is held */
+struct hold {
+	pid_t pid;	/* the holder process */
+	int fd;
+};
+int attach_hold(pid_t pid, struct hold *h);
+void attach_release(struct hold *h);
 
 /* channel.c */
 int chan_send(int fd, uint32_t type, const void *p1, size_t n1,

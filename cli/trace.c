@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,26 @@ static int await_hello(int fd, pid_t *pid)
 	}
 	free(pl);
 	return type == UKPA_BUSY ? -3 : -1;
+}
+
+/*
+ * The agent's next message, the program held (attach_hold) until it comes
+ * or HOLD_MS passed: what the agent does meanwhile may wait for a held
+ * thread (a lock it holds, a probe handler it is inside), so past that
+ * the program runs on and the message is waited for as without a hold.
+ */
+#define HOLD_MS 2000
+
+static int recv_held(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms)
+{
+	if (h->pid > 0) {
+		int ty = chan_recv(ctl, pl, len, pf, HOLD_MS);
+		bool late = ty < 0 && errno == ETIMEDOUT;
+		attach_release(h);
+		if (!late)
+			return ty;
+	}
+	return chan_recv(ctl, pl, len, pf, timeout_ms);
 }
 
 static int target_alive(pid_t pid, int pidfd)
@@ -645,17 +666,23 @@ static int trace_run(const struct trace_opts t)
 	struct symbolizer *sym = sym_new(pid, rd);
 	struct consumer c;
 	consumer_init(&c, rd, out, sym, t.format);
+	/* attach: the program held while its probes go in (attach.c) */
+	struct hold held = { -1, -1 };
+	if (!child)
+		attach_hold(pid, &held);
 	if (chan_send(ctl, UKPA_GO, NULL, 0, NULL, 0) < 0 && !child) {
+		attach_release(&held);
 		ukp_err("the agent in %d went away", (int)pid);
 		return 1;
 	}
 
-	/* which records are the agent's own arming (sent right after GO) */
+	/* which records are the agent's own arming (sent right after GO,
+	 * when every probe is in) */
 	{
 		void *pl;
 		uint32_t len;
 		int pf;
-		int ty = chan_recv(ctl, &pl, &len, &pf, 30000);
+		int ty = recv_held(ctl, &held, &pl, &len, &pf, 30000);
 		if (pf >= 0)
 			close(pf);
 		if (ty == UKPA_MUTE)
@@ -709,12 +736,14 @@ static int trace_run(const struct trace_opts t)
 	if (!child && !exited) {
 		/* every probe removed before the last drain: nothing is
 		 * recorded after it */
+		struct hold held = { -1, -1 };
+		attach_hold(pid, &held);
 		chan_send(ctl, UKPA_STOP, NULL, 0, NULL, 0);
 		void *pl;
 		uint32_t len;
 		int pf;
 		for (;;) {
-			int ty = chan_recv(ctl, &pl, &len, &pf, 30000);
+			int ty = recv_held(ctl, &held, &pl, &len, &pf, 30000);
 			free(pl);
 			if (pf >= 0)
 				close(pf);

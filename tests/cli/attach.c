@@ -578,3 +578,36 @@ UKT_CASE(attach_keeps_registers_and_errno)
 			UKT_FAIL("target: status %d, \"%s\"", st, last);
 	}
 }
+
+/*
+ * glibc runs code with every signal blocked (a detached thread's exit:
+ * free, munmap, madvise; posix_spawn's parent around its clone: munmap)
+ * or with every handler reset (posix_spawn's child: close, open, dup2,
+ * the PATH search's string functions), where a breakpoint kills the
+ * thread's process.  Attached to over and over with probes on them, the
+ * program goes on, every child exits 0, and the probes were hit.
+ */
+UKT_CASE(attach_to_signal_blocking_glibc_code)
+{
+	struct proc p = start("sigblk");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	unsigned long hits = 0;
+	for (int round = 0; round < 5; round++) {
+		struct run r = ukprobe("trace", "-p", pid, "-d", "0.2", "-o", "/dev/null", "--profile",
+				       "p:t/munmap libc.so.6:munmap", "p:t/madvise libc.so.6:madvise",
+				       "p:t/close libc.so.6:__close_nocancel", "p:t/strlen libc.so.6:strlen",
+				       "p:t/free libc.so.6:free", "r:t/memcpy libc.so.6:memcpy", NULL);
+		RUN_EXPECT(r, r.status == 0);
+		char *h = strstr(r.err, "t/munmap ");
+		RUN_EXPECT(r, h != NULL);
+		hits += strtoul(h + 9, NULL, 10);
+		run_free(&r);
+		UKT_ASSERT(kill(p.pid, 0) == 0);
+	}
+	UKT_ASSERT(hits > 0);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
