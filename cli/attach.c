@@ -87,6 +87,30 @@ static int agent_connect(pid_t pid)
 	return fd;
 }
 
+static double now_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* one of the agent's threads (its listener, the engine's optimizer), by name */
+static bool agent_thread(pid_t pid, pid_t tid)
+{
+	char fn[96], comm[32] = "";
+	snprintf(fn, sizeof fn, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	int f = open(fn, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return false;
+	ssize_t k = read(f, comm, sizeof comm - 1);
+	close(f);
+	if (k <= 0)
+		return false;
+	comm[k] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+	return !strcmp(comm, "ukprobe-agent") || !strcmp(comm, "kprobe-optimize");
+}
+
 /* the thread to make the call on: see the comment at the top */
 static pid_t pick_thread(pid_t pid)
 {
@@ -102,18 +126,11 @@ static pid_t pick_thread(pid_t pid)
 		pid_t tid = atoi(e->d_name);
 		if (tid <= 0)
 			continue;
-		char fn[96], buf[64] = "", comm[32] = "";
-		snprintf(fn, sizeof fn, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-		FILE *f = fopen(fn, "re");
-		if (f) {
-			if (!fgets(comm, sizeof comm, f))
-				comm[0] = 0;
-			fclose(f);
-		}
-		if (!strncmp(comm, "ukprobe-agent", 13))
+		char fn[96], buf[64] = "";
+		if (agent_thread(pid, tid))
 			continue;
 		snprintf(fn, sizeof fn, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-		f = fopen(fn, "re");
+		FILE *f = fopen(fn, "re");
 		if (f) {
 			if (!fgets(buf, sizeof buf, f))
 				buf[0] = 0;
@@ -139,16 +156,14 @@ static pid_t pick_thread(pid_t pid)
 
 static int wait_stop(pid_t tid, int *status, double timeout)
 {
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double end = now_mono() + timeout;
 	for (;;) {
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
 		if (r == tid)
 			return 0;
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > timeout)
+		if (now_mono() > end)
 			return -ETIMEDOUT;
 		usleep(1000);
 	}
@@ -463,29 +478,6 @@ int attach_connect(pid_t pid, int *ctl_fd)
  * without the hold.
  */
 #define HOLD_STOP_S	1.0
-
-static double now_mono(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static bool agent_thread(pid_t pid, pid_t tid)
-{
-	char fn[96], comm[32] = "";
-	snprintf(fn, sizeof fn, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	int f = open(fn, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return false;
-	ssize_t k = read(f, comm, sizeof comm - 1);
-	close(f);
-	if (k <= 0)
-		return false;
-	comm[k] = 0;
-	comm[strcspn(comm, "\n")] = 0;
-	return !strcmp(comm, "ukprobe-agent") || !strcmp(comm, "kprobe-optimize");
-}
 
 struct held {
 	pid_t *tid;
