@@ -624,3 +624,23 @@ void attach_release(struct hold *hd)
 	hd->pid = -1;
 	hd->fd = -1;
 }
+
+/*
+ * The agent's next message, the program held (attach_hold) until it comes
+ * or HOLD_MS passed: what the agent does meanwhile may wait for a held
+ * thread (a lock it holds, a probe handler it is inside), so past that
+ * the program runs on and the message is waited for as without a hold.
+ */
+#define HOLD_MS 2000
+
+int hold_recv(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms)
+{
+	if (h->pid > 0) {
+		int ty = chan_recv(ctl, pl, len, pf, HOLD_MS);
+		bool late = ty < 0 && errno == ETIMEDOUT;
+		attach_release(h);
+		if (!late)
+			return ty;
+	}
+	return chan_recv(ctl, pl, len, pf, timeout_ms);
+}

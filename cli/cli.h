@@ -67,6 +67,9 @@ struct hold {
 };
 int attach_hold(pid_t pid, struct hold *h);
 void attach_release(struct hold *h);
+/* chan_recv, letting go of the program once the message came (or after
+ * at most 2 s) */
+int hold_recv(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms);
 
 /* channel.c */
 int chan_send(int fd, uint32_t type, const void *p1, size_t n1,

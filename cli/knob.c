@@ -143,12 +143,18 @@ static int ask(pid_t pid, const struct ukpa_query *q, struct ukpa_reply *rep, ch
 	void *pl;
 	uint32_t len;
 	int pf;
+	/* a knob set re-arms or re-optimises probes: the program held
+	 * meanwhile, as while a trace's probes go in (attach.c) */
+	struct hold held = { -1, -1 };
+	if (q->value >= 0)
+		attach_hold(pid, &held);
 	if (chan_send(fd, UKPA_QUERY, q, sizeof *q, NULL, 0) < 0) {
+		attach_release(&held);
 		close(fd);
 		ukp_err("the agent in %d went away", (int)pid);
 		return 1;
 	}
-	int t = chan_recv(fd, &pl, &len, &pf, 30000);
+	int t = hold_recv(fd, &held, &pl, &len, &pf, 30000);
 	if (pf >= 0)
 		close(pf);
 	close(fd);

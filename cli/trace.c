@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,26 +319,6 @@ static int await_hello(int fd, pid_t *pid)
 	}
 	free(pl);
 	return type == UKPA_BUSY ? -3 : -1;
-}
-
-/*
- * The agent's next message, the program held (attach_hold) until it comes
- * or HOLD_MS passed: what the agent does meanwhile may wait for a held
- * thread (a lock it holds, a probe handler it is inside), so past that
- * the program runs on and the message is waited for as without a hold.
- */
-#define HOLD_MS 2000
-
-static int recv_held(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms)
-{
-	if (h->pid > 0) {
-		int ty = chan_recv(ctl, pl, len, pf, HOLD_MS);
-		bool late = ty < 0 && errno == ETIMEDOUT;
-		attach_release(h);
-		if (!late)
-			return ty;
-	}
-	return chan_recv(ctl, pl, len, pf, timeout_ms);
 }
 
 static int target_alive(pid_t pid, int pidfd)
@@ -682,7 +661,7 @@ static int trace_run(const struct trace_opts t)
 		void *pl;
 		uint32_t len;
 		int pf;
-		int ty = recv_held(ctl, &held, &pl, &len, &pf, 30000);
+		int ty = hold_recv(ctl, &held, &pl, &len, &pf, 30000);
 		if (pf >= 0)
 			close(pf);
 		if (ty == UKPA_MUTE)
@@ -743,7 +722,7 @@ static int trace_run(const struct trace_opts t)
 		uint32_t len;
 		int pf;
 		for (;;) {
-			int ty = recv_held(ctl, &held, &pl, &len, &pf, 30000);
+			int ty = hold_recv(ctl, &held, &pl, &len, &pf, 30000);
 			free(pl);
 			if (pf >= 0)
 				close(pf);

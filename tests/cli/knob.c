@@ -558,3 +558,48 @@ UKT_CASE(query_socket_serves_only_its_users)
 	snprintf(ef, sizeof ef, "%s.err", path);
 	unlink(ef);
 }
+
+/*
+ * Disarming and arming again puts every probe back as a breakpoint until
+ * the optimizer has run: on functions glibc runs with every signal
+ * blocked or every handler reset (a detached thread's exit, posix_spawn's
+ * child; sigblk does both all the time), that breakpoint would kill the
+ * program or its child.  The program is held while a knob is set: five
+ * rounds of enabled 0 and 1, and it goes on.  (optimization 0 asks for
+ * breakpoints from then on: that such a program dies of them is the
+ * knob's meaning, not tested.)
+ */
+UKT_CASE(knob_rearms_with_the_program_held)
+{
+	struct proc p = start("sigblk");
+	char path[] = "/tmp/ukt-cli-knobXXXXXX";
+	int fd = mkstemp(path);
+	UKT_ASSERT(fd >= 0);
+	close(fd);
+	pid_t u = trace_bg(p.pid, path, "p:t/munmap libc.so.6:munmap",
+			   "p:t/madvise libc.so.6:madvise", "p:t/strlen libc.so.6:strlen");
+	wait_optimized(p.pid, 3);
+	for (int round = 0; round < 5; round++) {
+		for (int k = 0; k < 2; k++) {
+			struct run r = knob(p.pid, "enabled", k ? "1" : "0");
+			RUN_EXPECT(r, r.status == 0 && r.nerr == 0);
+			run_free(&r);
+		}
+		UKT_ASSERT(kill(p.pid, 0) == 0);
+	}
+	UKT_EQ(end_trace(u), 0);
+	UKT_ASSERT(profile_hits(path, "t/munmap") > 0);
+	UKT_ASSERT(write(p.in, "q", 1) == 1);
+	close(p.in);
+	char last[512] = "", line[512];
+	while (fgets(line, sizeof line, p.out))
+		snprintf(last, sizeof last, "%s", line);
+	fclose(p.out);
+	int st = wait_status(p.pid);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	unlink(path);
+	char ef[PATH_MAX];
+	snprintf(ef, sizeof ef, "%s.err", path);
+	unlink(ef);
+}
