@@ -239,8 +239,9 @@ static int remote_call(pid_t tid, const struct user_regs_struct *base, unsigned 
  * The state of the thread the calls run on, put back afterwards: every
  * register (the general ones, and the x87/SSE/AVX state: a thread stopped
  * anywhere in user space has live values there that dlopen's string
- * functions overwrite) and errno (a thread stopped between a failing
- * system call and its reading errno would read what the agent left).
+ * functions overwrite), its signal mask, and errno (a thread stopped
+ * between a failing system call and its reading errno would read what
+ * the agent left).
  */
 struct thread_state {
 	struct user_regs_struct regs;
@@ -248,6 +249,8 @@ struct thread_state {
 	struct iovec xv;
 	struct user_fpregs_struct fp;
 	int have_x, have_fp;
+	uint64_t sigmask;		/* its blocked signals */
+	int have_mask;
 };
 
 static int state_save(pid_t tid, struct thread_state *ts)
@@ -257,7 +260,27 @@ static int state_save(pid_t tid, struct thread_state *ts)
 	ts->xv = (struct iovec){ ts->xsave, sizeof ts->xsave };
 	ts->have_x = ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &ts->xv) == 0;
 	ts->have_fp = !ts->have_x && ptrace(PTRACE_GETFPREGS, tid, NULL, &ts->fp) == 0;
+	ts->have_mask = ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof ts->sigmask,
+			       &ts->sigmask) == 0;
 	return ts->have_x || ts->have_fp ? 0 : -EIO;
+}
+
+/*
+ * The calls return to address 0: a SIGSEGV that ptrace reports and that
+ * is discarded.  But the kernel forces a fault's signal: where it is
+ * blocked (a thread that blocks every signal, as one that sigwait()s for
+ * the others, the thread an injection prefers), it would first set the
+ * process's action for SIGSEGV back to the default and unblock it, the
+ * program's own handler lost.  So SIGSEGV is unblocked for the calls
+ * (everything else stays as the thread had it), and blocked again after.
+ */
+static void state_call_mask(pid_t tid, const struct thread_state *ts)
+{
+	uint64_t segv = 1ull << (SIGSEGV - 1);
+	if (ts->have_mask && (ts->sigmask & segv)) {
+		uint64_t m = ts->sigmask & ~segv;
+		ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof m, &m);
+	}
 }
 
 static void state_restore(pid_t tid, struct thread_state *ts)
@@ -269,6 +292,8 @@ static void state_restore(pid_t tid, struct thread_state *ts)
 		ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &ts->xv);
 	else if (ts->have_fp)
 		ptrace(PTRACE_SETFPREGS, tid, NULL, &ts->fp);
+	if (ts->have_mask)
+		ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof ts->sigmask, &ts->sigmask);
 }
 
 /* dlopen(path, RTLD_NOW) in the target (fn), errno_fn its libc's
@@ -309,6 +334,7 @@ static int remote_dlopen(pid_t pid, unsigned long fn, unsigned long errno_fn, co
 	}
 	unsigned long eloc = 0;
 	int err = 0, have_err = 0;
+	state_call_mask(tid, &saved);
 	r = remote_call(tid, &saved.regs, sp, errno_fn, 0, 0, &eloc);
 	if (!r && eloc) {
 		struct iovec l = { &err, sizeof err }, rv = { (void *)eloc, sizeof err };

@@ -613,3 +613,29 @@ UKT_CASE(attach_to_signal_blocking_glibc_code)
 	if (st != 0 || strncmp(last, "ok ", 3))
 		UKT_FAIL("target: status %d, \"%s\"", st, last);
 }
+
+/*
+ * The injection in a thread that blocks every signal (one that sigwait()s
+ * for the program): the return of each remote call faults, and the
+ * kernel, forcing a blocked SIGSEGV, would unblock it in that thread and
+ * set the process's action back to the default.  The thread's mask is
+ * as it was after, and a fault still reaches the program's handler.
+ */
+UKT_CASE(attach_into_a_thread_blocking_every_signal)
+{
+	struct proc p = start("sigwaiter");
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)p.pid);
+	char tid[16];
+	snprintf(tid, sizeof tid, "%d", (int)thread_in(p.pid, 128));	/* rt_sigtimedwait */
+	setenv("UKPROBE_INJECT_TID", tid, 1);
+	struct run r = ukprobe("trace", "-p", pid, "-d", "0.2", "-o", "/dev/null",
+			       "p:t/free libc.so.6:free", NULL);
+	unsetenv("UKPROBE_INJECT_TID");
+	RUN_EXPECT(r, r.status == 0);
+	run_free(&r);
+	char last[512];
+	int st = finish(&p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok", 2))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
