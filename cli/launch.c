@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +44,29 @@ static char *find_command(const char *cmd)
 	return NULL;
 }
 
+/*
+ * What makes the kernel run file with AT_SECURE, where the dynamic linker
+ * ignores LD_PRELOAD and the program would run untraced: a set-user-ID or
+ * set-group-ID bit giving ids other than ours, or file capabilities for
+ * one who has not all of them (unless the file system or no_new_privs
+ * voids both).  NULL when none.
+ */
+static const char *secure_exec(const char *file)
+{
+	struct stat st;
+	struct statvfs fs;
+	if (stat(file, &st) < 0 || (statvfs(file, &fs) == 0 && (fs.f_flag & ST_NOSUID)) ||
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+		return NULL;
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		return "a set-user-ID program";
+	if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+		return "a set-group-ID program";
+	if (geteuid() != 0 && getxattr(file, "security.capability", NULL, 0) > 0)
+		return "a program with file capabilities";
+	return NULL;
+}
+
 int launch_start(char **argv, int *ctl_fd, pid_t *child)
 {
 	const char *agent = ukp_agent_path();
@@ -48,8 +75,16 @@ int launch_start(char **argv, int *ctl_fd, pid_t *child)
 		ukp_err("cannot find the agent (%s) beside the command", UKPA_SONAME);
 		return 1;
 	}
-	/* a static program would run untraced: the agent cannot be preloaded */
+	/* a static program, or one run with AT_SECURE, would run untraced:
+	 * the agent cannot be preloaded */
 	char *file = find_command(argv[0]);
+	const char *secure = file ? secure_exec(file) : NULL;
+	if (secure) {
+		ukp_err("cannot trace %s: %s (the dynamic linker does not preload the agent "
+			"into it)", argv[0], secure);
+		free(file);
+		return 1;
+	}
 	if (file) {
 		struct elf_file ef;
 		int r = elf_open(file, 1, &ef);

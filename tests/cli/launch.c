@@ -127,6 +127,35 @@ UKT_CASE(static_command_refused)
 	run_free(&r);
 }
 
+/* a program the kernel runs with AT_SECURE (set-user-ID to another
+ * user) gets no LD_PRELOAD: refused before it runs, exit 1, the reason
+ * said; set-user-ID to ukprobe's own user changes nothing: traced */
+UKT_CASE(set_user_id_command)
+{
+	char dir[] = "/tmp/ukt-setuid-XXXXXX";
+	UKT_ASSERT(mkdtemp(dir));
+	UKT_ASSERT(chmod(dir, 0755) == 0);
+	char exe[PATH_MAX];
+	snprintf(exe, sizeof exe, "%s/ender", dir);
+	size_t n;
+	unsigned char *bytes = file_bytes(target("ender"), &n);
+	write_file(exe, bytes, n);
+	free(bytes);
+	UKT_ASSERT(chmod(exe, 04755) == 0);	/* ours: traced */
+	struct run r = ukprobe("trace", MARK, "--", exe, "3", "exit", "0", NULL);
+	int v[8];
+	RUN_EXPECT(r, r.status == 0 && marks(r.out, v, 8, NULL) == 3);
+	run_free(&r);
+	UKT_ASSERT(chown(exe, 65534, 65534) == 0);	/* nobody's (the tests run as root) */
+	UKT_ASSERT(chmod(exe, 04755) == 0);
+	r = ukprobe("trace", MARK, "--", exe, "3", "exit", "0", NULL);
+	RUN_EXPECT(r, r.status == 1 && strstr(r.err, "set-user-ID") && count_lines(r.err, "") == 1);
+	RUN_EXPECT(r, marks(r.out, v, 8, NULL) == 0 && r.nout == 0);	/* it never ran */
+	run_free(&r);
+	unlink(exe);
+	rmdir(dir);
+}
+
 /* a program whose section headers are damaged (its .dynstr said to run
  * far past the file): ukprobe reads its symbols without faulting, and
  * launches and traces it as any */
