@@ -8,8 +8,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +321,18 @@ static int await_hello(int fd, pid_t *pid)
 	}
 	free(pl);
 	return type == UKPA_BUSY ? -3 : -1;
+}
+
+/* /proc/PID/exe's target */
+static int exe_of(pid_t pid, char *buf, size_t n)
+{
+	char fn[64];
+	snprintf(fn, sizeof fn, "/proc/%d/exe", (int)pid);
+	ssize_t k = readlink(fn, buf, n - 1);
+	if (k <= 0)
+		return -1;
+	buf[k] = 0;
+	return 0;
 }
 
 static int target_alive(pid_t pid, int pidfd)
@@ -676,11 +690,25 @@ static int trace_run(const struct trace_opts t)
 	consumer_start(&c);
 
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	/* launch: the agent's end of the channel is close-on-exec, so the
+	 * channel hangs up when COMMAND execs (or ends): a program it execs
+	 * runs untraced, which is said once (a shell script or a wrapper as
+	 * COMMAND would otherwise give no events and no word why) */
+	char exe0[PATH_MAX] = "";
+	bool exec_watch = child && exe_of(pid, exe0, sizeof exe0) == 0;
 	double t0 = now_s(), last_maps = t0;
 	int status = 0, exited = 0;
 	while (!exited) {
-		struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { child ? -1 : ctl, POLLIN, 0 } };
+		struct pollfd p[2] = { { pidfd, POLLIN, 0 },
+				       { child ? (exec_watch ? ctl : -1) : ctl, child ? 0 : POLLIN, 0 } };
 		poll(p, 2, 10);
+		if (child && exec_watch && (p[1].revents & (POLLHUP | POLLERR))) {
+			char exe[PATH_MAX];
+			exec_watch = false;
+			if (exe_of(pid, exe, sizeof exe) == 0 && strcmp(exe, exe0))
+				ukp_err("%s (%d) execs %s: what it execs runs untraced",
+					t.command[0], (int)pid, exe);
+		}
 		/* attach: the agent's end closes when the target execs (the
 		 * new program has no agent) or dies */
 		if (!child && (p[1].revents & (POLLHUP | POLLERR | POLLIN))) {

@@ -112,6 +112,21 @@ UKT_CASE(fork_child_traced_exec_not)
 	run_free(&r);
 }
 
+/* COMMAND exec'ing another program (a wrapper, a shell script's
+ * interpreter) is said once on stderr, the new program named: it runs
+ * untraced; one exec'ing itself again (forker, above) is not */
+UKT_CASE(command_exec_said)
+{
+	struct run r = ukprobe("trace", "p libc.so.6:getpid", "-o", "/dev/null", "--", "bash", "-c",
+			       "exec sleep 0.5", NULL);
+	RUN_EXPECT(r, r.status == 0);
+	RUN_EXPECT(r, count_lines(r.err, "execs /usr/bin/sleep: what it execs runs untraced") == 1);
+	run_free(&r);
+	r = ukprobe("trace", MARK, "--", target("forker"), NULL);
+	RUN_EXPECT(r, r.status == 0 && strstr(r.err, "execs") == NULL);
+	run_free(&r);
+}
+
 UKT_CASE(command_not_found)
 {
 	struct run r = ukprobe("trace", MARK, "--", "/nonexistent/program", NULL);
