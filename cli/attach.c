@@ -552,9 +552,12 @@ static void held_wait(struct held *h, double deadline)
 			usleep(200);
 			continue;
 		}
+		/* stopped, or gone; a thread cloned meanwhile may report its
+		 * first stop before its parent reports the clone */
+		held_add(h, w);
 		for (size_t i = 0; i < h->n; i++)
 			if (h->tid[i] == w)
-				h->stopped[i] = true;	/* stopped, or gone */
+				h->stopped[i] = true;
 		unsigned long msg;
 		if (WIFSTOPPED(st) && st >> 16 == PTRACE_EVENT_CLONE &&
 		    ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) == 0)
