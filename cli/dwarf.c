@@ -3223,31 +3223,61 @@ static int is_external(Dwarf_Die *die)
 	return dwarf_attr_integrate(die, DW_AT_external, &a) && dwarf_formflag(&a, &f) == 0 && f;
 }
 
-int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, char ***out,
-			struct dw_error *err)
+/*
+ * The place of a raw definition "p[...] [OBJ:]SYM[+OFFS|%return] ..." into
+ * place (OBJ, if any, NUL-ended there, *pre past it) when SYM is a C name:
+ * its start, NUL-ended; NULL for any other place.
+ */
+static char *raw_symbol(const char *def, char place[1024], size_t *pre, int *len0)
 {
 	int at[3], len[3];
 	if (split_words(def, at, len, 3) < 2 || (def[0] != 'p' && def[0] != 'r') ||
-	    len[1] >= 1024 || !o->has_elf)
-		return 0;
-	char place[1024];
-	snprintf(place, sizeof place, "%.*s", len[1], def + at[1]);
-	size_t pre = obj_prefix(place);
-	if (pre) {
-		place[pre - 1] = 0;
-		if (!obj_is(o, place))
-			return 0;
-	}
-	/* SYM[+OFFS|%return]: a C name (a symbol the tables lack) */
-	char *sym = place + pre;
+	    len[1] >= 1024)
+		return NULL;
+	*len0 = len[0];
+	snprintf(place, 1024, "%.*s", len[1], def + at[1]);
+	*pre = obj_prefix(place);
+	if (*pre)
+		place[*pre - 1] = 0;
+	char *sym = place + *pre;
 	size_t sl = strcspn(sym, "+%");
 	if (!sl || isdigit((unsigned char)sym[0]))
-		return 0;
+		return NULL;
 	for (size_t i = 0; i < sl; i++)
 		if (!isalnum((unsigned char)sym[i]) && sym[i] != '_')
-			return 0;
+			return NULL;
 	sym[sl] = 0;
-	if (elf_find(&o->elf, sym))
+	return sym;
+}
+
+int dw_symbol_in_tables(const char *obj, const char *def)
+{
+	char place[1024];
+	size_t pre;
+	int len0;
+	const char *sym = raw_symbol(def, place, &pre, &len0);
+	if (!sym)
+		return 0;
+	char *path = find_object(obj);
+	struct elf_file ef;
+	int found = 0;
+	if (elf_open(path, 0, &ef) == 0) {
+		found = elf_find(&ef, sym) != NULL;
+		elf_close(&ef);
+	}
+	free(path);
+	return found;
+}
+
+int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, char ***out,
+			struct dw_error *err)
+{
+	char place[1024];
+	size_t pre;
+	int len0;
+	/* SYM[+OFFS|%return]: a C name (a symbol the tables lack) */
+	const char *sym = raw_symbol(def, place, &pre, &len0);
+	if (!sym || !o->has_elf || (pre && !obj_is(o, place)) || elf_find(&o->elf, sym))
 		return 0;
 	struct insts s = { 0 };
 	struct match m = { sym, NULL, &s, 0, -1 };
@@ -3270,19 +3300,19 @@ int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, cha
 	const struct ukpev_event_info *in = ukpev_def_info(d);
 	char *named;
 	int delta = 0;
-	if (memchr(def, ':', (size_t)len[0])) {
+	if (memchr(def, ':', (size_t)len0)) {
 		named = strdup(def);
 	} else {
 		size_t n = strlen(def) + strlen(in->group) + strlen(in->event) + 3;
 		named = malloc(n);
-		int w = snprintf(named, n, "%.*s:%s/%s%s", len[0], def, in->group, in->event,
-				 def + len[0]);
+		int w = snprintf(named, n, "%.*s:%s/%s%s", len0, def, in->group, in->event,
+				 def + len0);
 		delta = w - (int)strlen(def);
 	}
 	ukpev_def_free(d);
 	int r = translate(o, named, out, err, 1);
 	if (r < 0)
-		err->offset = err->offset >= len[0] + delta ? err->offset - delta : 0;
+		err->offset = err->offset >= len0 + delta ? err->offset - delta : 0;
 	free(named);
 	return r;
 }

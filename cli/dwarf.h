@@ -55,6 +55,9 @@ int dw_def_object(const char *def, char *obj, size_t n);
  * function of o's own, not external), translated at every copy's first
  * byte, the raw default event name kept: the count as dw_translate's; 0
  * when DEF is not such a definition */
+/* 1 when the raw definition's SYM is in OBJ's symbol tables (nothing
+ * for DWARF to add: dw_translate_symbol would give it back) */
+int dw_symbol_in_tables(const char *obj, const char *def);
 int dw_translate_symbol(struct dw_obj *o, const char *def, int any_function, char ***out,
 			struct dw_error *err);
 

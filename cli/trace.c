@@ -521,7 +521,11 @@ static int translate_source(struct trace_opts *t)
 			r = 2;
 			break;
 		}
-		struct dw_obj *o = obj ? dw_cache_open(&cache, obj, &err) : NULL;
+		/* a raw SYM the symbol tables have needs no DWARF (whose
+		 * reading, decompressing a library's debug file, costs tenths
+		 * of a second) */
+		struct dw_obj *o = obj && (dw || !dw_symbol_in_tables(obj, t->defs[k])) ?
+				   dw_cache_open(&cache, obj, &err) : NULL;
 		if (dw && !o) {	/* the place's object cannot be read */
 			err.offset = dw_place_offset(t->defs[k]);
 			ukp_dwarf_error(t->defs[k], &err);
