@@ -508,8 +508,21 @@ int attach_connect(pid_t pid, int *ctl_fd)
 struct held {
 	pid_t *tid;
 	bool *stopped;
+	int *sig;	/* a signal its stop caught (to pass on), or -1: a group stop */
 	size_t n, cap;
 };
+
+/* what a stop status holds back: its signal, 0, or -1 for a group stop */
+static int stop_sig(int st)
+{
+	if (!WIFSTOPPED(st))
+		return 0;
+	if (!(st >> 16))
+		return WSTOPSIG(st);	/* signal-delivery-stop */
+	if (st >> 16 == PTRACE_EVENT_STOP && WSTOPSIG(st) != SIGTRAP)
+		return -1;		/* group stop (SIGSTOP...) */
+	return 0;
+}
 
 static bool held_add(struct held *h, pid_t tid)
 {
@@ -524,11 +537,15 @@ static bool held_add(struct held *h, pid_t tid)
 		bool *s = realloc(h->stopped, cap * sizeof *s);
 		if (s)
 			h->stopped = s;
-		if (!t || !s)
+		int *g = realloc(h->sig, cap * sizeof *g);
+		if (g)
+			h->sig = g;
+		if (!t || !s || !g)
 			return false;
 		h->cap = cap;
 	}
 	h->tid[h->n] = tid;
+	h->sig[h->n] = 0;
 	h->stopped[h->n++] = false;
 	return true;
 }
@@ -556,12 +573,104 @@ static void held_wait(struct held *h, double deadline)
 		 * first stop before its parent reports the clone */
 		held_add(h, w);
 		for (size_t i = 0; i < h->n; i++)
-			if (h->tid[i] == w)
+			if (h->tid[i] == w) {
 				h->stopped[i] = true;
+				h->sig[i] = stop_sig(st);
+			}
 		unsigned long msg;
 		if (WIFSTOPPED(st) && st >> 16 == PTRACE_EVENT_CLONE &&
 		    ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) == 0)
 			held_add(h, (pid_t)msg);
+	}
+}
+
+/*
+ * A held thread may be inside a probe's hit (a handler recording an
+ * event): removing probes waits for it to leave, and would wait for the
+ * whole hold.  The engine's code (libukprobes, the agent) and its
+ * detours and slots (the memfd "ukprobes-slots") are where a hit runs:
+ * a thread whose pc is there, or with a return address into the engine's
+ * code in the stack above its sp (a handler calling libc), is let run a
+ * moment and stopped again.  (A return address into the slots alone is a
+ * kretprobe's stub: a probed function still running, no hit.)
+ */
+struct engine_code {
+	struct { unsigned long lo, hi; int code; } r[16];
+	int n;
+};
+
+static void engine_code_read(pid_t pid, struct engine_code *ec)
+{
+	char fn[64], line[512];
+	snprintf(fn, sizeof fn, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(fn, "re");
+	ec->n = 0;
+	while (f && fgets(line, sizeof line, f) && ec->n < 16) {
+		unsigned long lo, hi;
+		char perm[8];
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perm, &at) < 3 ||
+		    perm[2] != 'x' || !at)
+			continue;
+		const char *path = line + at;
+		int code = strstr(path, "/libukprobes.so") || strstr(path, "/" UKPA_SONAME);
+		if (!code && !strstr(path, "memfd:ukprobes-slots"))
+			continue;
+		ec->r[ec->n].lo = lo;
+		ec->r[ec->n].hi = hi;
+		ec->r[ec->n++].code = code;
+	}
+	if (f)
+		fclose(f);
+}
+
+static bool in_engine(const struct engine_code *ec, unsigned long a, bool code_only)
+{
+	for (int i = 0; i < ec->n; i++)
+		if (a >= ec->r[i].lo && a < ec->r[i].hi && (ec->r[i].code || !code_only))
+			return true;
+	return false;
+}
+
+static bool in_hit(pid_t tid, const struct engine_code *ec)
+{
+	struct user_regs_struct regs;
+	if (!ec->n || ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+		return false;
+	if (in_engine(ec, regs.rip, false))
+		return true;
+	static unsigned long words[2048];	/* 16 KiB of its stack */
+	struct iovec l = { words, sizeof words }, r = { (void *)regs.rsp, sizeof words };
+	ssize_t got = process_vm_readv(tid, &l, 1, &r, 1, 0);
+	for (ssize_t i = 0; i < got / (ssize_t)sizeof *words; i++)
+		if (in_engine(ec, words[i], true))
+			return true;
+	return false;
+}
+
+/* a held thread found inside a hit: let go a moment and stopped again,
+ * until it is out (a few tries), or let go for good */
+static void held_out_of_hits(struct held *h, pid_t pid)
+{
+	struct engine_code ec;
+	engine_code_read(pid, &ec);
+	for (size_t i = 0; i < h->n; i++) {
+		int tries = 0;
+		while (h->stopped[i] && h->sig[i] >= 0 && in_hit(h->tid[i], &ec)) {
+			void *sig = (void *)(long)h->sig[i];
+			if (++tries > 20) {
+				ptrace(PTRACE_DETACH, h->tid[i], NULL, sig);
+				break;
+			}
+			if (ptrace(PTRACE_CONT, h->tid[i], NULL, sig) < 0)
+				break;
+			usleep(200);
+			ptrace(PTRACE_INTERRUPT, h->tid[i], NULL, NULL);
+			int st;
+			if (waitpid(h->tid[i], &st, __WALL) != h->tid[i] || !WIFSTOPPED(st))
+				break;	/* gone */
+			h->sig[i] = stop_sig(st);
+		}
 	}
 }
 
@@ -595,6 +704,7 @@ static void __attribute__((noreturn)) holder(pid_t pid, int rd, int wr)
 		if (!added)
 			break;
 	}
+	held_out_of_hits(&h, pid);
 	if (write(wr, "h", 1) < 0)
 		_exit(1);
 	char c;
@@ -668,6 +778,9 @@ int hold_recv(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int ti
 		int ty = chan_recv(ctl, pl, len, pf, HOLD_MS);
 		bool late = ty < 0 && errno == ETIMEDOUT;
 		attach_release(h);
+		if (late)
+			ukp_err("no answer from the agent in %d s with the program held: "
+				"it runs on while its probes go in or out", HOLD_MS / 1000);
 		if (!late)
 			return ty;
 	}
