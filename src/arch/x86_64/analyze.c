@@ -80,11 +80,60 @@ static int cmp_ul(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Sorts v[0..n): an object's every instruction and jump target, up to
+ * about a million addresses, which qsort's comparisons through a
+ * function pointer took a sixth of a first registration to sort.  A
+ * least-significant-digit radix sort by 11 bits (the passes over digits
+ * every address shares are skipped); qsort where it cannot get a buffer.
+ */
+static void sort_ul(unsigned long *v, size_t n)
+{
+	size_t i = 1;
+	while (i < n && v[i - 1] <= v[i])
+		i++;
+	if (i >= n)
+		return;			/* sorted already (the instructions are) */
+	unsigned long *tmp = n > 256 ? malloc(n * sizeof(*tmp)) : NULL;
+	size_t count[1 << 11];
+	if (!tmp) {
+		qsort(v, n, sizeof(*v), cmp_ul);
+		return;
+	}
+	unsigned long all_or = 0, all_and = ~0ul;
+	for (i = 0; i < n; i++) {
+		all_or |= v[i];
+		all_and &= v[i];
+	}
+	unsigned long *from = v, *to = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 11) {
+		if ((((all_or ^ all_and) >> shift) & 0x7ff) == 0)
+			continue;	/* one digit everywhere: nothing to move */
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(from[i] >> shift) & 0x7ff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < (1 << 11); d++) {
+			size_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			to[count[(from[i] >> shift) & 0x7ff]++] = from[i];
+		unsigned long *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != v)
+		memcpy(v, from, n * sizeof(*v));
+	free(tmp);
+}
+
 static void ulv_sort_unique(struct ulv *a)
 {
 	if (!a->n)
 		return;
-	qsort(a->v, a->n, sizeof(*a->v), cmp_ul);
+	sort_ul(a->v, a->n);
 	size_t k = 1;
 	for (size_t i = 1; i < a->n; i++)
 		if (a->v[i] != a->v[k - 1])
