@@ -765,24 +765,32 @@ void attach_release(struct hold *hd)
 }
 
 /*
- * The agent's next message, the program held (attach_hold) until it comes
- * or HOLD_MS passed: what the agent does meanwhile may wait for a held
- * thread (a lock it holds, a probe handler it is inside), so past that
+ * A message to the agent and its next message back, the program held
+ * (attach_hold) until that comes or HOLD_MS passed: what the agent does
+ * meanwhile may wait for a held thread (a lock it holds), so past that
  * the program runs on and the message is waited for as without a hold.
  */
 #define HOLD_MS 2000
 
-int hold_recv(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms)
+int held_exchange(pid_t pid, int fd, uint32_t type, const void *p, size_t n,
+		  void **pl, uint32_t *len, int *pf, int timeout_ms)
 {
-	if (h->pid > 0) {
-		int ty = chan_recv(ctl, pl, len, pf, HOLD_MS);
+	struct hold h;
+	attach_hold(pid, &h);
+	*pl = NULL;
+	*pf = -1;
+	if (chan_send(fd, type, p, n, NULL, 0) < 0) {
+		attach_release(&h);
+		return -2;
+	}
+	if (h.pid > 0) {
+		int ty = chan_recv(fd, pl, len, pf, HOLD_MS);
 		bool late = ty < 0 && errno == ETIMEDOUT;
-		attach_release(h);
-		if (late)
-			ukp_err("no answer from the agent in %d s with the program held: "
-				"it runs on while its probes go in or out", HOLD_MS / 1000);
+		attach_release(&h);
 		if (!late)
 			return ty;
+		ukp_err("no answer from the agent in %d s with the program held: "
+			"it runs on while its probes go in or out", HOLD_MS / 1000);
 	}
-	return chan_recv(ctl, pl, len, pf, timeout_ms);
+	return chan_recv(fd, pl, len, pf, timeout_ms);
 }

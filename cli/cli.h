@@ -67,9 +67,11 @@ struct hold {
 };
 int attach_hold(pid_t pid, struct hold *h);
 void attach_release(struct hold *h);
-/* chan_recv, letting go of the program once the message came (or after
- * at most 2 s) */
-int hold_recv(int ctl, struct hold *h, void **pl, uint32_t *len, int *pf, int timeout_ms);
+/* chan_send of type with the program pid held, then chan_recv of the
+ * answer, letting go of the program once it came (or after at most 2 s);
+ * chan_recv's result, or -2 when the message could not be sent */
+int held_exchange(pid_t pid, int fd, uint32_t type, const void *p, size_t n,
+		  void **pl, uint32_t *len, int *pf, int timeout_ms);
 
 /* channel.c */
 int chan_send(int fd, uint32_t type, const void *p1, size_t n1,

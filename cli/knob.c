@@ -145,16 +145,17 @@ static int ask(pid_t pid, const struct ukpa_query *q, struct ukpa_reply *rep, ch
 	int pf;
 	/* a knob set re-arms or re-optimises probes: the program held
 	 * meanwhile, as while a trace's probes go in (attach.c) */
-	struct hold held = { -1, -1 };
+	int t;
 	if (q->value >= 0)
-		attach_hold(pid, &held);
-	if (chan_send(fd, UKPA_QUERY, q, sizeof *q, NULL, 0) < 0) {
-		attach_release(&held);
+		t = held_exchange(pid, fd, UKPA_QUERY, q, sizeof *q, &pl, &len, &pf, 30000);
+	else
+		t = chan_send(fd, UKPA_QUERY, q, sizeof *q, NULL, 0) < 0 ? -2 :
+		    chan_recv(fd, &pl, &len, &pf, 30000);
+	if (t == -2) {
 		close(fd);
 		ukp_err("the agent in %d went away", (int)pid);
 		return 1;
 	}
-	int t = hold_recv(fd, &held, &pl, &len, &pf, 30000);
 	if (pf >= 0)
 		close(pf);
 	close(fd);

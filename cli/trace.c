@@ -631,6 +631,13 @@ static int trace_run(const struct trace_opts t)
 			r == -2 ? "its agent is of another ukprobe version" : "the agent does not answer");
 		return 1;
 	}
+	/* launch: the agent's end of the channel is close-on-exec, so the
+	 * channel hangs up when COMMAND execs (or ends): a program it execs
+	 * runs untraced, which is said once (a shell script or a wrapper as
+	 * COMMAND would otherwise give no events and no word why).  Its file
+	 * now, before main runs. */
+	char exe0[PATH_MAX] = "";
+	bool exec_watch = child && exe_of(pid, exe0, sizeof exe0) == 0;
 	int refused = 0;
 	/* json: every event also records the stack pointer, which pairs a
 	 * return with its call (fmt_json.c); errors show the definitions as
@@ -663,23 +670,19 @@ static int trace_run(const struct trace_opts t)
 	struct symbolizer *sym = sym_new(pid, rd);
 	struct consumer c;
 	consumer_init(&c, rd, out, sym, t.format);
-	/* attach: the program held while its probes go in (attach.c) */
-	struct hold held = { -1, -1 };
-	if (!child)
-		attach_hold(pid, &held);
-	if (chan_send(ctl, UKPA_GO, NULL, 0, NULL, 0) < 0 && !child) {
-		attach_release(&held);
-		ukp_err("the agent in %d went away", (int)pid);
-		return 1;
-	}
-
-	/* which records are the agent's own arming (sent right after GO,
-	 * when every probe is in) */
+	/* GO, and which records are the agent's own arming (sent when every
+	 * probe is in); attached, the program held meanwhile (attach.c) */
 	{
 		void *pl;
 		uint32_t len;
 		int pf;
-		int ty = hold_recv(ctl, &held, &pl, &len, &pf, 30000);
+		int ty = child ? (chan_send(ctl, UKPA_GO, NULL, 0, NULL, 0),
+				  chan_recv(ctl, &pl, &len, &pf, 30000))
+			       : held_exchange(pid, ctl, UKPA_GO, NULL, 0, &pl, &len, &pf, 30000);
+		if (ty == -2) {
+			ukp_err("the agent in %d went away", (int)pid);
+			return 1;
+		}
 		if (pf >= 0)
 			close(pf);
 		if (ty == UKPA_MUTE)
@@ -694,12 +697,6 @@ static int trace_run(const struct trace_opts t)
 	consumer_start(&c);
 
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	/* launch: the agent's end of the channel is close-on-exec, so the
-	 * channel hangs up when COMMAND execs (or ends): a program it execs
-	 * runs untraced, which is said once (a shell script or a wrapper as
-	 * COMMAND would otherwise give no events and no word why) */
-	char exe0[PATH_MAX] = "";
-	bool exec_watch = child && exe_of(pid, exe0, sizeof exe0) == 0;
 	double t0 = now_s(), last_maps = t0;
 	int status = 0, exited = 0;
 	while (!exited) {
@@ -747,19 +744,18 @@ static int trace_run(const struct trace_opts t)
 	if (!child && !exited) {
 		/* every probe removed before the last drain: nothing is
 		 * recorded after it */
-		struct hold held = { -1, -1 };
-		attach_hold(pid, &held);
-		chan_send(ctl, UKPA_STOP, NULL, 0, NULL, 0);
 		void *pl;
 		uint32_t len;
 		int pf;
+		/* the program held while its probes come out (attach.c) */
+		int ty = held_exchange(pid, ctl, UKPA_STOP, NULL, 0, &pl, &len, &pf, 30000);
 		for (;;) {
-			int ty = hold_recv(ctl, &held, &pl, &len, &pf, 30000);
 			free(pl);
 			if (pf >= 0)
 				close(pf);
 			if (ty == UKPA_STOPPED || ty < 0)
 				break;
+			ty = chan_recv(ctl, &pl, &len, &pf, 30000);
 		}
 	}
 	close(ctl);
