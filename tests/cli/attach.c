@@ -22,23 +22,11 @@ static struct proc start(const char *name)
 	return proc_start(name, NULL);
 }
 
-/* its last line and exit status, once it ends */
-static int wait_last(struct proc *p, char *last, size_t n)
-{
-	close(p->in);
-	last[0] = 0;
-	char line[512];
-	while (fgets(line, sizeof line, p->out))
-		snprintf(last, n, "%s", line);
-	fclose(p->out);
-	return wait_status(p->pid);
-}
-
 /* 'q', then its last line and exit status */
 static int finish(struct proc *p, char *last, size_t n)
 {
 	UKT_ASSERT(write(p->in, "q", 1) == 1);
-	return wait_last(p, last, n);
+	return proc_last(p, last, n);
 }
 
 /* the thread of p blocked in system call nr (by /proc/PID/task/T/syscall) */
@@ -580,7 +568,7 @@ UKT_CASE(attach_keeps_registers_and_errno)
 		run_free(&r);
 		UKT_ASSERT(kill(p.pid, SIGUSR1) == 0);
 		char last[512];
-		int st = wait_last(&p, last, sizeof last);
+		int st = proc_last(&p, last, sizeof last);
 		if (st != 0 || strncmp(last, "ok ", 3))
 			UKT_FAIL("target: status %d, \"%s\"", st, last);
 	}

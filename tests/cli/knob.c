@@ -590,12 +590,8 @@ UKT_CASE(knob_rearms_with_the_program_held)
 	UKT_EQ(end_trace(u), 0);
 	UKT_ASSERT(profile_hits(path, "t/munmap") > 0);
 	UKT_ASSERT(write(p.in, "q", 1) == 1);
-	close(p.in);
-	char last[512] = "", line[512];
-	while (fgets(line, sizeof line, p.out))
-		snprintf(last, sizeof last, "%s", line);
-	fclose(p.out);
-	int st = wait_status(p.pid);
+	char last[512];
+	int st = proc_last(&p, last, sizeof last);
 	if (st != 0 || strncmp(last, "ok ", 3))
 		UKT_FAIL("target: status %d, \"%s\"", st, last);
 	unlink(path);

@@ -236,6 +236,19 @@ static inline struct proc proc_start(const char *name, const char *arg)
 	return p;
 }
 
+/* p's last line of output and exit status, once it ends (its stdin
+ * closed: a target reading it ends then) */
+static inline int proc_last(struct proc *p, char *last, size_t n)
+{
+	close(p->in);
+	last[0] = 0;
+	char line[512];
+	while (fgets(line, sizeof line, p->out))
+		snprintf(last, n, "%s", line);
+	fclose(p->out);
+	return wait_status(p->pid);
+}
+
 /* the file offset of symbol name in the ELF file at path (its symbol
  * tables), or -1 */
 static inline long sym_file_offset(const char *path, const char *name)
