@@ -17,7 +17,9 @@
 #define UKPA_ENV_FD	"UKPROBE_AGENT_FD"
 #define UKPA_SONAME	"libukprobe-agent.so"
 #define UKPA_QUERY_SUFFIX "-query"	/* the query socket: "\0ukprobe-agent-<pid>-query" */
-#define UKPA_VERSION	2
+/* 3: MUTE answers GO once every probe is optimised, attach too (the
+ * command holds the program until then): an older agent does not */
+#define UKPA_VERSION	3
 #define UKPA_MAX_MSG	(1u << 20)
 
 enum ukpa_type {
