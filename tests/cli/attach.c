@@ -29,6 +29,13 @@ static int finish(struct proc *p, char *last, size_t n)
 	return proc_last(p, last, n);
 }
 
+/* 'q', then status 0 and "ok ..." last */
+static void finish_ok(struct proc *p)
+{
+	UKT_ASSERT(write(p->in, "q", 1) == 1);
+	proc_expect_ok(p);
+}
+
 /* the thread of p blocked in system call nr (by /proc/PID/task/T/syscall) */
 static pid_t thread_in(pid_t pid, long nr)
 {
@@ -79,10 +86,7 @@ static void attach_on(long nr)
 	RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 2);
 	RUN_EXPECT(r, strstr(r.err, "ukprobe: 0 events lost\n") != NULL);
 	run_free(&r);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 /* the program has libc.so.6's file mapped as data too, below the loaded
@@ -97,10 +101,7 @@ UKT_CASE(attach_with_libc_file_mapped_as_data)
 	RUN_EXPECT(r, r.status == 0);
 	RUN_EXPECT(r, count_lines(r.out, " tick: (tick+0x0/") >= 2);
 	run_free(&r);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 UKT_CASE(attach_via_thread_in_read) { attach_on(0); }
@@ -188,10 +189,7 @@ UKT_CASE(code_restored_and_second_attach)
 			agents++;
 	fclose(m);
 	UKT_EQ(agents, 1);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 UKT_CASE(sigint_ends_the_trace)
@@ -447,10 +445,7 @@ UKT_CASE(probes_on_blocking_calls)
 	RUN_EXPECT(r, count_lines(r.out, " write_ret: (") >= 2);
 	RUN_EXPECT(r, count_lines(r.out, " recvmsg: (") == 0);		/* the agent's only */
 	run_free(&r);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 /*
@@ -472,10 +467,7 @@ UKT_CASE(fork_and_exec_while_attached)
 	run_free(&r);
 	usleep(200000);		/* rounds after detach */
 	compare_text(p.pid);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 /* attach to threads that never stop allocating, with malloc and free
@@ -503,10 +495,7 @@ UKT_CASE(attach_to_allocating_threads)
 		run_free(&r);
 	}
 	compare_text(p.pid);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 /* the agent's socket is abstract (no file permissions): it serves root
@@ -567,10 +556,7 @@ UKT_CASE(attach_keeps_registers_and_errno)
 		RUN_EXPECT(r, r.status == 0);
 		run_free(&r);
 		UKT_ASSERT(kill(p.pid, SIGUSR1) == 0);
-		char last[512];
-		int st = proc_last(&p, last, sizeof last);
-		if (st != 0 || strncmp(last, "ok ", 3))
-			UKT_FAIL("target: status %d, \"%s\"", st, last);
+		proc_expect_ok(&p);
 	}
 }
 
@@ -601,10 +587,7 @@ UKT_CASE(attach_to_signal_blocking_glibc_code)
 		UKT_ASSERT(kill(p.pid, 0) == 0);
 	}
 	UKT_ASSERT(hits > 0);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }
 
 /*
@@ -627,8 +610,5 @@ UKT_CASE(attach_into_a_thread_blocking_every_signal)
 	unsetenv("UKPROBE_INJECT_TID");
 	RUN_EXPECT(r, r.status == 0);
 	run_free(&r);
-	char last[512];
-	int st = finish(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok", 2))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	finish_ok(&p);
 }

@@ -590,10 +590,7 @@ UKT_CASE(knob_rearms_with_the_program_held)
 	UKT_EQ(end_trace(u), 0);
 	UKT_ASSERT(profile_hits(path, "t/munmap") > 0);
 	UKT_ASSERT(write(p.in, "q", 1) == 1);
-	char last[512];
-	int st = proc_last(&p, last, sizeof last);
-	if (st != 0 || strncmp(last, "ok ", 3))
-		UKT_FAIL("target: status %d, \"%s\"", st, last);
+	proc_expect_ok(&p);
 	unlink(path);
 	char ef[PATH_MAX];
 	snprintf(ef, sizeof ef, "%s.err", path);

@@ -249,6 +249,16 @@ static inline int proc_last(struct proc *p, char *last, size_t n)
 	return wait_status(p->pid);
 }
 
+/* p ends with status 0 and a last line "ok ..." (what the targets print
+ * when their own checks pass) */
+static inline void proc_expect_ok(struct proc *p)
+{
+	char last[512];
+	int st = proc_last(p, last, sizeof last);
+	if (st != 0 || strncmp(last, "ok ", 3))
+		UKT_FAIL("target: status %d, \"%s\"", st, last);
+}
+
 /* the file offset of symbol name in the ELF file at path (its symbol
  * tables), or -1 */
 static inline long sym_file_offset(const char *path, const char *name)

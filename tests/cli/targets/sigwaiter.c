@@ -4,8 +4,8 @@
  * signal, and that one waits for them in sigwait() (blocked in a system
  * call, as an injection prefers).  The program has its own SIGSEGV
  * handler.  On 'q' it checks that a fault still reaches its handler and
- * that the waiting thread's mask is still every signal; prints "ok" or
- * "error ...".
+ * that the waiting thread's mask is still every signal; prints "ok MASK"
+ * or "error ...".
  */
 #include <poll.h>
 #include <pthread.h>
@@ -87,6 +87,6 @@ int main(void)
 		printf("error: no fault\n");
 		return 1;
 	}
-	printf("ok\n");
+	printf("ok %llx\n", blk0);
 	return 0;
 }
