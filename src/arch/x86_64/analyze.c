@@ -94,8 +94,10 @@ static void sort_ul(unsigned long *v, size_t n)
 		i++;
 	if (i >= n)
 		return;			/* sorted already (the instructions are) */
-	unsigned long *tmp = n > 256 ? malloc(n * sizeof(*tmp)) : NULL;
-	size_t count[1 << 11];
+	/* the second buffer and the digit counts in one block (not 16 KiB
+	 * of a registering thread's stack) */
+	unsigned long *tmp = n > 256 ? malloc((n + (1 << 11)) * sizeof(*tmp)) : NULL;
+	size_t *count = (size_t *)(tmp + n);
 	if (!tmp) {
 		qsort(v, n, sizeof(*v), cmp_ul);
 		return;
@@ -109,7 +111,7 @@ static void sort_ul(unsigned long *v, size_t n)
 	for (unsigned shift = 0; shift < 64; shift += 11) {
 		if ((((all_or ^ all_and) >> shift) & 0x7ff) == 0)
 			continue;	/* one digit everywhere: nothing to move */
-		memset(count, 0, sizeof(count));
+		memset(count, 0, (1 << 11) * sizeof(*count));
 		for (i = 0; i < n; i++)
 			count[(from[i] >> shift) & 0x7ff]++;
 		size_t sum = 0;
